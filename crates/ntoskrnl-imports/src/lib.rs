@@ -1,0 +1,36 @@
+//! Kernel exports that windows-sys binds to the wrong module, bound here to `ntoskrnl.exe`.
+//!
+//! windows-sys 0.61 declares `DbgPrintEx` (and most `Rtl*` helpers) as imports from `ntdll.dll`, the
+//! user-mode library, which a driver cannot import: the kernel loader would refuse the image. These
+//! declarations name the module that really exports them to drivers.
+//!
+//! Why a separate crate: raw-dylib imports of the same symbol from two modules do not conflict at link
+//! time; the linker simply takes the first definition it meets. windows-sys's rlib carries its ntdll
+//! import members and comes before the driver crate's own import library on the link line, so a
+//! declaration in the driver crate loses. rustc places every crate before the crates it depends on, so
+//! this crate, which depends on windows-sys, comes first and its bindings win. The driver's binary
+//! check (tests/binary_checks.rs) fails if an import ever names ntdll.dll again.
+//!
+//! On non-Windows hosts the declarations exist but are never linked.
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_void};
+
+#[cfg_attr(windows, link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim"))]
+unsafe extern "C" {
+    /// `ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)`: callable up to DIRQL when
+    /// the format has no Unicode conversions.
+    pub fn DbgPrintEx(component_id: u32, level: u32, format: *const c_char, ...) -> u32;
+
+    // The C memory functions that core's code calls. The WDK build gets them from ntoskrnl.lib; the
+    // WDK-free build imports the same exports by name instead of compiling its own: the kernel's
+    // versions are tuned, resident and callable at any IRQL, and a hand-written Rust memcpy risks the
+    // optimiser turning its loop back into a call to memcpy.
+    pub fn memcpy(dest: *mut c_void, src: *const c_void, count: usize) -> *mut c_void;
+    pub fn memmove(dest: *mut c_void, src: *const c_void, count: usize) -> *mut c_void;
+    pub fn memset(dest: *mut c_void, value: c_int, count: usize) -> *mut c_void;
+    pub fn memcmp(left: *const c_void, right: *const c_void, count: usize) -> c_int;
+}
+
+/// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.
+pub const DPFLTR_IHVDRIVER_ID: u32 = 77;

@@ -1,0 +1,17 @@
+//! The kernel boundary: the only place that talks to ntoskrnl/HAL, executes privileged instructions or
+//! handles raw pointers from the kernel. Everything above it is safe Rust.
+//!
+//! Bindings come from `windows-sys` (its `Wdk` features). windows-sys declares every function with
+//! `windows_link::link!`, which for Windows targets is `#[link(kind = "raw-dylib", modifiers =
+//! "+verbatim")]` naming the exporting module (`ntoskrnl.exe`, `hal.dll`), so the image imports by name
+//! from those modules and no import library is needed.
+
+#[macro_use]
+pub mod debug;
+mod bugcheck;
+mod build_mode;
+mod entry;
+pub mod irql;
+
+/// An NTSTATUS value.
+pub type NtStatus = windows_sys::Win32::Foundation::NTSTATUS;

@@ -1,0 +1,124 @@
+//! Fixed-capacity, NUL-terminated text for kernel debug output.
+//!
+//! Debug messages are formatted on the stack: the driver must be able to log (and to describe a panic)
+//! at raised IRQL, where it may not allocate. Over-long messages are cut short and marked, never
+//! dropped, and an interior NUL in formatted data cannot end the string early.
+
+use core::ffi::CStr;
+use core::fmt;
+
+/// What replaces the end of a message that did not fit.
+const TRUNCATION_MARK: &[u8] = b"...";
+
+/// A C string of at most `N - 1` bytes plus its terminating NUL, written through `core::fmt`.
+pub struct FixedCString<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+    truncated: bool,
+}
+
+impl<const N: usize> FixedCString<N> {
+    const CAPACITY_CHECK: () = assert!(N > TRUNCATION_MARK.len() + 1, "buffer too small");
+
+    pub const fn new() -> Self {
+        let () = Self::CAPACITY_CHECK;
+        Self { bytes: [0; N], len: 0, truncated: false }
+    }
+
+    /// True when something written did not fit; the text then ends in `...`.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// The text without its terminator.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// The text as a C string. Always terminated: writes stop one byte short of the capacity.
+    pub fn as_c_str(&self) -> &CStr {
+        // The buffer starts zeroed, writes never store a NUL and never reach the last byte, so the first
+        // NUL is at `len`.
+        CStr::from_bytes_until_nul(&self.bytes[..=self.len]).unwrap_or(c"")
+    }
+
+    fn mark_truncated(&mut self) {
+        self.truncated = true;
+        let text_room = N - 1;
+        let start = text_room - TRUNCATION_MARK.len();
+        self.bytes[start..text_room].copy_from_slice(TRUNCATION_MARK);
+        self.len = text_room;
+    }
+}
+
+impl<const N: usize> Default for FixedCString<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> fmt::Write for FixedCString<N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.truncated {
+            return Ok(());
+        }
+        let text_room = N - 1;
+        for &byte in s.as_bytes() {
+            if self.len == text_room {
+                self.mark_truncated();
+                return Ok(());
+            }
+            // A NUL would end the C string early and hide the rest of the message.
+            self.bytes[self.len] = if byte == 0 { b'?' } else { byte };
+            self.len += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::fmt::Write;
+
+    #[test]
+    fn short_text_is_kept_whole_and_terminated() {
+        let mut text = FixedCString::<16>::new();
+        write!(text, "cpu {}", 7).unwrap();
+        assert_eq!(text.as_bytes(), b"cpu 7");
+        assert_eq!(text.as_c_str(), c"cpu 7");
+        assert!(!text.is_truncated());
+    }
+
+    #[test]
+    fn text_that_exactly_fills_the_buffer_is_not_truncated() {
+        let mut text = FixedCString::<8>::new();
+        text.write_str("1234567").unwrap();
+        assert_eq!(text.as_c_str(), c"1234567");
+        assert!(!text.is_truncated());
+    }
+
+    #[test]
+    fn overlong_text_is_cut_and_marked() {
+        let mut text = FixedCString::<8>::new();
+        write!(text, "{}", "abcdefghijkl").unwrap();
+        assert_eq!(text.as_c_str(), c"abcd...");
+        assert!(text.is_truncated());
+        // Later writes do not disturb a truncated message.
+        text.write_str("more").unwrap();
+        assert_eq!(text.as_c_str(), c"abcd...");
+    }
+
+    #[test]
+    fn interior_nul_cannot_end_the_string_early() {
+        let mut text = FixedCString::<16>::new();
+        text.write_str("a\0b").unwrap();
+        assert_eq!(text.as_c_str(), c"a?b");
+    }
+
+    #[test]
+    fn empty_text_is_an_empty_c_string() {
+        let text = FixedCString::<4>::new();
+        assert_eq!(text.as_c_str(), c"");
+    }
+}
