@@ -2,7 +2,8 @@
 //!
 //! Debug messages are formatted on the stack: the driver must be able to log (and to describe a panic)
 //! at raised IRQL, where it may not allocate. Over-long messages are cut short and marked, never
-//! dropped, and an interior NUL in formatted data cannot end the string early.
+//! dropped; they are cut between characters, so the text stays valid UTF-8; and an interior NUL in
+//! formatted data cannot end the string early.
 
 use core::ffi::CStr;
 use core::fmt;
@@ -35,6 +36,11 @@ impl<const N: usize> FixedCString<N> {
         &self.bytes[..self.len]
     }
 
+    /// The text as UTF-8. Writes store whole characters only, so this never fails in practice.
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(self.as_bytes()).unwrap_or("<invalid UTF-8>")
+    }
+
     /// The text as a C string. Always terminated: writes stop one byte short of the capacity.
     pub fn as_c_str(&self) -> &CStr {
         // The buffer starts zeroed, writes never store a NUL and never reach the last byte, so the first
@@ -42,12 +48,16 @@ impl<const N: usize> FixedCString<N> {
         CStr::from_bytes_until_nul(&self.bytes[..=self.len]).unwrap_or(c"")
     }
 
+    /// Ends the text with the truncation mark, overwriting whole characters at the end if needed.
     fn mark_truncated(&mut self) {
         self.truncated = true;
-        let text_room = N - 1;
-        let start = text_room - TRUNCATION_MARK.len();
-        self.bytes[start..text_room].copy_from_slice(TRUNCATION_MARK);
-        self.len = text_room;
+        let mut start = self.len.min(N - 1 - TRUNCATION_MARK.len());
+        while start > 0 && is_utf8_continuation(self.bytes[start]) {
+            start -= 1;
+        }
+        self.bytes[start..start + TRUNCATION_MARK.len()].copy_from_slice(TRUNCATION_MARK);
+        self.len = start + TRUNCATION_MARK.len();
+        self.bytes[self.len..].fill(0);
     }
 }
 
@@ -63,17 +73,23 @@ impl<const N: usize> fmt::Write for FixedCString<N> {
             return Ok(());
         }
         let text_room = N - 1;
-        for &byte in s.as_bytes() {
-            if self.len == text_room {
+        for character in s.chars() {
+            // A NUL would end the C string early and hide the rest of the message.
+            let character = if character == '\0' { '?' } else { character };
+            let width = character.len_utf8();
+            if self.len + width > text_room {
                 self.mark_truncated();
                 return Ok(());
             }
-            // A NUL would end the C string early and hide the rest of the message.
-            self.bytes[self.len] = if byte == 0 { b'?' } else { byte };
-            self.len += 1;
+            character.encode_utf8(&mut self.bytes[self.len..self.len + width]);
+            self.len += width;
         }
         Ok(())
     }
+}
+
+fn is_utf8_continuation(byte: u8) -> bool {
+    byte & 0b1100_0000 == 0b1000_0000
 }
 
 #[cfg(test)]
@@ -117,8 +133,31 @@ mod tests {
     }
 
     #[test]
+    fn truncation_never_splits_a_character() {
+        // 'é' is two bytes: the cut and the mark must fall between characters.
+        for capacity_text in ["ééééééééé", "aéééééééé", "€€€€€€", "a€€€€€€"]
+        {
+            let mut text = FixedCString::<10>::new();
+            text.write_str(capacity_text).unwrap();
+            assert!(text.is_truncated());
+            assert!(core::str::from_utf8(text.as_bytes()).is_ok(), "{:?}", text.as_bytes());
+            assert!(text.as_str().ends_with("..."));
+            assert!(text.as_bytes().len() <= 9);
+            assert_eq!(text.as_c_str().to_bytes(), text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn multibyte_text_that_fits_is_kept() {
+        let mut text = FixedCString::<8>::new();
+        text.write_str("é€").unwrap();
+        assert_eq!(text.as_str(), "é€");
+        assert!(!text.is_truncated());
+    }
+
+    #[test]
     fn empty_text_is_an_empty_c_string() {
-        let text = FixedCString::<4>::new();
+        let text = FixedCString::<8>::new();
         assert_eq!(text.as_c_str(), c"");
     }
 }

@@ -104,7 +104,18 @@ fn probe(frame_size: u64) -> (ProbeResult, usize) {
     }
 
     let caller_rsp = (start + length - 64) as u64;
-    let (rax, rsp_after, rcx, rdx, rsi, rdi, r8, r9, r14, r15): (u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
+    let (rax, rsp_after, rcx, rdx, rsi, rdi, r8, r9, r14, r15): (
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+        u64,
+    );
     // SAFETY: switches to the test stack (r12 keeps the real RSP, restored right after), calls the probe
     // and switches back. The probe only reads the test stack; every register it may change is declared.
     unsafe {
@@ -138,7 +149,8 @@ fn probe(frame_size: u64) -> (ProbeResult, usize) {
         libc::signal(libc::SIGSEGV, libc::SIG_DFL);
     }
     let count = FAULT_COUNT.load(Ordering::SeqCst);
-    let touched_pages = FAULTS[..count.min(STACK_PAGES)].iter().map(|page| page.load(Ordering::SeqCst)).collect();
+    let touched_pages =
+        FAULTS[..count.min(STACK_PAGES)].iter().map(|page| page.load(Ordering::SeqCst)).collect();
     // SAFETY: unmapping our own region.
     unsafe { libc::munmap(region, length) };
     drop(alt_stack);

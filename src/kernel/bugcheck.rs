@@ -32,13 +32,7 @@ fn panic(info: &PanicInfo<'_>) -> ! {
     };
     // SAFETY: KeBugCheckEx may be called at any IRQL; its parameters are plain numbers to it.
     unsafe {
-        KeBugCheckEx(
-            PANIC_BUGCHECK_CODE,
-            file.as_ptr() as usize,
-            file.len(),
-            line as usize,
-            column as usize,
-        )
+        KeBugCheckEx(PANIC_BUGCHECK_CODE, file.as_ptr() as usize, file.len(), line as usize, column as usize)
     };
     // SAFETY: KeBugCheckEx is DECLSPEC_NORETURN in wdm.h; windows-sys merely declares it as returning.
     unsafe { core::hint::unreachable_unchecked() }

@@ -6,12 +6,11 @@ use core::fmt::{self, Write};
 /// Longest debug line, terminator included. DbgPrint's own limit is 512 bytes.
 const LINE_CAPACITY: usize = 256;
 
-/// DbgPrintEx severity, which the debugger's component filter (IHVDRIVER) compares against its mask.
+/// DbgPrintEx severity (DPFLTR_ERROR_LEVEL, DPFLTR_INFO_LEVEL), which the debugger's component filter
+/// for IHVDRIVER compares against its mask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     Error = 0,
-    Warning = 1,
-    Trace = 2,
     Info = 3,
 }
 
@@ -22,12 +21,9 @@ pub fn print(level: Level, args: fmt::Arguments<'_>) {
     let _ = line.write_str("pmupcw: ");
     let _ = line.write_fmt(args);
     let _ = line.write_str("\n");
-    super::build_mode::debug_print(level, line.as_c_str());
+    super::build_mode::debug_print(level, &line);
 }
 
-macro_rules! log_error {
-    ($($arg:tt)*) => { $crate::kernel::debug::print($crate::kernel::debug::Level::Error, format_args!($($arg)*)) };
-}
 macro_rules! log_info {
     ($($arg:tt)*) => { $crate::kernel::debug::print($crate::kernel::debug::Level::Info, format_args!($($arg)*)) };
 }

@@ -1,7 +1,5 @@
 //! The current IRQL.
 
-/// DISPATCH_LEVEL: at or above it nothing may wait, allocate from paged pool or touch pageable memory.
-pub const DISPATCH_LEVEL: u8 = 2;
 /// The highest device IRQL on x64; above it (clock, IPI, profile, high) only resident, lock-free code
 /// runs.
 pub const MAX_DEVICE_LEVEL: u8 = 12;
