@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the release driver and assembles the test-signed package in target/package/pmupcw/:
+#   pmupcw.sys  the driver, Authenticode-signed with the project's test certificate
+#   pmupcw.cer  that certificate (DER), to import into a test machine's Root and TrustedPublisher stores
+#   pmupcw.pdb  symbols
+#   pmupcw.man  the counter manifest (lodctr /m:)
+#   pmupcw.inf  the installation INF
+# The test certificate is made once under target/test-certificate/ and reused until deleted.
+# Prints the .sys size and the build time. Run through `cargo make package`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+target=x86_64-pc-windows-msvc
+build_dir=target/$target/release
+cert_dir=target/test-certificate
+package_dir=target/package/pmupcw
+
+for tool in osslsigncode openssl; do
+    command -v "$tool" >/dev/null || { echo "package: $tool is missing; run scripts/linux/setup.sh" >&2; exit 1; }
+done
+
+started_ns=$(date +%s%N)
+cargo build --release --locked --target "$target" -p pmupcw
+build_ms=$(( ($(date +%s%N) - started_ns) / 1000000 ))
+
+if [[ ! -s $cert_dir/pmupcw-test.key || ! -s $cert_dir/pmupcw-test.pem ]]; then
+    echo "package: generating the test-signing certificate in $cert_dir"
+    mkdir -p "$cert_dir"
+    # Self-signed code-signing certificate, the Linux counterpart of the WDK's makecert test certificate.
+    openssl req -x509 -newkey rsa:3072 -sha256 -nodes -days 3650 \
+        -subj "/CN=pmupcw Test Signing/O=pmupcw developers" \
+        -addext "basicConstraints=critical,CA:FALSE" \
+        -addext "keyUsage=critical,digitalSignature" \
+        -addext "extendedKeyUsage=codeSigning" \
+        -keyout "$cert_dir/pmupcw-test.key.tmp" -out "$cert_dir/pmupcw-test.pem.tmp" 2>/dev/null
+    mv "$cert_dir/pmupcw-test.key.tmp" "$cert_dir/pmupcw-test.key"
+    mv "$cert_dir/pmupcw-test.pem.tmp" "$cert_dir/pmupcw-test.pem"
+fi
+
+rm -rf "$package_dir"
+mkdir -p "$package_dir"
+# cargo names the cdylib .dll; a driver image is a .sys.
+osslsigncode sign -certs "$cert_dir/pmupcw-test.pem" -key "$cert_dir/pmupcw-test.key" \
+    -h sha256 -n "pmupcw hardware performance counters" \
+    -in "$build_dir/pmupcw.dll" -out "$package_dir/pmupcw.sys" >/dev/null
+openssl x509 -in "$cert_dir/pmupcw-test.pem" -outform DER -out "$package_dir/pmupcw.cer"
+cp "$build_dir/pmupcw.pdb" "$package_dir/pmupcw.pdb"
+cp manifests/pmupcw.man "$package_dir/pmupcw.man"
+cp inf/pmupcw.inx "$package_dir/pmupcw.inf"
+
+osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -in "$package_dir/pmupcw.sys" >/dev/null \
+    || { echo "package: the signed pmupcw.sys does not verify" >&2; exit 1; }
+
+printf 'package: %s\n' "$package_dir"
+printf 'package: pmupcw.sys %d bytes (release, signed)\n' "$(stat -c %s "$package_dir/pmupcw.sys")"
+printf 'package: driver build took %d.%03d s\n' $((build_ms / 1000)) $((build_ms % 1000))
