@@ -117,7 +117,8 @@ mod tests {
     #[test]
     fn overlong_text_is_cut_and_marked() {
         let mut text = FixedCString::<8>::new();
-        write!(text, "{}", "abcdefghijkl").unwrap();
+        let long = "abcdefghijkl";
+        write!(text, "{long}").unwrap();
         assert_eq!(text.as_c_str(), c"abcd...");
         assert!(text.is_truncated());
         // Later writes do not disturb a truncated message.

@@ -1,0 +1,176 @@
+//! Checks the real, test-signed driver image that `cargo make package` (scripts/linux/package.sh)
+//! produces, one test per rule of `driver-image-checks`, then shows on copies of the real image that
+//! the checks do fail: a tampered copy does not verify, and the unsigned linker output is reported
+//! as unsigned.
+//!
+//! The image is `$PMUPCW_PACKAGE_DIR/pmupcw.sys` (default target/package/pmupcw/pmupcw.sys), the
+//! test CA `$PMUPCW_TEST_CERT` (default target/test-certificate/pmupcw-test.pem). A missing package
+//! fails these tests: they must not pass by checking nothing.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use driver_image_checks::{
+    Expectations, Rule, Violation, check_image, check_rule, recompute_checksum, section_file_range,
+    verify_signature,
+};
+
+/// Every routine the driver imports. A new kernel call adds its name here.
+const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[("ntoskrnl.exe", &["DbgPrintEx", "KeBugCheckEx", "memset"])];
+
+const EXPECTATIONS: Expectations = Expectations {
+    // windows-sys links the HAL as hal.dll, the WDK as HAL.dll; modules compare case-insensitively.
+    allowed_modules: &["ntoskrnl.exe", "HAL.dll"],
+    imports: EXPECTED_IMPORTS,
+};
+
+fn repository() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn from_env_or(variable: &str, default: &str) -> PathBuf {
+    env::var_os(variable).map_or_else(|| repository().join(default), PathBuf::from)
+}
+
+fn signed_image() -> PathBuf {
+    from_env_or("PMUPCW_PACKAGE_DIR", "target/package/pmupcw").join("pmupcw.sys")
+}
+
+fn test_certificate() -> PathBuf {
+    existing(from_env_or("PMUPCW_TEST_CERT", "target/test-certificate/pmupcw-test.pem"))
+}
+
+/// What the linker wrote, before package.sh signed it.
+fn unsigned_image() -> PathBuf {
+    repository().join("target/x86_64-pc-windows-msvc/release/pmupcw.dll")
+}
+
+#[track_caller]
+fn existing(path: PathBuf) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "{} does not exist: run `cargo make package` first (it builds, signs and packages the driver)",
+        path.display()
+    );
+    path
+}
+
+#[track_caller]
+fn read(path: &Path) -> Vec<u8> {
+    fs::read(existing(path.to_path_buf()))
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
+}
+
+/// A scratch copy of an image under target/tmp, one file per test so that tests can run in parallel.
+fn write_scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    fs::write(&path, bytes).unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
+    path
+}
+
+fn listed(violations: &[Violation]) -> String {
+    violations.iter().map(|violation| format!("  - {violation}\n")).collect()
+}
+
+#[track_caller]
+fn assert_rule_holds(rule: Rule) {
+    let path = signed_image();
+    let violations = check_rule(&read(&path), &EXPECTATIONS, rule);
+    assert!(violations.is_empty(), "{} breaks {rule:?}:\n{}", path.display(), listed(&violations));
+}
+
+#[test]
+fn format_is_pe32_plus_amd64_native() {
+    assert_rule_holds(Rule::Format);
+}
+
+#[test]
+fn entry_point_is_driver_entry() {
+    assert_rule_holds(Rule::EntryPoint);
+}
+
+#[test]
+fn driver_entry_is_in_discardable_init() {
+    assert_rule_holds(Rule::InitSection);
+}
+
+#[test]
+fn imports_are_exactly_the_expected_ones() {
+    assert_rule_holds(Rule::Imports);
+}
+
+#[test]
+fn has_no_tls_directory() {
+    assert_rule_holds(Rule::NoTls);
+}
+
+#[test]
+fn has_no_writable_executable_section() {
+    assert_rule_holds(Rule::NoWritableExecutable);
+}
+
+#[test]
+fn checksum_is_valid_after_signing() {
+    assert_rule_holds(Rule::Checksum);
+}
+
+#[test]
+fn force_integrity_is_set() {
+    assert_rule_holds(Rule::ForceIntegrity);
+}
+
+#[test]
+fn authenticode_signature_is_embedded() {
+    assert_rule_holds(Rule::Signature);
+}
+
+/// Catches a rule added to the crate but not yet given its own test above.
+#[test]
+fn every_rule_holds() {
+    let path = signed_image();
+    let violations = check_image(&read(&path), &EXPECTATIONS);
+    assert!(violations.is_empty(), "{} breaks:\n{}", path.display(), listed(&violations));
+}
+
+#[test]
+fn signature_verifies_against_the_test_certificate() {
+    if let Err(output) = verify_signature(&signed_image(), &test_certificate()) {
+        panic!("{output}");
+    }
+}
+
+/// One byte of code changed after signing, with the checksum fixed up so that the image is still
+/// structurally perfect: only the Authenticode digest can tell, and it must.
+#[test]
+fn tampered_code_fails_signature_verification() {
+    let mut bytes = read(&signed_image());
+    let text = section_file_range(&bytes, ".text").expect("the driver has a .text section");
+    bytes[text.start] ^= 0xff;
+    recompute_checksum(&mut bytes).expect("the driver is a PE image");
+    assert_eq!(check_image(&bytes, &EXPECTATIONS), []);
+
+    let tampered = write_scratch("pmupcw-tampered.sys", &bytes);
+    let output = verify_signature(&tampered, &test_certificate())
+        .expect_err("a signature over different code must not verify");
+    // osslsigncode marks the recomputed digest that differs from the signed one.
+    assert!(output.contains("MISMATCH"), "failed, but not on the digest:\n{output}");
+}
+
+/// The scratch-copy route itself does not break verification, so the failure above is the byte's.
+#[test]
+fn untouched_copy_still_verifies() {
+    let copy = write_scratch("pmupcw-copy.sys", &read(&signed_image()));
+    if let Err(output) = verify_signature(&copy, &test_certificate()) {
+        panic!("{output}");
+    }
+}
+
+/// Rule Signature fails on a real unsigned image, and it is the only difference signing makes to
+/// what the rules see.
+#[test]
+fn unsigned_linker_output_lacks_only_the_signature() {
+    let unsigned = unsigned_image();
+    assert_eq!(check_image(&read(&unsigned), &EXPECTATIONS), [Violation::NoSignature]);
+    assert!(verify_signature(&unsigned, &test_certificate()).is_err(), "an unsigned image verified");
+}
