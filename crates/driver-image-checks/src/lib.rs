@@ -6,7 +6,17 @@
 //!
 //! [`verify_signature`] complements rule [`Rule::Signature`]: the rule only proves that an
 //! Authenticode signature is embedded, `osslsigncode verify` proves that it matches the image.
+//!
+//! [`string_table`] and [`version_info`] read the image's resources, so that a test can prove the
+//! driver holds the strings perfmon loads from it and its version information.
 #![forbid(unsafe_code)]
+
+mod resources;
+
+pub use resources::{
+    LANG_ENGLISH_US, ResourceError, STRING_FILE_INFO_KEY, STRINGS_PER_BLOCK, VersionInfo, string_table,
+    version_info,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -263,6 +273,9 @@ impl<'a> Image<'a> {
         // Rule::Signature reads the certificate table itself, so that a broken table is reported
         // as a signature violation instead of making every other rule unanswerable.
         options.parse_attribute_certificates = false;
+        // No rule reads resources, and malformed ones are for string_table and version_info to
+        // report: goblin's reading of them would make every rule unanswerable.
+        options.parse_resources = false;
         let pe = PE::parse_with_opts(bytes, &options)?;
         let optional = pe
             .header
