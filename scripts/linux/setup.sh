@@ -3,6 +3,7 @@
 # installs what is missing, so running it again is quick and changes nothing.
 #   - the pinned Rust toolchain and the x86_64-pc-windows-msvc target (rust-toolchain.toml), via rustup
 #   - osslsigncode and openssl (test signing), from Debian's packages
+#   - llvm-rc (compiles the counter names and version resource into pmupcw.sys), from Debian's llvm
 #   - cargo-make (the task runner) and cargo-nextest (the test runner), from crates.io
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,6 +21,7 @@ install_debian_packages() {
     local missing=()
     command -v osslsigncode >/dev/null || missing+=(osslsigncode)
     command -v openssl >/dev/null || missing+=(openssl)
+    command -v llvm-rc >/dev/null || missing+=(llvm)
     if ((${#missing[@]})); then
         say "installing ${missing[*]} from Debian's packages"
         as_root apt-get update -qq

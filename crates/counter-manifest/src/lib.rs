@@ -1,0 +1,99 @@
+//! CTRPP's job in Rust: reads a Windows counter manifest (the `counters` schema of an
+//! instrumentation manifest, kernel-mode provider), validates it, and generates
+//!
+//! * Rust source with each counterset's `#[repr(C)]` data block, its PCW counter descriptors, counter
+//!   ids and names ([`generate_rust`]), which the driver `include!`s;
+//! * an `.rc` script with the string table of counterset and counter names and descriptions and the
+//!   driver's VERSIONINFO ([`generate_rc`]), which `llvm-rc` (or `rc.exe`) compiles into a `.res`
+//!   linked into the driver, where lodctr finds the strings.
+//!
+//! Errors name the manifest position at fault as `file:line:column: reason` ([`ManifestError`]).
+//! String resource ids follow CTRPP's numbering, which lodctr recomputes from the manifest: see
+//! [`element_string_ids`] for the rule, its sources, and the part that is unverified (`resourceBase`).
+//! The driver's build script (build.rs) is the one user; the tests pin the output with golden files.
+
+mod model;
+mod names;
+mod parse;
+mod rc_tool;
+mod resources;
+mod rust;
+mod types;
+
+use std::fmt;
+
+pub use model::{Counter, CounterSet, DetailLevel, Field, Instances, Layout, Manifest, Provider};
+pub use names::{screaming_snake_case, snake_case};
+pub use parse::{COUNTERS_NAMESPACE, MAX_COUNTER_ID, is_guid, parse};
+pub use rc_tool::{LLVM_RC_NAMES, RcTool, compile_rc, find_llvm_rc};
+pub use resources::{
+    AssignedIds, ElementIds, SetIds, StringKind, StringResource, assign_string_ids, element_string_ids,
+    generate_rc, rc_string, string_resources, version_numbers,
+};
+pub use rust::generate_rust;
+pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};
+
+/// A manifest error at a position: displays as `file:line:column: reason`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestError {
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub column: u32,
+    pub reason: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.reason)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// Why [`compile`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileError {
+    /// The manifest is malformed or breaks a rule.
+    Manifest(ManifestError),
+    /// The package version cannot be written as VERSIONINFO's four 16-bit numbers.
+    Version(String),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Manifest(error) => error.fmt(f),
+            CompileError::Version(reason) => write!(f, "cannot write the VERSIONINFO resource: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+impl From<ManifestError> for CompileError {
+    fn from(error: ManifestError) -> Self {
+        CompileError::Manifest(error)
+    }
+}
+
+/// Everything generated from one manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Generated {
+    pub manifest: Manifest,
+    /// The Rust source (`counters.rs`).
+    pub rust: String,
+    /// The resource script (`pmupcw.rc`).
+    pub rc: String,
+}
+
+/// Parses and validates the manifest `text`, then generates the Rust source and the resource script.
+/// `file` is how errors and the generated headers name the manifest (e.g. `manifests/pmupcw.man`);
+/// `version` is the package version for VERSIONINFO (e.g. `0.1.0`).
+pub fn compile(file: &str, text: &str, version: &str) -> Result<Generated, CompileError> {
+    let manifest = parse(file, text)?;
+    let rust = generate_rust(&manifest, file);
+    let rc = generate_rc(&manifest, file, version).map_err(CompileError::Version)?;
+    Ok(Generated { manifest, rust, rc })
+}

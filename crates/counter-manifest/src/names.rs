@@ -1,0 +1,106 @@
+//! Identifier checks and case conversions for the names the manifest's symbols become in Rust.
+
+/// Whether `s` is a C identifier (`[A-Za-z_][A-Za-z0-9_]*`), the schema's `CSymbolType`.
+pub fn is_c_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The words of a C identifier: split at underscores, at a lower-case letter or digit followed by an
+/// upper-case letter (`LlcMisses` → `Llc`, `Misses`), and before the last capital of a run of capitals
+/// followed by a lower-case letter (`PMUState` → `PMU`, `State`).
+fn words(symbol: &str) -> Vec<String> {
+    let chars: Vec<char> = symbol.chars().collect();
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if c.is_ascii_uppercase() && !current.is_empty() {
+            let prev = chars[i - 1];
+            let next_is_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            if prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_is_lower)
+            {
+                words.push(std::mem::take(&mut current));
+            }
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+/// `snake_case` of a C identifier: `InstructionsRetired` → `instructions_retired`.
+pub fn snake_case(symbol: &str) -> String {
+    words(symbol).iter().map(|w| w.to_ascii_lowercase()).collect::<Vec<_>>().join("_")
+}
+
+/// `SCREAMING_SNAKE_CASE` of a C identifier: `InstructionsPerSec` → `INSTRUCTIONS_PER_SEC`.
+pub fn screaming_snake_case(symbol: &str) -> String {
+    words(symbol).iter().map(|w| w.to_ascii_uppercase()).collect::<Vec<_>>().join("_")
+}
+
+/// Rust's keywords (strict and reserved, edition 2024).
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv", "try", "typeof",
+    "unsized", "virtual", "yield",
+];
+
+/// Why `name` (a converted symbol) cannot name a generated Rust item, if it cannot: a keyword would
+/// need a raw identifier, which the generated code does not use so that every name reads plainly.
+pub fn rust_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it has no letters or digits".to_owned());
+    }
+    if KEYWORDS.contains(&name) {
+        return Some(format!("`{name}` is a Rust keyword"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_the_manifests_symbols() {
+        assert_eq!(snake_case("InstructionsRetired"), "instructions_retired");
+        assert_eq!(snake_case("LlcMisses"), "llc_misses");
+        assert_eq!(snake_case("HardwareCounters"), "hardware_counters");
+        assert_eq!(snake_case("PMUState"), "pmu_state");
+        assert_eq!(snake_case("MY_LOGICALDISK_FREE_MB"), "my_logicaldisk_free_mb");
+        assert_eq!(snake_case("Llc2Misses"), "llc2_misses");
+        assert_eq!(snake_case("_Leading__Double_"), "leading_double");
+        assert_eq!(screaming_snake_case("InstructionsPerSec"), "INSTRUCTIONS_PER_SEC");
+        assert_eq!(screaming_snake_case("BranchMispredictPercentBase"), "BRANCH_MISPREDICT_PERCENT_BASE");
+    }
+
+    #[test]
+    fn c_identifiers() {
+        assert!(is_c_identifier("Values"));
+        assert!(is_c_identifier("_x9"));
+        assert!(!is_c_identifier("9x"));
+        assert!(!is_c_identifier("a-b"));
+        assert!(!is_c_identifier(""));
+        assert!(!is_c_identifier("Grüße"));
+    }
+
+    #[test]
+    fn keywords_are_refused() {
+        assert!(rust_name_problem("type").is_some());
+        assert!(rust_name_problem("").is_some());
+        assert!(rust_name_problem("types").is_none());
+    }
+}

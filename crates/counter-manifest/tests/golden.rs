@@ -1,0 +1,199 @@
+//! Golden tests: the output for tests/golden/small.man must equal tests/golden/small.rs and
+//! tests/golden/small.rc byte for byte.
+//!
+//! After an intended change of the generator, rewrite the goldens and review their diff:
+//!
+//! ```text
+//! BLESS=1 cargo test -p counter-manifest --test golden
+//! git diff crates/counter-manifest/tests/golden
+//! ```
+//!
+//! The golden Rust is also compiled into this test (module `small` below, against stand-ins for the
+//! driver's `pcw` items), so its generated `layout_tests` run here and check the generator's offsets
+//! against rustc's layout. The real manifest is checked by shape, not byte for byte: its layout tests
+//! run with the driver's own unit tests, which include the generated file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use counter_manifest::{Manifest, compile};
+
+/// Stand-ins for the driver's `crate::pcw` items the generated code names.
+mod pcw {
+    /// Same fields as the driver's `CounterDescriptor` (PCW_COUNTER_DESCRIPTOR).
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CounterDescriptor {
+        pub id: u16,
+        pub struct_index: u16,
+        pub offset: u16,
+        pub size: u16,
+    }
+
+    /// # Safety
+    /// As the driver's trait: `#[repr(C)]`, integer fields, no padding.
+    pub unsafe trait CounterBlock {}
+}
+
+#[allow(dead_code)]
+mod small {
+    include!("golden/small.rs");
+}
+
+/// How the goldens name their manifest (a stable, relative name).
+const SMALL: &str = "tests/golden/small.man";
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// Compares `actual` with the golden file, or rewrites the file under `BLESS=1`.
+fn check_golden(name: &str, actual: &str) {
+    let path = crate_dir().join("tests/golden").join(name);
+    if std::env::var_os("BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = read(&path);
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .map_or_else(|| expected.lines().count().min(actual.lines().count()) + 1, |i| i + 1);
+        panic!(
+            "{} differs from the generated output, first at line {line}:\n  golden:    {:?}\n  generated: {:?}\n\
+             If the change is intended, run `BLESS=1 cargo test -p counter-manifest --test golden` and review \
+             the diff.",
+            path.display(),
+            expected.lines().nth(line - 1).unwrap_or("<end of file>"),
+            actual.lines().nth(line - 1).unwrap_or("<end of file>"),
+        );
+    }
+}
+
+fn small() -> counter_manifest::Generated {
+    let text = read(&crate_dir().join(SMALL));
+    compile(SMALL, &text, "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn small_manifest_rust_matches_the_golden() {
+    check_golden("small.rs", &small().rust);
+}
+
+#[test]
+fn small_manifest_rc_matches_the_golden() {
+    check_golden("small.rc", &small().rc);
+}
+
+/// rustfmt with the project's rustfmt.toml leaves `source` as it is.
+fn assert_rustfmt_clean(what: &str, source: &str) {
+    let config = crate_dir().join("../../rustfmt.toml");
+    let mut child = Command::new("rustfmt")
+        .arg("--config-path")
+        .arg(&config)
+        .args(["--edition", "2024", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rustfmt runs (rust-toolchain.toml installs the rustfmt component)");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = source.to_owned();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(output.status.success(), "rustfmt failed on {what}: {}", String::from_utf8_lossy(&output.stderr));
+    let formatted = String::from_utf8(output.stdout).unwrap();
+    if formatted != source {
+        let line = formatted.lines().zip(source.lines()).position(|(f, s)| f != s).unwrap_or(0) + 1;
+        panic!(
+            "the Rust generated for {what} is not rustfmt-clean, first at line {line}:\n  generated: {:?}\n  \
+             rustfmt:   {:?}",
+            source.lines().nth(line - 1).unwrap_or_default(),
+            formatted.lines().nth(line - 1).unwrap_or_default()
+        );
+    }
+}
+
+#[test]
+fn generated_rust_is_rustfmt_clean() {
+    assert_rustfmt_clean("tests/golden/small.man", &small().rust);
+    assert_rustfmt_clean("manifests/pmupcw.man", &real().rust);
+}
+
+#[test]
+fn the_golden_rust_compiles_and_behaves() {
+    use small::{small_status, widgets};
+    // The generated layout tests (small::*::layout_tests) check offsets; this checks the rest.
+    assert_eq!(small::PROVIDER_NAME, "small");
+    assert_eq!(widgets::NAME_UTF16, "Widgets".encode_utf16().collect::<Vec<_>>());
+    assert_eq!(small_status::NAME_UTF16, "Zähler Status".encode_utf16().collect::<Vec<_>>());
+    assert_eq!((widgets::MULTIPLE_INSTANCES, small_status::MULTIPLE_INSTANCES), (true, false));
+    assert_eq!(widgets::id::EVENTS_TOTAL, 5);
+    assert_eq!(
+        widgets::DESCRIPTORS.iter().map(|d| (d.id, d.offset, d.size)).collect::<Vec<_>>(),
+        [(0, 0, 8), (1, 8, 4), (2, 12, 4), (3, 16, 4), (5, 0, 8)]
+    );
+    // Three 4-byte fields: a reserved tail makes the block 24 bytes, a multiple of 8.
+    assert_eq!(size_of::<widgets::Values>(), 24);
+
+    let full = widgets::Values { events: 1, queue_depth: 2, hits: 3, lookups: 4, reserved: 0 };
+    let mut values = full;
+    values.clear_unrequested(u64::MAX);
+    assert_eq!(values, full);
+    values.clear_unrequested(1 << widgets::id::EVENTS_TOTAL);
+    assert_eq!(values, widgets::Values { events: 1, ..Default::default() });
+    let mut values = full;
+    values.clear_unrequested(1 << widgets::id::HIT_PERCENT);
+    assert_eq!(values, widgets::Values { hits: 3, ..Default::default() });
+    let mut values = full;
+    values.clear_unrequested(0);
+    assert_eq!(values, widgets::Values::default());
+
+    let atomic = small_status::AtomicValues::new();
+    atomic.waits.store(7, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(atomic.waits.into_inner(), 7);
+}
+
+fn real() -> counter_manifest::Generated {
+    let path = crate_dir().join("../../manifests/pmupcw.man");
+    compile("manifests/pmupcw.man", &read(&path), "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn counter_count(manifest: &Manifest) -> usize {
+    manifest.counter_sets.iter().map(|set| set.counters.len()).sum()
+}
+
+/// Not a golden (the manifest evolves with the driver): it compiles, and has the shape the driver's
+/// code is written against.
+#[test]
+fn the_real_manifest_compiles() {
+    let generated = real();
+    let manifest = &generated.manifest;
+    assert_eq!(manifest.provider.name, "pmupcw");
+    assert_eq!(manifest.counter_sets.len(), 2);
+    assert_eq!(counter_count(manifest), 29);
+    let symbols: Vec<&str> = manifest.counter_sets.iter().map(|set| set.symbol.as_str()).collect();
+    assert_eq!(symbols, ["HardwareCounters", "DriverStatus"]);
+    assert!(generated.rust.contains("pub mod hardware_counters {"));
+    assert!(generated.rust.contains("pub mod driver_status {"));
+    // Every string of the manifest is in the string table.
+    for set in &manifest.counter_sets {
+        assert!(generated.rc.contains(&counter_manifest::rc_string(&set.name)));
+        for counter in &set.counters {
+            assert!(generated.rc.contains(&counter_manifest::rc_string(&counter.description)));
+        }
+    }
+    // No padding: each block is exactly its fields.
+    for set in &manifest.counter_sets {
+        let fields: u32 = set.layout.fields.iter().map(|f| f.size).sum();
+        assert_eq!(set.layout.size, fields + if set.layout.reserved_tail { 4 } else { 0 });
+        assert_eq!(set.layout.size % 8, 0);
+    }
+}
