@@ -1,23 +1,109 @@
 //! Build script for the pmupcw driver.
 //!
-//! For the driver target (`x86_64-pc-windows-msvc`) it configures a kernel-mode link:
-//! * default mode (no WDK, any host): with the same linker flags wdk-build would pass;
-//! * `wdk` feature (Windows host with the WDK): through `wdk_build::configure_wdk_binary_build`, which
-//!   also finds the WDK's libraries and sets the `driver_model__driver_type` cfg the wdk crates need.
+//! Counters (every target): compiles manifests/pmupcw.man with crates/counter-manifest (CTRPP's job)
+//! into `OUT_DIR/counters.rs`, which src/counters.rs includes: the counter data structs, PCW descriptor
+//! tables, ids and names. A manifest error fails the build as `manifests/pmupcw.man:LINE:COLUMN: reason`.
 //!
-//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`]. Host builds (unit tests) need nothing.
+//! For the driver target (`x86_64-pc-windows-msvc`) it also
+//! * writes the manifest's string table and the VERSIONINFO to `OUT_DIR/pmupcw.rc` and compiles it into
+//!   `OUT_DIR/pmupcw.res` (llvm-rc, or rc.exe with the `wdk` feature on Windows), which the link takes as
+//!   an input, so that lodctr finds the counter names in pmupcw.sys;
+//! * configures a kernel-mode link:
+//!   * default mode (no WDK, any host): with the same linker flags wdk-build would pass;
+//!   * `wdk` feature (Windows host with the WDK): through `wdk_build::configure_wdk_binary_build`, which
+//!     also finds the WDK's libraries and sets the `driver_model__driver_type` cfg the wdk crates need.
+//!
+//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`]. Host builds (unit tests) need only counters.rs.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use counter_manifest::RcTool;
+
+/// The counter manifest, relative to the package root (errors name it so).
+const MANIFEST: &str = "manifests/pmupcw.man";
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let target_env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    if target_os != "windows" || target_env != "msvc" {
+    let driver = target_os == "windows" && target_env == "msvc";
+    if let Err(message) = generate_counters(driver) {
+        // Each line is one error of cargo's own output ("error: pmupcw@0.1.0: manifests/...:L:C: ..."),
+        // and a build script that logged an error fails the build.
+        for line in message.lines() {
+            println!("cargo::error={line}");
+        }
+        return;
+    }
+    if !driver {
         return;
     }
     configure_kernel_link();
     for flag in IMAGE_LAYOUT_FLAGS {
         println!("cargo::rustc-cdylib-link-arg={flag}");
     }
+}
+
+/// Compiles the manifest into OUT_DIR/counters.rs and, for the driver, into OUT_DIR/pmupcw.res, which
+/// it hands to the linker.
+fn generate_counters(driver: bool) -> Result<(), String> {
+    println!("cargo::rerun-if-changed={MANIFEST}");
+    let package_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+    let out_dir = PathBuf::from(env("OUT_DIR")?);
+    let text =
+        fs::read_to_string(package_dir.join(MANIFEST)).map_err(|error| format!("{MANIFEST}: {error}"))?;
+    let generated = counter_manifest::compile(MANIFEST, &text, &env("CARGO_PKG_VERSION")?)
+        .map_err(|error| error.to_string())?;
+    write_if_changed(&out_dir.join("counters.rs"), &generated.rust)?;
+    if !driver {
+        return Ok(());
+    }
+
+    let rc = out_dir.join("pmupcw.rc");
+    let res = out_dir.join("pmupcw.res");
+    write_if_changed(&rc, &generated.rc)?;
+    let tool = resource_compiler()?;
+    counter_manifest::compile_rc(&tool, &rc, &res).map_err(|error| {
+        format!(
+            "{error}\nThe resource compiler is llvm-rc (scripts/linux/setup.sh installs it from Debian's llvm \
+             package; LLVM_RC overrides it), or rc.exe with the `wdk` feature on Windows."
+        )
+    })?;
+    // lld-link and link.exe take a .res among their inputs and turn it into the image's .rsrc section.
+    println!("cargo::rustc-cdylib-link-arg={}", res.display());
+    Ok(())
+}
+
+/// The resource compiler: `LLVM_RC` if set; with the `wdk` feature on Windows, the WDK's rc.exe from
+/// PATH (the WDK developer prompt has it); else the first llvm-rc that runs.
+fn resource_compiler() -> Result<RcTool, String> {
+    println!("cargo::rerun-if-env-changed=LLVM_RC");
+    let llvm_rc = std::env::var_os("LLVM_RC");
+    if cfg!(all(feature = "wdk", windows)) && llvm_rc.is_none() {
+        return Ok(RcTool::Microsoft(OsString::from("rc.exe")));
+    }
+    counter_manifest::find_llvm_rc(llvm_rc).ok_or_else(|| {
+        format!(
+            "no resource compiler for the counter names: none of {} runs. Run scripts/linux/setup.sh (it \
+             installs Debian's llvm package, which has llvm-rc), or set LLVM_RC to an llvm-rc program.",
+            counter_manifest::LLVM_RC_NAMES.join(", ")
+        )
+    })
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|error| format!("environment variable {name}: {error}"))
+}
+
+/// Writes `contents` unless the file already holds them, so that an unchanged manifest leaves the
+/// generated files' timestamps alone.
+fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
+    if fs::read_to_string(path).is_ok_and(|old| old == contents) {
+        return Ok(());
+    }
+    fs::write(path, contents).map_err(|error| format!("{}: {error}", path.display()))
 }
 
 /// The flags wdk-build 0.6 emits for a WDM driver (crates/wdk-build/src/lib.rs,

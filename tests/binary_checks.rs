@@ -17,7 +17,27 @@ use driver_image_checks::{
 };
 
 /// Every routine the driver imports. A new kernel call adds its name here.
-const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[("ntoskrnl.exe", &["DbgPrintEx", "KeBugCheckEx", "memset"])];
+const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
+    (
+        "ntoskrnl.exe",
+        &[
+            "DbgPrintEx",
+            "ExAllocatePool2",
+            "ExFreePoolWithTag",
+            "KeBugCheckEx",
+            "KeGetProcessorNumberFromIndex",
+            "KeQueryActiveProcessorCountEx",
+            "PcwAddInstance",
+            "PcwCloseInstance",
+            "PcwCreateInstance",
+            "PcwRegister",
+            "PcwUnregister",
+            "RtlUpcaseUnicodeChar",
+            "memset",
+        ],
+    ),
+    ("HAL.dll", &["KeQueryPerformanceCounter"]),
+];
 
 const EXPECTATIONS: Expectations = Expectations {
     // windows-sys links the HAL as hal.dll, the WDK as HAL.dll; modules compare case-insensitively.
@@ -173,4 +193,36 @@ fn unsigned_linker_output_lacks_only_the_signature() {
     let unsigned = unsigned_image();
     assert_eq!(check_image(&read(&unsigned), &EXPECTATIONS), [Violation::NoSignature]);
     assert!(verify_signature(&unsigned, &test_certificate()).is_err(), "an unsigned image verified");
+}
+
+/// perfmon shows counterset and counter names and help from the string table of the binary the
+/// manifest names (applicationIdentity), at the ids CTRPP's numbering gives: every string of the
+/// manifest must be in the signed image, at its id, and nothing else.
+#[test]
+fn string_table_holds_every_manifest_string_at_its_id() {
+    let manifest_path = repository().join("manifests/pmupcw.man");
+    let text = fs::read_to_string(&manifest_path).unwrap();
+    let manifest = counter_manifest::parse(&manifest_path.display().to_string(), &text)
+        .unwrap_or_else(|error| panic!("{error}"));
+    let expected: std::collections::BTreeMap<u32, String> = counter_manifest::string_resources(&manifest)
+        .into_iter()
+        .map(|string| (string.id, string.text))
+        .collect();
+    assert!(expected.len() >= 3 * 31, "two countersets and 29 counters, three strings each");
+    let found =
+        driver_image_checks::string_table(&read(&signed_image())).unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn version_resource_describes_a_system_driver_of_this_version() {
+    let version =
+        driver_image_checks::version_info(&read(&signed_image())).unwrap_or_else(|error| panic!("{error}"));
+    let numbers = counter_manifest::version_numbers(env!("CARGO_PKG_VERSION")).unwrap();
+    assert_eq!(version.file_version, numbers);
+    assert_eq!(version.product_version, numbers);
+    assert_eq!((version.file_os, version.file_type, version.file_subtype), (0x40004, 3, 7));
+    assert_eq!(version.strings.get("OriginalFilename").map(String::as_str), Some("pmupcw.sys"));
+    let dotted = numbers.map(|number| number.to_string()).join(".");
+    assert_eq!(version.strings.get("FileVersion"), Some(&dotted));
 }

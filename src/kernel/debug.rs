@@ -27,3 +27,6 @@ pub fn print(level: Level, args: fmt::Arguments<'_>) {
 macro_rules! log_info {
     ($($arg:tt)*) => { $crate::kernel::debug::print($crate::kernel::debug::Level::Info, format_args!($($arg)*)) };
 }
+macro_rules! log_error {
+    ($($arg:tt)*) => { $crate::kernel::debug::print($crate::kernel::debug::Level::Error, format_args!($($arg)*)) };
+}

@@ -1,8 +1,19 @@
 //! DriverEntry and DriverUnload: thin shims between the I/O manager's calling convention and the safe
-//! `driver_load` / `driver_unload` in the crate root.
+//! [`Driver`] that holds everything the driver set up.
 
+use crate::driver::Driver;
+use core::cell::UnsafeCell;
 use windows_sys::Wdk::Foundation::DRIVER_OBJECT;
 use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_SUCCESS, UNICODE_STRING};
+
+/// The loaded driver, between a successful DriverEntry and DriverUnload.
+struct LoadedDriver(UnsafeCell<Option<Driver>>);
+
+// SAFETY: only DriverEntry and DriverUnload touch the cell, and the I/O manager never runs them at
+// the same time (DriverUnload only after DriverEntry has returned successfully).
+unsafe impl Sync for LoadedDriver {}
+
+static LOADED: LoadedDriver = LoadedDriver(UnsafeCell::new(None));
 
 /// The image entry point (linked with `/ENTRY:DriverEntry`).
 ///
@@ -18,21 +29,31 @@ pub unsafe extern "system" fn DriverEntry(
     driver: *mut DRIVER_OBJECT,
     _registry_path: *const UNICODE_STRING,
 ) -> NTSTATUS {
-    // SAFETY: the I/O manager passes a valid driver object that this routine owns until it returns.
-    let driver = unsafe { &mut *driver };
-    match crate::driver_load() {
-        Ok(()) => {
-            // Set only after a successful load: the I/O manager never calls DriverUnload for a failed
-            // DriverEntry, so a failing load must already have undone its own work.
-            driver.DriverUnload = Some(driver_unload);
+    log_info!("pmupcw {} loading", env!("CARGO_PKG_VERSION"));
+    match Driver::load() {
+        Ok(loaded) => {
+            // SAFETY: DriverEntry runs alone (see LoadedDriver).
+            unsafe { *LOADED.0.get() = Some(loaded) };
+            // SAFETY: the I/O manager passes a valid driver object that this routine owns until it
+            // returns. The unload routine is set only after a successful load: the I/O manager never
+            // calls DriverUnload for a failed DriverEntry, so a failing load has undone its own work.
+            unsafe { (*driver).DriverUnload = Some(driver_unload) };
+            log_info!("pmupcw loaded");
             STATUS_SUCCESS
         }
-        Err(status) => status,
+        Err(status) => {
+            log_error!("pmupcw failed to load: {status:#x}");
+            status
+        }
     }
 }
 
 /// # Safety
 /// Called only by the I/O manager, at PASSIVE_LEVEL, after a successful DriverEntry.
 unsafe extern "system" fn driver_unload(_driver: *const DRIVER_OBJECT) {
-    crate::driver_unload();
+    // SAFETY: DriverUnload runs alone (see LoadedDriver).
+    let loaded = unsafe { (*LOADED.0.get()).take() };
+    // Unregisters every counterset (waiting for running callbacks), then frees what they read.
+    drop(loaded);
+    log_info!("pmupcw unloaded");
 }

@@ -4,14 +4,19 @@
 //! Bindings come from `windows-sys` (its `Wdk` features). windows-sys declares every function with
 //! `windows_link::link!`, which for Windows targets is `#[link(kind = "raw-dylib", modifiers =
 //! "+verbatim")]` naming the exporting module (`ntoskrnl.exe`, `hal.dll`), so the image imports by name
-//! from those modules and no import library is needed.
+//! from those modules and no import library is needed. The few it binds to the wrong module come from
+//! crates/ntoskrnl-imports.
 
 #[macro_use]
 pub mod debug;
 mod bugcheck;
 mod build_mode;
+pub mod clock;
 mod entry;
 pub mod irql;
+pub mod pcw;
+pub mod pool;
+pub mod processors;
 
 /// An NTSTATUS value.
 pub type NtStatus = windows_sys::Win32::Foundation::NTSTATUS;

@@ -12,6 +12,11 @@
 //! check (tests/binary_checks.rs) fails if an import ever names ntdll.dll again.
 //!
 //! On non-Windows hosts the declarations exist but are never linked.
+//!
+//! ```text
+//! ULONG  DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)   any IRQL <= DIRQL
+//! WCHAR  RtlUpcaseUnicodeChar(WCHAR SourceCharacter)                     any IRQL
+//! ```
 #![no_std]
 
 use core::ffi::{c_char, c_int, c_void};
@@ -30,6 +35,12 @@ unsafe extern "C" {
     pub fn memmove(dest: *mut c_void, src: *const c_void, count: usize) -> *mut c_void;
     pub fn memset(dest: *mut c_void, value: c_int, count: usize) -> *mut c_void;
     pub fn memcmp(left: *const c_void, right: *const c_void, count: usize) -> c_int;
+}
+
+#[cfg_attr(windows, link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim"))]
+unsafe extern "system" {
+    /// The kernel's Unicode upcase (the table perflib's own name comparisons use).
+    pub fn RtlUpcaseUnicodeChar(source: u16) -> u16;
 }
 
 /// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.

@@ -1,0 +1,31 @@
+//! The machine's logical processors, across processor groups.
+
+use super::pool::{PoolSlice, Zeroable};
+use crate::pcw::processor_instances::ProcessorInstance;
+use windows_sys::Wdk::System::SystemServices::{
+    KeGetProcessorNumberFromIndex, KeQueryActiveProcessorCountEx,
+};
+use windows_sys::Win32::System::Kernel::PROCESSOR_NUMBER;
+
+/// ALL_PROCESSOR_GROUPS: count the processors of every group.
+const ALL_PROCESSOR_GROUPS: u16 = 0xFFFF;
+
+// SAFETY: ProcessorInstance is integers and an integer array; all zeros is processor 0,0 with an
+// empty name, a valid (if meaningless) value that is overwritten before use.
+unsafe impl Zeroable for ProcessorInstance {}
+
+/// One instance per active logical processor, in system index order, in non-paged pool. Called at
+/// PASSIVE_LEVEL from DriverEntry; `None` if the pool is exhausted.
+pub fn active_processors() -> Option<PoolSlice<ProcessorInstance>> {
+    // SAFETY: a query with no pointer arguments.
+    let count = unsafe { KeQueryActiveProcessorCountEx(ALL_PROCESSOR_GROUPS) };
+    let mut instances = PoolSlice::<ProcessorInstance>::zeroed(count as usize)?;
+    for (index, instance) in (0..count).zip(instances.iter_mut()) {
+        let mut number = PROCESSOR_NUMBER { Group: 0, Number: 0, Reserved: 0 };
+        // SAFETY: `number` is a valid output buffer; every index below the active count is valid.
+        let status = unsafe { KeGetProcessorNumberFromIndex(index, &mut number) };
+        debug_assert!(status >= 0, "processor index {index} below the active count must exist");
+        *instance = ProcessorInstance::new(index, number.Group, number.Number);
+    }
+    Some(instances)
+}

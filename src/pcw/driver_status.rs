@@ -1,0 +1,88 @@
+//! The "Hardware Counters Driver" counterset: one instance, made with PcwCreateInstance over a
+//! resident block that PCW reads directly while the driver updates it with atomic operations.
+
+use crate::counters::driver_status::AtomicValues;
+use core::sync::atomic::Ordering;
+
+/// The PMU State counter's values (documented in the manifest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum PmuState {
+    Idle = 0,
+    Active = 1,
+    Busy = 2,
+    Unsupported = 3,
+    Failed = 4,
+}
+
+/// The resident status block and the operations on it.
+#[derive(Debug)]
+pub struct DriverStatus {
+    block: AtomicValues,
+}
+
+impl Default for DriverStatus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The driver's one status block: a static, so it is resident, lives exactly as long as the image,
+/// and can be read by PCW and updated by the PMU client without anyone owning it.
+pub static STATUS: DriverStatus = DriverStatus::new();
+
+impl DriverStatus {
+    /// All zero: PMU state Idle, nothing counted.
+    pub const fn new() -> Self {
+        DriverStatus { block: AtomicValues::new() }
+    }
+
+    /// The block PCW reads.
+    pub fn block(&self) -> &AtomicValues {
+        &self.block
+    }
+
+    pub fn set_pmu_state(&self, state: PmuState) {
+        self.block.pmu_state.store(state as u32, Ordering::Release);
+    }
+
+    /// Counts one collect request that took `ticks` of the performance counter.
+    pub fn record_collect(&self, ticks: u64) {
+        self.block.collect_requests.fetch_add(1, Ordering::Relaxed);
+        // perf_average_timer and perf_average_base are 32-bit: PDH uses the difference of two samples.
+        self.block.collect_time.fetch_add(ticks as u32, Ordering::Relaxed);
+        self.block.collect_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_allocation_failure(&self) {
+        self.block.allocation_failures.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_block_is_idle_and_zero() {
+        let status = DriverStatus::new();
+        let block = status.block();
+        assert_eq!(block.pmu_state.load(Ordering::Relaxed), PmuState::Idle as u32);
+        assert_eq!(block.collect_requests.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn updates_land_in_the_block_pcw_reads() {
+        let status = DriverStatus::new();
+        status.set_pmu_state(PmuState::Busy);
+        status.record_allocation_failure();
+        status.record_collect(7);
+        status.record_collect(u64::from(u32::MAX) + 3); // wraps the 32-bit time sum, as PDH expects
+        let block = status.block();
+        assert_eq!(block.pmu_state.load(Ordering::Relaxed), 2);
+        assert_eq!(block.allocation_failures.load(Ordering::Relaxed), 1);
+        assert_eq!(block.collect_requests.load(Ordering::Relaxed), 2);
+        assert_eq!(block.collect_count.load(Ordering::Relaxed), 2);
+        assert_eq!(block.collect_time.load(Ordering::Relaxed), 7u32.wrapping_add(2));
+    }
+}

@@ -1,0 +1,139 @@
+//! The "Hardware Counters" counterset: one instance per logical processor, answered by callback.
+//!
+//! Everything here is pure: the kernel boundary hands in the processor list, a source of counts, the
+//! kernel's upcase and clock, and a sink that is PcwAddInstance in the driver and a recorder in
+//! tests. It holds no lock and allocates nothing, so any number of consumers may collect at once.
+
+use super::driver_status::DriverStatus;
+use super::processor_instances::ProcessorInstance;
+use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
+use crate::counters::hardware_counters::Values;
+use core::ops::Deref;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Hardware event counts of one processor, each extended to 64 bits and never decreasing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    pub instructions_retired: u64,
+    pub core_cycles: u64,
+    pub reference_cycles: u64,
+    pub llc_references: u64,
+    pub llc_misses: u64,
+    pub branches: u64,
+    pub branch_mispredicts: u64,
+    pub overflow_interrupts: u64,
+}
+
+/// Where the per-processor counts come from: the PMU client's snapshots in the driver.
+pub trait CountSource: Sync {
+    fn counts(&self, processor_index: u32) -> EventCounts;
+}
+
+/// Ratio counters read counts divided by this, so that their 32-bit bases wrap rarely (see the
+/// manifest's header comment).
+pub const RATIO_SCALE_SHIFT: u32 = 10;
+
+impl Values {
+    /// The counter data block for `counts`.
+    pub fn from_counts(counts: &EventCounts) -> Self {
+        let scaled = |count: u64| count >> RATIO_SCALE_SHIFT;
+        // Truncation to 32 bits is intended: PDH takes the difference of two samples.
+        let scaled_32 = |count: u64| scaled(count) as u32;
+        Values {
+            instructions_retired: counts.instructions_retired,
+            core_cycles: counts.core_cycles,
+            reference_cycles: counts.reference_cycles,
+            llc_references: counts.llc_references,
+            llc_misses: counts.llc_misses,
+            branches: counts.branches,
+            branch_mispredicts: counts.branch_mispredicts,
+            overflow_interrupts: counts.overflow_interrupts,
+            instructions_scaled: scaled(counts.instructions_retired),
+            core_cycles_scaled: scaled_32(counts.core_cycles),
+            llc_misses_scaled: scaled_32(counts.llc_misses),
+            llc_references_scaled: scaled_32(counts.llc_references),
+            branch_mispredicts_scaled: scaled_32(counts.branch_mispredicts),
+            branches_scaled: scaled_32(counts.branches),
+            reserved: 0,
+        }
+    }
+}
+
+/// The counterset's callback state. `P` holds the processor instances (pool memory in the driver, a
+/// Vec in tests).
+pub struct HardwareCounters<P, S> {
+    processors: P,
+    source: S,
+    status: &'static DriverStatus,
+    /// Queries currently reading this counterset (AddCounter minus RemoveCounter). The PMU client owns
+    /// the hardware only while it is non-zero.
+    active_queries: AtomicU32,
+    upcase: fn(u16) -> u16,
+    clock: fn() -> u64,
+}
+
+impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> HardwareCounters<P, S> {
+    /// `upcase` folds case for instance-mask matching (the kernel's RtlUpcaseUnicodeChar); `clock`
+    /// reads the performance counter in the ticks PDH uses for timers.
+    pub fn new(
+        processors: P,
+        source: S,
+        status: &'static DriverStatus,
+        upcase: fn(u16) -> u16,
+        clock: fn() -> u64,
+    ) -> Self {
+        HardwareCounters { processors, source, status, active_queries: AtomicU32::new(0), upcase, clock }
+    }
+
+    pub fn active_queries(&self) -> u32 {
+        self.active_queries.load(Ordering::Acquire)
+    }
+
+    fn selected<'q>(&'q self, query: &Query<'q>) -> impl Iterator<Item = &'q ProcessorInstance> {
+        let (query, upcase) = (*query, self.upcase);
+        self.processors
+            .iter()
+            .filter(move |processor| query.selects(processor.id(), processor.name(), upcase))
+    }
+}
+
+impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCallback
+    for HardwareCounters<P, S>
+{
+    fn counter_added(&self, _counter_mask: u64) {
+        self.active_queries.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn counter_removed(&self, _counter_mask: u64) {
+        // Never below zero, even if PCW were to report more removals than additions.
+        let _ = self
+            .active_queries
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
+    }
+
+    fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+        for processor in self.selected(query) {
+            sink.add::<Values>(processor.name(), processor.id(), None)?;
+        }
+        Ok(())
+    }
+
+    fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+        let started = (self.clock)();
+        let mut result = Ok(());
+        for processor in self.selected(query) {
+            let mut values = Values::from_counts(&self.source.counts(processor.index()));
+            values.clear_unrequested(query.counter_mask);
+            result = sink.add(processor.name(), processor.id(), Some(&values));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.status.record_collect((self.clock)().wrapping_sub(started));
+        result
+    }
+}
+
+#[cfg(test)]
+#[path = "hardware_counters_tests.rs"]
+mod tests;

@@ -1,0 +1,252 @@
+//! Host tests of the Hardware Counters callback: filtering by id, name mask and counter mask, the
+//! query count, the status accounting, and many consumers collecting at once.
+
+use super::*;
+use crate::counters::hardware_counters::id;
+use crate::pcw::query::CounterBlock;
+use crate::pcw::wildcard::ascii_upcase;
+use std::collections::BTreeSet;
+
+/// Counts that identify their processor: every event of processor i counts i * 1_000_000 + k.
+struct PatternCounts;
+
+impl CountSource for PatternCounts {
+    fn counts(&self, index: u32) -> EventCounts {
+        let base = u64::from(index) * 1_000_000;
+        EventCounts {
+            instructions_retired: (base + 1) << 20,
+            core_cycles: (base + 2) << 20,
+            reference_cycles: base + 3,
+            llc_references: (base + 4) << 12,
+            llc_misses: (base + 5) << 11,
+            branches: (base + 6) << 12,
+            branch_mispredicts: (base + 7) << 11,
+            overflow_interrupts: base + 8,
+        }
+    }
+}
+
+thread_local! {
+    static CLOCK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+/// Advances 5 ticks per reading on each thread, so one collect takes exactly 5 ticks.
+fn clock() -> u64 {
+    CLOCK.with(|clock| clock.replace(clock.get() + 5))
+}
+
+/// Two processor groups of 36, as Windows splits 72 processors.
+fn two_groups() -> Vec<ProcessorInstance> {
+    (0..72u32).map(|index| ProcessorInstance::new(index, (index / 36) as u16, (index % 36) as u8)).collect()
+}
+
+fn provider() -> HardwareCounters<Vec<ProcessorInstance>, PatternCounts> {
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    HardwareCounters::new(two_groups(), PatternCounts, status, ascii_upcase, clock)
+}
+
+#[derive(Debug, Default)]
+struct Recorder {
+    instances: Vec<(String, u32, Option<Values>)>,
+    fail_after: Option<usize>,
+}
+
+impl InstanceSink for Recorder {
+    fn add<T: CounterBlock>(
+        &mut self,
+        name: &[u16],
+        id: u32,
+        data: Option<&T>,
+    ) -> Result<(), AddInstanceFailed> {
+        if self.fail_after == Some(self.instances.len()) {
+            return Err(AddInstanceFailed(0xC000_0023_u32 as i32)); // STATUS_BUFFER_TOO_SMALL
+        }
+        assert_eq!(core::mem::size_of::<T>(), core::mem::size_of::<Values>());
+        // SAFETY (test): T is Values, the only block type this counterset reports (size checked above).
+        let values = data.map(|data| unsafe { *(data as *const T).cast::<Values>() });
+        self.instances.push((String::from_utf16(name).unwrap(), id, values));
+        Ok(())
+    }
+}
+
+fn utf16(text: &str) -> Vec<u16> {
+    text.encode_utf16().collect()
+}
+
+fn collect(
+    provider: &HardwareCounters<Vec<ProcessorInstance>, PatternCounts>,
+    query: &Query<'_>,
+) -> Recorder {
+    let mut recorder = Recorder::default();
+    provider.collect(query, &mut recorder).unwrap();
+    recorder
+}
+
+fn names(recorder: &Recorder) -> Vec<&str> {
+    recorder.instances.iter().map(|(name, _, _)| name.as_str()).collect()
+}
+
+#[test]
+fn collect_reports_every_processor_with_its_counts() {
+    let provider = provider();
+    let recorder = collect(&provider, &Query::ALL);
+    assert_eq!(recorder.instances.len(), 72);
+    let (name, instance_id, values) = &recorder.instances[40];
+    assert_eq!((name.as_str(), *instance_id), ("1,4", 68));
+    assert_eq!(values.unwrap(), Values::from_counts(&PatternCounts.counts(40)));
+}
+
+#[test]
+fn values_scale_ratio_fields_equally() {
+    let counts =
+        EventCounts { instructions_retired: 3 << 30, core_cycles: (5 << 40) + 1023, ..Default::default() };
+    let values = Values::from_counts(&counts);
+    assert_eq!(values.instructions_retired, 3 << 30);
+    assert_eq!(values.instructions_scaled, 3 << 20);
+    // 5 * 2^30 does not fit in 32 bits: only the low 32 bits of the scaled count remain, as PDH expects
+    // of a 32-bit base (it uses the difference of two samples).
+    assert_eq!(values.core_cycles_scaled, ((5u64 << 30) & 0xFFFF_FFFF) as u32);
+}
+
+#[test]
+fn instance_id_selects_one_processor_or_none() {
+    let provider = provider();
+    let one = collect(&provider, &Query { instance_id: 64 + 2, ..Query::ALL });
+    assert_eq!(names(&one), ["1,2"]);
+    let missing = collect(&provider, &Query { instance_id: 40, ..Query::ALL }); // group 0 has 36
+    assert!(missing.instances.is_empty());
+}
+
+#[test]
+fn instance_mask_filters_by_name_case_insensitively() {
+    let provider = provider();
+    let group_one = utf16("1,*");
+    let recorder = collect(&provider, &Query { instance_mask: Some(&group_one), ..Query::ALL });
+    assert_eq!(recorder.instances.len(), 36);
+    assert!(names(&recorder).iter().all(|name| name.starts_with("1,")));
+    let single_digit = utf16("?,?");
+    assert_eq!(
+        collect(&provider, &Query { instance_mask: Some(&single_digit), ..Query::ALL }).instances.len(),
+        20
+    );
+    let star = utf16("*");
+    assert_eq!(collect(&provider, &Query { instance_mask: Some(&star), ..Query::ALL }).instances.len(), 72);
+    let empty: Vec<u16> = Vec::new();
+    assert!(collect(&provider, &Query { instance_mask: Some(&empty), ..Query::ALL }).instances.is_empty());
+    let both = utf16("0,3*");
+    let recorder = collect(&provider, &Query { instance_mask: Some(&both), instance_id: 30, ..Query::ALL });
+    assert_eq!(names(&recorder), ["0,30"]);
+}
+
+#[test]
+fn counter_mask_leaves_unrequested_counters_zero() {
+    let provider = provider();
+    let mask = 1u64 << id::INSTRUCTIONS_PER_SEC;
+    let recorder = collect(&provider, &Query { counter_mask: mask, ..Query::ALL });
+    let values = recorder.instances[3].2.unwrap();
+    assert_eq!(values.instructions_retired, PatternCounts.counts(3).instructions_retired);
+    assert_eq!(values.core_cycles, 0);
+    assert_eq!(values.instructions_scaled, 0);
+    assert_eq!(values.overflow_interrupts, 0);
+
+    // The IPC counter reads its own numerator; its base is a separate counter the consumer also asks for.
+    let ipc = (1u64 << id::INSTRUCTIONS_PER_CYCLE) | (1u64 << id::INSTRUCTIONS_PER_CYCLE_BASE);
+    let values = collect(&provider, &Query { counter_mask: ipc, ..Query::ALL }).instances[3].2.unwrap();
+    let full = Values::from_counts(&PatternCounts.counts(3));
+    assert_eq!(
+        (values.instructions_scaled, values.core_cycles_scaled),
+        (full.instructions_scaled, full.core_cycles_scaled)
+    );
+    assert_eq!(values.instructions_retired, 0);
+}
+
+#[test]
+fn enumerate_reports_names_and_ids_without_data() {
+    let provider = provider();
+    let mut recorder = Recorder::default();
+    let mask = utf16("0,1?");
+    provider.enumerate(&Query { instance_mask: Some(&mask), ..Query::ALL }, &mut recorder).unwrap();
+    assert_eq!(recorder.instances.len(), 10);
+    assert!(recorder.instances.iter().all(|(_, _, data)| data.is_none()));
+    assert_eq!(recorder.instances[0].1, 10);
+}
+
+#[test]
+fn a_failing_sink_stops_the_collect_and_its_status_is_returned() {
+    let provider = provider();
+    let mut recorder = Recorder { fail_after: Some(5), ..Recorder::default() };
+    let result = provider.collect(&Query::ALL, &mut recorder);
+    assert_eq!(result, Err(AddInstanceFailed(0xC000_0023_u32 as i32)));
+    assert_eq!(recorder.instances.len(), 5);
+}
+
+#[test]
+fn add_and_remove_counter_track_active_queries_without_underflow() {
+    let provider = provider();
+    provider.counter_added(u64::MAX);
+    provider.counter_added(1);
+    assert_eq!(provider.active_queries(), 2);
+    provider.counter_removed(1);
+    provider.counter_removed(u64::MAX);
+    provider.counter_removed(u64::MAX);
+    assert_eq!(provider.active_queries(), 0);
+}
+
+#[test]
+fn every_collect_is_counted_and_timed() {
+    let provider = provider();
+    for _ in 0..3 {
+        collect(&provider, &Query::ALL);
+    }
+    let block = provider.status.block();
+    assert_eq!(block.collect_requests.load(Ordering::Relaxed), 3);
+    assert_eq!(block.collect_count.load(Ordering::Relaxed), 3);
+    assert_eq!(block.collect_time.load(Ordering::Relaxed), 15);
+}
+
+/// 16 consumers collect at once, each with its own masks, while another adds and removes queries;
+/// every collect sees exactly the instance set its masks select, each instance once, with the
+/// values of that instance.
+#[test]
+fn sixteen_consumers_collecting_at_once_each_see_a_consistent_instance_set() {
+    let provider = provider();
+    let processors = two_groups();
+    let index_of_id: std::collections::HashMap<u32, usize> =
+        processors.iter().enumerate().map(|(index, processor)| (processor.id(), index)).collect();
+    let masks: Vec<Vec<u16>> =
+        ["*", "0,*", "1,*", "?,1?", "*5", "0,3?"].iter().map(|mask| utf16(mask)).collect();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..2000 {
+                provider.counter_added(1);
+                provider.counter_removed(1);
+            }
+        });
+        for consumer in 0..16usize {
+            let (provider, masks, processors, index_of_id) = (&provider, &masks, &processors, &index_of_id);
+            scope.spawn(move || {
+                let mask = &masks[consumer % masks.len()];
+                let query = Query { instance_mask: Some(mask), ..Query::ALL };
+                let expected: BTreeSet<String> = processors
+                    .iter()
+                    .filter(|processor| query.selects(processor.id(), processor.name(), ascii_upcase))
+                    .map(|processor| String::from_utf16(processor.name()).unwrap())
+                    .collect();
+                assert!(!expected.is_empty());
+                for _ in 0..200 {
+                    let recorder = collect(provider, &query);
+                    let seen: BTreeSet<String> =
+                        names(&recorder).iter().map(|name| name.to_string()).collect();
+                    assert_eq!(seen.len(), recorder.instances.len(), "an instance reported twice");
+                    assert_eq!(seen, expected);
+                    for (name, instance_id, values) in &recorder.instances {
+                        let index = index_of_id[instance_id];
+                        assert_eq!(String::from_utf16(processors[index].name()).unwrap(), *name);
+                        assert_eq!(values.unwrap(), Values::from_counts(&PatternCounts.counts(index as u32)));
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(provider.active_queries(), 0);
+    assert_eq!(provider.status.block().collect_requests.load(Ordering::Relaxed), 16 * 200);
+}
