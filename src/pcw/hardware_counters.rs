@@ -33,28 +33,51 @@ pub trait CountSource: Sync {
 /// manifest's header comment).
 pub const RATIO_SCALE_SHIFT: u32 = 10;
 
+/// A count as a counter field of whatever width the manifest gives it. 32-bit fields keep the low
+/// 32 bits, which is what PDH expects: it uses the difference of two samples.
+trait FromCount {
+    fn from_count(count: u64) -> Self;
+}
+
+impl FromCount for u64 {
+    fn from_count(count: u64) -> Self {
+        count
+    }
+}
+
+impl FromCount for u32 {
+    fn from_count(count: u64) -> Self {
+        count as u32
+    }
+}
+
 impl Values {
-    /// The counter data block for `counts`.
+    /// The counter data block for `counts`. Field widths come from the manifest, and the padding field
+    /// comes and goes with the number of 32-bit fields, so neither is spelled out here: changing a
+    /// counter's type in the manifest needs no edit of this code.
     pub fn from_counts(counts: &EventCounts) -> Self {
-        let scaled = |count: u64| count >> RATIO_SCALE_SHIFT;
-        // Truncation to 32 bits is intended: PDH takes the difference of two samples.
-        let scaled_32 = |count: u64| scaled(count) as u32;
+        fn count<T: FromCount>(count: u64) -> T {
+            T::from_count(count)
+        }
+        fn scaled<T: FromCount>(count: u64) -> T {
+            T::from_count(count >> RATIO_SCALE_SHIFT)
+        }
         Values {
-            instructions_retired: counts.instructions_retired,
-            core_cycles: counts.core_cycles,
-            reference_cycles: counts.reference_cycles,
-            llc_references: counts.llc_references,
-            llc_misses: counts.llc_misses,
-            branches: counts.branches,
-            branch_mispredicts: counts.branch_mispredicts,
-            overflow_interrupts: counts.overflow_interrupts,
+            instructions_retired: count(counts.instructions_retired),
+            core_cycles: count(counts.core_cycles),
+            reference_cycles: count(counts.reference_cycles),
+            llc_references: count(counts.llc_references),
+            llc_misses: count(counts.llc_misses),
+            branches: count(counts.branches),
+            branch_mispredicts: count(counts.branch_mispredicts),
+            overflow_interrupts: count(counts.overflow_interrupts),
             instructions_scaled: scaled(counts.instructions_retired),
-            core_cycles_scaled: scaled_32(counts.core_cycles),
-            llc_misses_scaled: scaled_32(counts.llc_misses),
-            llc_references_scaled: scaled_32(counts.llc_references),
-            branch_mispredicts_scaled: scaled_32(counts.branch_mispredicts),
-            branches_scaled: scaled_32(counts.branches),
-            reserved: 0,
+            core_cycles_scaled: scaled(counts.core_cycles),
+            llc_misses_scaled: scaled(counts.llc_misses),
+            llc_references_scaled: scaled(counts.llc_references),
+            branch_mispredicts_scaled: scaled(counts.branch_mispredicts),
+            branches_scaled: scaled(counts.branches),
+            ..Values::default()
         }
     }
 }
