@@ -148,4 +148,5 @@ const IMAGE_LAYOUT_FLAGS: &[&str] = &[
     "/RELEASE",           // write the PE checksum, which the kernel loader verifies for drivers
     "/PDBALTPATH:%_PDB%", // record only the PDB's file name, not the build machine's path
     "/SECTION:INIT,ERD",  // DriverEntry's section: execute, read, discardable (never writable)
+    "/SECTION:.pmi,ERP",  // the overflow handler alone: execute, read, not pageable (src/kernel/pmi.rs)
 ];

@@ -3,30 +3,52 @@
 
 use crate::counters::{driver_status, hardware_counters};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::pool::{PoolBox, PoolSlice};
+use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
+use crate::kernel::system_thread::{Periodic, SystemThread};
 use crate::kernel::{NtStatus, clock, processors};
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::{CountSource, EventCounts, HardwareCounters};
 use crate::pcw::processor_instances::ProcessorInstance;
+use crate::pmu::client::PmuClient;
+use crate::pmu::model::Detection;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
-/// Counts before the PMU client exists: every counter reads 0.
-pub struct NoCounts;
+/// The PMU client, shared by the Hardware Counters callback and the housekeeping thread; the last of
+/// them to go releases the counters (PmuClient's Drop) and frees it.
+#[derive(Clone)]
+struct SharedPmu(PoolArc<PmuClient>);
 
-impl CountSource for NoCounts {
-    fn counts(&self, _processor_index: u32) -> EventCounts {
-        EventCounts::default()
+impl CountSource for SharedPmu {
+    fn refresh(&self) {
+        self.0.refresh();
+    }
+    fn counts(&self, processor_index: u32) -> EventCounts {
+        self.0.counts(processor_index)
+    }
+    fn queries_changed(&self, active: u32) {
+        self.0.queries_changed(active);
     }
 }
 
-type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, NoCounts>;
+impl Periodic for SharedPmu {
+    fn next_tick(&self) -> Option<u64> {
+        self.0.next_tick()
+    }
+    fn tick(&self) {
+        self.0.tick();
+    }
+}
+
+type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
 
 /// Everything DriverEntry set up. Fields drop in declaration order, which is teardown order: the
 /// countersets unregister (waiting for running callbacks) before anything a callback reads is freed,
-/// and each owns what its callbacks read.
+/// and each owns what its callbacks read; the housekeeping thread stops (and is waited for) before
+/// the PMU client it shares is released and freed.
 pub struct Driver {
     _driver_status: SingleInstanceCounterset,
     _hardware_counters: CallbackCounterset<HardwareCountersProvider>,
+    _housekeeping: SystemThread<SharedPmu>,
 }
 
 impl Driver {
@@ -35,8 +57,17 @@ impl Driver {
     pub fn load() -> Result<Self, NtStatus> {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
+        let pmu = PmuClient::new(processor_count, &STATUS)
+            .ok_or_else(|| out_of_memory("per-processor PMU state"))?;
+        match pmu.detection() {
+            Detection::Usable(model) => log_info!("PMU: {model:?}"),
+            Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
+        }
+        let pmu = SharedPmu(PoolArc::new(pmu).map_err(|_| out_of_memory("PMU client"))?);
+        let housekeeping = SystemThread::spawn(pmu.clone())
+            .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let provider =
-            HardwareCounters::new(processors, NoCounts, &STATUS, pcw::upcase, clock::performance_counter);
+            HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
         let hardware_counters = CallbackCounterset::register(
             hardware_counters::NAME_UTF16,
@@ -51,7 +82,11 @@ impl Driver {
         )
         .inspect_err(|status| log_error!("PcwRegister(Hardware Counters Driver) failed: {status:#x}"))?;
         log_info!("countersets registered for {processor_count} processors");
-        Ok(Driver { _driver_status: driver_status, _hardware_counters: hardware_counters })
+        Ok(Driver {
+            _driver_status: driver_status,
+            _hardware_counters: hardware_counters,
+            _housekeeping: housekeeping,
+        })
     }
 }
 

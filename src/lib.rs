@@ -14,6 +14,8 @@ pub mod text;
 #[macro_use]
 mod kernel;
 
+pub mod pmu;
+
 #[cfg(target_os = "windows")]
 mod driver;
 

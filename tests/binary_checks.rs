@@ -25,18 +25,29 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "ExAllocatePool2",
             "ExFreePoolWithTag",
             "KeBugCheckEx",
+            "KeClearEvent",
             "KeGetProcessorNumberFromIndex",
+            "KeInitializeEvent",
+            "KeIpiGenericCall",
             "KeQueryActiveProcessorCountEx",
+            "KeSetEvent",
+            "KeWaitForSingleObject",
+            "ObReferenceObjectByHandle",
+            "ObfDereferenceObject",
             "PcwAddInstance",
             "PcwCloseInstance",
             "PcwCreateInstance",
             "PcwRegister",
             "PcwUnregister",
+            "PsCreateSystemThread",
+            "PsTerminateSystemThread",
             "RtlUpcaseUnicodeChar",
+            "ZwClose",
+            "memcpy",
             "memset",
         ],
     ),
-    ("HAL.dll", &["KeQueryPerformanceCounter"]),
+    ("HAL.dll", &["HalAllocateHardwareCounters", "HalFreeHardwareCounters", "KeQueryPerformanceCounter"]),
 ];
 
 const EXPECTATIONS: Expectations = Expectations {
@@ -225,4 +236,59 @@ fn version_resource_describes_a_system_driver_of_this_version() {
     assert_eq!(version.strings.get("OriginalFilename").map(String::as_str), Some("pmupcw.sys"));
     let dotted = numbers.map(|number| number.to_string()).join(".");
     assert_eq!(version.strings.get("FileVersion"), Some(&dotted));
+}
+
+/// The section that holds the PMU overflow handler (src/pmu/client.rs `overflow_handler`) and
+/// nothing else.
+const OVERFLOW_HANDLER_SECTION: &str = ".pmi";
+
+/// The PMU overflow handler runs at PROFILE_LEVEL, where a page fault bugchecks: build.rs links its
+/// section with `/SECTION:.pmi,ERP`, code the kernel neither pages out nor discards.
+#[test]
+fn overflow_handler_section_is_resident() {
+    let path = signed_image();
+    if let Err(error) = driver_image_checks::resident_code_section(&read(&path), OVERFLOW_HANDLER_SECTION) {
+        panic!("{}: {error}", path.display());
+    }
+}
+
+/// The issue's budget for the overflow handler: instructions per set bit of the overflow mask.
+const INSTRUCTIONS_PER_SET_BIT: usize = 40;
+
+/// The "small fixed cost" of one call, outside the per-bit loop. The handler has 48 such instructions
+/// today, all on the straight line that a call with at least one set bit runs: 7 to save and restore
+/// rsi/rdi/rbx and return, 20 for a SWAR popcount of the enabled mask (the x86_64 baseline target
+/// has no POPCNT) and 3 to check it, 4 to load and null-check the context and load the mask, 6 to
+/// bound the processor number read from the KPCR, 3 for the locked increment of the per-processor
+/// call counter, 2 to mask the overflow bits (leaving if none is left) and 3 to set up the loop (its
+/// base, a constant, an alignment nop). 64 is that plus a third: a few instructions of register
+/// allocation noise pass, a second popcount or an out-of-line helper's prologue and epilogue fail. It
+/// is also under two per-bit budgets: the fixed part never costs more than two overflowed counters.
+const FIXED_INSTRUCTIONS: usize = 64;
+
+/// The issue: at most 40 instructions per set bit plus a small fixed cost, and no call out of the
+/// handler (neither a call nor a jump through an import thunk). The loop increments an overflow
+/// count with a locked RMW and the handler returns.
+#[test]
+fn overflow_handler_makes_no_call_and_stays_under_40_instructions_per_bit() {
+    let path = signed_image();
+    let image = read(&path);
+    let cost = driver_image_checks::handler_cost(&image, OVERFLOW_HANDLER_SECTION)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let listing = driver_image_checks::section_listing(&image, OVERFLOW_HANDLER_SECTION).unwrap();
+    let context = format!("{cost:?} in {}:\n{listing}", path.display());
+    assert_eq!(cost.calls, 0, "the overflow handler calls out: {context}");
+    assert_eq!(cost.indirect_jumps, 0, "the overflow handler jumps through a pointer: {context}");
+    assert!(
+        (1..=INSTRUCTIONS_PER_SET_BIT).contains(&cost.loop_body),
+        "the per-bit loop has {} instructions, not 1 to {INSTRUCTIONS_PER_SET_BIT}: {context}",
+        cost.loop_body
+    );
+    assert!(
+        cost.fixed <= FIXED_INSTRUCTIONS,
+        "{} instructions outside the per-bit loop, more than {FIXED_INSTRUCTIONS}: {context}",
+        cost.fixed
+    );
+    assert!(cost.returns >= 1, "the overflow handler never returns: {context}");
+    assert!(cost.locked >= 1, "the overflow handler counts nothing atomically: {context}");
 }

@@ -20,3 +20,8 @@ pub mod processors;
 
 /// An NTSTATUS value.
 pub type NtStatus = windows_sys::Win32::Foundation::NTSTATUS;
+pub mod all_processors;
+pub mod hal_counters;
+pub mod msr;
+pub mod pmi;
+pub mod system_thread;

@@ -7,6 +7,20 @@ use windows_sys::Wdk::System::SystemServices::{ExAllocatePool2, ExFreePoolWithTa
 /// POOL_FLAG_NON_PAGED (wdm.h): resident memory, usable at any IRQL. ExAllocatePool2 zeroes it.
 const POOL_FLAG_NON_PAGED: u64 = 0x40;
 
+/// The page size: ExAllocatePool2 returns page-aligned memory for allocations of at least a page.
+const PAGE_SIZE: usize = 4096;
+
+/// `bytes` of zeroed non-paged pool aligned to `align`. ExAllocatePool2 aligns small allocations to 16
+/// bytes and those of a page or more to a page, so a type aligned beyond 16 (per-processor state on its
+/// own cache lines) gets at least a page.
+fn allocate(bytes: usize, align: usize) -> Option<NonNull<u8>> {
+    assert!(align <= PAGE_SIZE, "no pool allocation is aligned beyond a page");
+    let bytes = if align > 16 { bytes.max(PAGE_SIZE) } else { bytes.max(1) };
+    // SAFETY: plain allocation call; the result is checked for NULL.
+    let memory = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, crate::POOL_TAG) };
+    NonNull::new(memory.cast())
+}
+
 /// A zero-initialised slice of `T` in non-paged pool, tagged with [`crate::POOL_TAG`].
 ///
 /// Allocation happens only at IRQL <= DISPATCH_LEVEL, in practice at PASSIVE_LEVEL from DriverEntry
@@ -31,12 +45,8 @@ unsafe impl<T: Zeroable + Sync> Sync for PoolSlice<T> {}
 impl<T: Zeroable> PoolSlice<T> {
     /// Allocates `len` zeroed elements; `None` if the pool is exhausted or the size overflows.
     pub fn zeroed(len: usize) -> Option<Self> {
-        let bytes = core::mem::size_of::<T>().checked_mul(len)?.max(1);
-        // ExAllocatePool2 aligns to 16 bytes, which covers every type used here.
-        const { assert!(core::mem::align_of::<T>() <= 16) };
-        // SAFETY: plain allocation call; the result is checked for NULL below.
-        let start = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, crate::POOL_TAG) };
-        Some(PoolSlice { start: NonNull::new(start.cast())?, len })
+        let start = allocate(core::mem::size_of::<T>().checked_mul(len)?, core::mem::align_of::<T>())?;
+        Some(PoolSlice { start: start.cast(), len })
     }
 }
 
@@ -108,6 +118,70 @@ impl<T> Drop for PoolBox<T> {
         unsafe {
             core::ptr::drop_in_place(self.value.as_ptr());
             ExFreePoolWithTag(self.value.as_ptr().cast(), crate::POOL_TAG);
+        }
+    }
+}
+
+/// A reference-counted `T` in non-paged pool: the value lives until the last owner drops. Used where
+/// two independent owners (a counterset's callback and the housekeeping thread) read the same state
+/// and neither may outlive it.
+pub struct PoolArc<T: Sync> {
+    inner: NonNull<ArcInner<T>>,
+}
+
+struct ArcInner<T> {
+    owners: core::sync::atomic::AtomicUsize,
+    value: T,
+}
+
+// SAFETY: shared ownership of a Sync value, like alloc::sync::Arc.
+unsafe impl<T: Sync + Send> Send for PoolArc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync + Send> Sync for PoolArc<T> {}
+
+impl<T: Sync> PoolArc<T> {
+    /// Moves `value` into pool memory with one owner; gives it back if the pool is exhausted.
+    pub fn new(value: T) -> Result<Self, T> {
+        let Some(memory) =
+            allocate(core::mem::size_of::<ArcInner<T>>(), core::mem::align_of::<ArcInner<T>>())
+        else {
+            return Err(value);
+        };
+        let inner = memory.cast::<ArcInner<T>>();
+        // SAFETY: fresh, suitably sized and aligned memory that nothing else references.
+        unsafe { inner.as_ptr().write(ArcInner { owners: core::sync::atomic::AtomicUsize::new(1), value }) };
+        Ok(PoolArc { inner })
+    }
+}
+
+impl<T: Sync> Clone for PoolArc<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: self keeps the allocation alive.
+        unsafe { self.inner.as_ref() }.owners.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        PoolArc { inner: self.inner }
+    }
+}
+
+impl<T: Sync> Deref for PoolArc<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the allocation lives while any owner does.
+        &unsafe { self.inner.as_ref() }.value
+    }
+}
+
+impl<T: Sync> Drop for PoolArc<T> {
+    fn drop(&mut self) {
+        use core::sync::atomic::Ordering;
+        // SAFETY: self keeps the allocation alive until this decrement.
+        if unsafe { self.inner.as_ref() }.owners.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        core::sync::atomic::fence(Ordering::Acquire);
+        // SAFETY: the last owner: nothing else references the value; it is dropped, then freed once.
+        unsafe {
+            core::ptr::drop_in_place(self.inner.as_ptr());
+            ExFreePoolWithTag(self.inner.as_ptr().cast(), crate::POOL_TAG);
         }
     }
 }

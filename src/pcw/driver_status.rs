@@ -4,15 +4,22 @@
 use crate::counters::driver_status::AtomicValues;
 use core::sync::atomic::Ordering;
 
-/// The PMU State counter's values (documented in the manifest).
+/// The PMU State counter's values (documented in the manifest). The unsupported states say why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum PmuState {
     Idle = 0,
     Active = 1,
     Busy = 2,
-    Unsupported = 3,
+    /// A hypervisor that does not pass the PMU through to this partition.
+    UnsupportedHypervisor = 3,
     Failed = 4,
+    /// Intel without architectural performance monitoring (or version 1 only).
+    UnsupportedNoArchitecturalPerfmon = 5,
+    /// Neither Intel nor AMD.
+    UnsupportedVendor = 6,
+    /// Too few counters to count instructions and cycles together.
+    UnsupportedTooFewCounters = 7,
 }
 
 /// The resident status block and the operations on it.
@@ -52,6 +59,24 @@ impl DriverStatus {
         // perf_average_timer and perf_average_base are 32-bit: PDH uses the difference of two samples.
         self.block.collect_time.fetch_add(ticks as u32, Ordering::Relaxed);
         self.block.collect_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn pmu_state(&self) -> u32 {
+        self.block.pmu_state.load(Ordering::Acquire)
+    }
+
+    pub fn set_counters_owned(&self, counters: u32) {
+        self.block.counters_owned.store(counters, Ordering::Relaxed);
+    }
+
+    /// Overflow interrupts summed over every processor (the handler counts per processor, so that
+    /// processors never contend for one cache line at PROFILE_LEVEL).
+    pub fn set_overflow_interrupts(&self, total: u64) {
+        self.block.overflow_interrupts.fetch_max(total, Ordering::Relaxed);
+    }
+
+    pub fn record_ownership_failure(&self) {
+        self.block.ownership_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn record_allocation_failure(&self) {

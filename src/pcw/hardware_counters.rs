@@ -26,7 +26,12 @@ pub struct EventCounts {
 
 /// Where the per-processor counts come from: the PMU client's snapshots in the driver.
 pub trait CountSource: Sync {
+    /// Brings every processor's counts up to date, once per collect, before [`CountSource::counts`].
+    fn refresh(&self) {}
+    /// The counts of the processor with system index `processor_index`, as of the last refresh.
     fn counts(&self, processor_index: u32) -> EventCounts;
+    /// The number of active queries changed to `active` (the PMU is owned only while it is non-zero).
+    fn queries_changed(&self, _active: u32) {}
 }
 
 /// Ratio counters read counts divided by this, so that their 32-bit bases wrap rarely (see the
@@ -143,6 +148,7 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
 
     fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
         let started = (self.clock)();
+        self.source.refresh();
         let mut result = Ok(());
         for processor in self.selected(query) {
             let mut values = Values::from_counts(&self.source.counts(processor.index()));

@@ -9,10 +9,18 @@
 //!
 //! [`string_table`] and [`version_info`] read the image's resources, so that a test can prove the
 //! driver holds the strings perfmon loads from it and its version information.
+//!
+//! [`handler_cost`] decodes a code section holding one interrupt-time routine and counts its
+//! instructions per loop iteration, calls and locked instructions; [`resident_code_section`] checks
+//! that the section can be neither paged out nor discarded.
 #![forbid(unsafe_code)]
 
+mod handler;
 mod resources;
 
+pub use handler::{
+    HandlerCost, PAGEABLE_SECTION_PREFIX, handler_cost, resident_code_section, section_listing,
+};
 pub use resources::{
     LANG_ENGLISH_US, ResourceError, STRING_FILE_INFO_KEY, STRINGS_PER_BLOCK, VersionInfo, string_table,
     version_info,

@@ -16,6 +16,7 @@
 //! ```text
 //! ULONG  DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)   any IRQL <= DIRQL
 //! WCHAR  RtlUpcaseUnicodeChar(WCHAR SourceCharacter)                     any IRQL
+//! NTSTATUS ZwClose(HANDLE Handle)                                         PASSIVE_LEVEL
 //! ```
 #![no_std]
 
@@ -41,6 +42,9 @@ unsafe extern "C" {
 unsafe extern "system" {
     /// The kernel's Unicode upcase (the table perflib's own name comparisons use).
     pub fn RtlUpcaseUnicodeChar(source: u16) -> u16;
+
+    /// `NTSTATUS ZwClose(HANDLE Handle)`: closes a kernel handle. PASSIVE_LEVEL.
+    pub fn ZwClose(handle: *mut core::ffi::c_void) -> i32;
 }
 
 /// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.

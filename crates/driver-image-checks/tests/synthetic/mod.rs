@@ -45,6 +45,17 @@ pub struct Spec {
     pub certificate_type: Option<u16>,
     /// Whether to store the checksum, as lld-link /RELEASE does.
     pub checksum: bool,
+    /// A further section after `.data`, such as the driver's `.pmi`.
+    pub extra_section: Option<Section>,
+}
+
+/// A section of chosen name, characteristics and contents. Its virtual size is the length of the
+/// contents; its raw data is that padded with zeros to the file alignment.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub name: &'static str,
+    pub characteristics: pe::SectionFlags,
+    pub contents: Vec<u8>,
 }
 
 impl Spec {
@@ -72,6 +83,7 @@ impl Spec {
             tls_directory: false,
             certificate_type: Some(WIN_CERT_TYPE_PKCS_SIGNED_DATA),
             checksum: true,
+            extra_section: None,
         }
     }
 }
@@ -101,7 +113,7 @@ pub fn build(spec: &Spec) -> Built {
     let mut writer = Writer::new(spec.is_64, 0x1000, 0x200, &mut bytes);
     writer.reserve_dos_header_and_stub();
     writer.reserve_nt_headers(pe::IMAGE_NUMBEROF_DIRECTORY_ENTRIES);
-    writer.reserve_section_headers(4);
+    writer.reserve_section_headers(4 + u16::from(spec.extra_section.is_some()));
     let text = writer.reserve_text_section(TEXT_CODE.len() as u32);
     let init_len = DRIVER_ENTRY_CODE.len() as u32;
     let init = writer.reserve_section(*b"INIT\0\0\0\0", spec.init_characteristics, init_len, init_len);
@@ -111,6 +123,12 @@ pub fn build(spec: &Spec) -> Built {
         DATA.len() as u32,
         DATA.len() as u32,
     );
+    let extra = spec.extra_section.as_ref().map(|section| {
+        let mut name = [0; 8];
+        name[..section.name.len()].copy_from_slice(section.name.as_bytes());
+        let len = section.contents.len() as u32;
+        (writer.reserve_section(name, section.characteristics, len, len), &section.contents)
+    });
 
     let driver_entry = if spec.driver_entry_in_init { init.virtual_address } else { text.virtual_address };
     let rdata = Rdata::build(spec, writer.virtual_len(), driver_entry);
@@ -134,6 +152,9 @@ pub fn build(spec: &Spec) -> Built {
     writer.write_section(text.file_offset, &TEXT_CODE);
     writer.write_section(init.file_offset, &DRIVER_ENTRY_CODE);
     writer.write_section(data.file_offset, &DATA);
+    if let Some((range, contents)) = extra {
+        writer.write_section(range.file_offset, contents);
+    }
     writer.write_section(rdata_range.file_offset, &rdata.bytes);
     if let Some(certificate) = &certificate {
         writer.write_certificate_table(certificate);

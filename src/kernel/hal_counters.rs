@@ -1,0 +1,129 @@
+//! Owning hardware counters through the HAL, so that pmupcw coexists with every other PMU user (WPR,
+//! VTune, Hyper-V's own profiling): only one owner at a time, and only while it holds a handle.
+//!
+//! The request names exactly the counters the plan uses, plus one Overflow descriptor whose handler
+//! the HAL calls at PROFILE_LEVEL when one of them wraps. Windows before 10 1903 knows only the
+//! whole-PMU form (no list), and the HAL may reject a list or the Overflow descriptor with
+//! STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER: then the driver asks for the whole PMU without
+//! an overflow handler and extends its counters by polling instead.
+
+use windows_sys::Wdk::System::SystemServices::{
+    HalAllocateHardwareCounters, HalFreeHardwareCounters, PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR,
+    PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR_0, PHYSICAL_COUNTER_RESOURCE_LIST, ResourceTypeOverflow,
+    ResourceTypeSingle,
+};
+use windows_sys::Win32::Foundation::{
+    HANDLE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+};
+
+/// Most counters the driver asks for (the plan's assignments), plus the Overflow descriptor.
+const MAX_DESCRIPTORS: usize = 9;
+
+/// PHYSICAL_COUNTER_RESOURCE_LIST with room for [`MAX_DESCRIPTORS`] descriptors (the C type declares
+/// an ANYSIZE_ARRAY); the same layout for the first `count` entries.
+#[repr(C)]
+struct ResourceList {
+    count: u32,
+    descriptors: [PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR; MAX_DESCRIPTORS],
+}
+const _: () = {
+    assert!(core::mem::size_of::<PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR>() == 24);
+    assert!(
+        core::mem::offset_of!(ResourceList, descriptors)
+            == core::mem::offset_of!(PHYSICAL_COUNTER_RESOURCE_LIST, Descriptors)
+    );
+};
+
+/// The overflow handler's signature (PHYSICAL_COUNTER_OVERFLOW_HANDLER).
+pub type OverflowHandler = unsafe extern "system" fn(overflow_bits: u64, owning_handle: HANDLE);
+
+/// Why the counters could not be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcquireError {
+    /// Another client owns them (STATUS_INSUFFICIENT_RESOURCES): try again later.
+    Busy,
+    /// Any other failure, with its status.
+    Failed(NTSTATUS),
+}
+
+/// Owned hardware counters. Dropping frees them; the owner must have stopped and cleared every
+/// counter first (the HAL does not).
+pub struct Ownership {
+    handle: HANDLE,
+    overflow_interrupt: bool,
+}
+
+// SAFETY: the handle is an opaque HAL object usable from any thread.
+unsafe impl Send for Ownership {}
+// SAFETY: as above; Ownership has no &self methods that mutate.
+unsafe impl Sync for Ownership {}
+
+impl Ownership {
+    /// Asks for the counters with HAL indexes `counters` and, if `handler` is given, an overflow
+    /// interrupt delivered to it; falls back to the whole PMU without an interrupt where the HAL does
+    /// not take that request. Call at PASSIVE_LEVEL.
+    pub fn acquire(counters: &[u32], handler: Option<OverflowHandler>) -> Result<Self, AcquireError> {
+        match allocate(Some((counters, handler))) {
+            Ok(handle) => Ok(Ownership { handle, overflow_interrupt: handler.is_some() }),
+            Err(STATUS_NOT_SUPPORTED | STATUS_INVALID_PARAMETER) => match allocate(None) {
+                Ok(handle) => Ok(Ownership { handle, overflow_interrupt: false }),
+                Err(status) => Err(classify(status)),
+            },
+            Err(status) => Err(classify(status)),
+        }
+    }
+
+    /// Whether the HAL will deliver overflow interrupts to the handler; if not, counters must be
+    /// extended by polling.
+    pub fn has_overflow_interrupt(&self) -> bool {
+        self.overflow_interrupt
+    }
+}
+
+impl Drop for Ownership {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from a successful HalAllocateHardwareCounters and is freed once.
+        unsafe { HalFreeHardwareCounters(self.handle) };
+    }
+}
+
+fn classify(status: NTSTATUS) -> AcquireError {
+    if status == STATUS_INSUFFICIENT_RESOURCES { AcquireError::Busy } else { AcquireError::Failed(status) }
+}
+
+/// HalAllocateHardwareCounters with a resource list (`Some`) or for the whole PMU (`None`).
+fn allocate(request: Option<(&[u32], Option<OverflowHandler>)>) -> Result<HANDLE, NTSTATUS> {
+    let mut list = ResourceList {
+        count: 0,
+        descriptors: [PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR::default(); MAX_DESCRIPTORS],
+    };
+    let list_pointer = match request {
+        None => core::ptr::null(),
+        Some((counters, handler)) => {
+            let handler_slots = usize::from(handler.is_some());
+            if counters.len() + handler_slots > MAX_DESCRIPTORS {
+                return Err(STATUS_INVALID_PARAMETER);
+            }
+            for (descriptor, &index) in list.descriptors.iter_mut().zip(counters) {
+                descriptor.Type = ResourceTypeSingle;
+                descriptor.u = PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR_0 { CounterIndex: index };
+            }
+            if let Some(handler) = handler {
+                let descriptor = &mut list.descriptors[counters.len()];
+                descriptor.Type = ResourceTypeOverflow;
+                descriptor.u = PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR_0 { OverflowHandler: Some(handler) };
+            }
+            list.count = (counters.len() + handler_slots) as u32;
+            (&list as *const ResourceList).cast::<PHYSICAL_COUNTER_RESOURCE_LIST>()
+        }
+    };
+    let mut handle: HANDLE = core::ptr::null_mut();
+    // SAFETY: the list (or NULL for the whole PMU) is valid for the call, and the handler it names is
+    // resident code that stays loaded until the handle is freed (Ownership is dropped before unload
+    // completes). No group affinity: every processor.
+    let status = unsafe { HalAllocateHardwareCounters(core::ptr::null(), 0, list_pointer, &mut handle) };
+    if status < 0 || handle.is_null() {
+        return Err(if status < 0 { status } else { STATUS_INSUFFICIENT_RESOURCES });
+    }
+    Ok(handle)
+}

@@ -1,0 +1,37 @@
+//! Model-specific registers: the only place the driver executes rdmsr and wrmsr.
+//!
+//! Writing a PMU MSR is only allowed while the driver owns the counters (HalAllocateHardwareCounters);
+//! [`PmuMsrs`] can only be made from a [`super::hal_counters::Ownership`], which enforces that.
+
+/// Reads `msr` on the current processor.
+///
+/// # Safety
+/// `msr` must exist on this processor (reading an unimplemented MSR raises #GP, a bug check in the
+/// kernel). The PMU plan only names MSRs that CPUID reported.
+#[inline(always)]
+pub unsafe fn read(msr: u32) -> u64 {
+    let (low, high): (u32, u32);
+    // SAFETY: the caller guarantees the MSR exists; rdmsr has no memory effects.
+    unsafe {
+        core::arch::asm!("rdmsr", in("ecx") msr, out("eax") low, out("edx") high, options(nomem, nostack, preserves_flags))
+    };
+    (u64::from(high) << 32) | u64::from(low)
+}
+
+/// Writes `value` to `msr` on the current processor.
+///
+/// # Safety
+/// `msr` must exist and the driver must own it: writes change machine state other software relies on.
+#[inline(always)]
+pub unsafe fn write(msr: u32, value: u64) {
+    // SAFETY: the caller guarantees the MSR exists and is ours; wrmsr has no memory effects.
+    unsafe {
+        core::arch::asm!(
+            "wrmsr",
+            in("ecx") msr,
+            in("eax") value as u32,
+            in("edx") (value >> 32) as u32,
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+}

@@ -1,0 +1,341 @@
+//! The PMU client: owns the hardware counters while queries are active, programs them on every
+//! processor, extends them to exact 64-bit counts and hands per-processor snapshots to the collect
+//! callback. Driver-only (it calls the kernel boundary); the logic it runs is in the pure modules
+//! next to it (model, events, program, fold, poll).
+//!
+//! Concurrency:
+//! * Ownership changes (acquire, release) happen at PASSIVE_LEVEL under the write side of `session`;
+//!   collects take the read side with `try_read` and never wait: during a change they report the last
+//!   snapshots.
+//! * The overflow handler reaches the per-processor counters through [`PMI_TARGET`], published before
+//!   the counters are owned with an interrupt and withdrawn after they are freed.
+//! * Each processor's counters are read and written only on that processor, inside the all-processor
+//!   call (IPI_LEVEL, PMI masked) or by its overflow handler.
+
+use super::events::{CounterPlan, Event, plan_with_pmi};
+use super::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement, ProcessorCounters};
+use super::model::{Detection, PmuModel, Unusable};
+use super::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, PollCounters, poll_period_100ns};
+use super::program::{self, Msrs};
+use crate::kernel::all_processors::run_on_every_processor;
+use crate::kernel::hal_counters::{AcquireError, OverflowHandler, Ownership};
+use crate::kernel::pool::{PoolSlice, Zeroable};
+use crate::kernel::{clock, msr, pmi, system_thread::Periodic};
+use crate::pcw::driver_status::{DriverStatus, PmuState};
+use crate::pcw::hardware_counters::{CountSource, EventCounts};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// How long the counters stay owned after the last query went away, in 100 ns units (2 s): a
+/// consumer that restarts its query (perfmon changing views, typeperf in a loop) does not make the
+/// driver give the PMU up and take it back.
+const RELEASE_HYSTERESIS_100NS: u64 = 20_000_000;
+
+/// One processor's state: the overflow counts and reported values, and the polling state used when
+/// there is no overflow interrupt. Cache-line aligned so processors never share a line.
+#[repr(C, align(64))]
+pub struct PerProcessor {
+    counters: ProcessorCounters,
+    poll: PollCounters,
+}
+
+// SAFETY: atomics only; all zero is "nothing counted yet", the state `new` builds.
+unsafe impl Zeroable for PerProcessor {}
+
+const _: () = assert!(core::mem::size_of::<PerProcessor>() <= 512, "at most 512 bytes per processor");
+
+/// rdmsr/wrmsr on the current processor; only made while the counters are owned.
+struct OwnedMsrs;
+
+impl Msrs for OwnedMsrs {
+    fn read(&mut self, register: u32) -> u64 {
+        // SAFETY: the plan names only MSRs CPUID reported; made only inside an owned session.
+        unsafe { msr::read(register) }
+    }
+    fn write(&mut self, register: u32, value: u64) {
+        // SAFETY: as above, and the counters are owned (HalAllocateHardwareCounters succeeded).
+        unsafe { msr::write(register, value) }
+    }
+}
+
+/// An owned session: the HAL handle and how the counters run.
+struct Session {
+    ownership: Ownership,
+    plan: CounterPlan,
+    owned: OwnedMask,
+}
+
+pub struct PmuClient {
+    detection: Detection,
+    processors: PoolSlice<PerProcessor>,
+    session: spin::RwLock<Option<Session>>,
+    /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
+    /// set before the counters are enabled, cleared after they are stopped.
+    pmi_owned: AtomicU64,
+    queries: AtomicU32,
+    /// Performance-counter time (clock::performance_counter) when the last query went away.
+    idle_since: AtomicU64,
+    status: &'static DriverStatus,
+}
+
+/// The client the overflow handler folds into, while a session with an interrupt is open.
+static PMI_TARGET: pmi::Target<PmuClient> = pmi::Target::new();
+
+/// PHYSICAL_COUNTER_OVERFLOW_HANDLER. Resident, lock-free, no calls: see kernel/pmi.rs.
+#[unsafe(link_section = ".pmi")]
+unsafe extern "system" fn overflow_handler(
+    overflow_bits: u64,
+    _owning_handle: windows_sys::Win32::Foundation::HANDLE,
+) {
+    let Some(client) = PMI_TARGET.get() else { return };
+    let owned = client.pmi_owned_mask();
+    if let Some(processor) = client.processors.get(pmi::current_processor_index() as usize) {
+        processor.counters.fold(overflow_bits, owned);
+    }
+}
+
+impl PmuClient {
+    /// Detects the PMU (CPUID on this processor: hybrid processors report the same architectural
+    /// leaf on every core) and allocates per-processor state. No MSR is touched.
+    pub fn new(processor_count: usize, status: &'static DriverStatus) -> Option<Self> {
+        let detection = super::model::detect(raw_cpuid::CpuIdReaderNative);
+        let processors = PoolSlice::zeroed(processor_count)?;
+        status.set_pmu_state(match detection {
+            Detection::Usable(_) => PmuState::Idle,
+            Detection::Unusable(Unusable::HypervisorWithoutPmu) => PmuState::UnsupportedHypervisor,
+            Detection::Unusable(Unusable::NoArchitecturalPerfmon | Unusable::PerfmonVersionTooOld) => {
+                PmuState::UnsupportedNoArchitecturalPerfmon
+            }
+            Detection::Unusable(Unusable::UnknownVendor) => PmuState::UnsupportedVendor,
+            Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
+        });
+        Some(PmuClient {
+            detection,
+            processors,
+            session: spin::RwLock::new(None),
+            pmi_owned: AtomicU64::new(0),
+            queries: AtomicU32::new(0),
+            idle_since: AtomicU64::new(0),
+            status,
+        })
+    }
+
+    pub fn detection(&self) -> Detection {
+        self.detection
+    }
+
+    fn model(&self) -> Option<PmuModel> {
+        match self.detection {
+            Detection::Usable(model) => Some(model),
+            Detection::Unusable(_) => None,
+        }
+    }
+
+    /// The owned mask the handler folds with: one atomic load.
+    #[inline(always)]
+    fn pmi_owned_mask(&self) -> OwnedMask {
+        OwnedMask::new(self.pmi_owned.load(Ordering::Acquire)).unwrap_or(OwnedMask::EMPTY)
+    }
+
+    /// Owns and starts the counters on every processor, if there is a usable PMU and no session yet.
+    /// PASSIVE_LEVEL.
+    pub fn acquire(&self) {
+        let Some(model) = self.model() else { return };
+        let mut session = self.session.write();
+        if session.is_some() {
+            return;
+        }
+        let wanted = plan_with_pmi(&model, model.overflow_interrupt);
+        let mut hal_indexes = [0u32; super::events::MAX_ASSIGNMENTS];
+        for (index, assignment) in hal_indexes.iter_mut().zip(wanted.iter()) {
+            *index = assignment.hal_index;
+        }
+        let handler: Option<OverflowHandler> = model.overflow_interrupt.then_some(overflow_handler);
+        if handler.is_some() {
+            PMI_TARGET.publish(self);
+        }
+        let ownership = match Ownership::acquire(&hal_indexes[..wanted.len()], handler) {
+            Ok(ownership) => ownership,
+            Err(error) => {
+                PMI_TARGET.withdraw();
+                self.status.record_ownership_failure();
+                self.status.set_pmu_state(if error == AcquireError::Busy {
+                    PmuState::Busy
+                } else {
+                    PmuState::Failed
+                });
+                log_error!("HalAllocateHardwareCounters refused the counters: {error:?}");
+                return;
+            }
+        };
+        // Without an interrupt (whole-PMU fallback, or no PMI on this model) the counters are polled.
+        let plan = if ownership.has_overflow_interrupt() { wanted } else { plan_with_pmi(&model, false) };
+        if !ownership.has_overflow_interrupt() {
+            PMI_TARGET.withdraw();
+        }
+        let owned = if ownership.has_overflow_interrupt() {
+            OwnedMask::new(plan.global_ctrl()).unwrap_or(OwnedMask::EMPTY)
+        } else {
+            OwnedMask::EMPTY
+        };
+        self.pmi_owned.store(owned.bits(), Ordering::Release);
+        let vendor = model.vendor;
+        run_on_every_processor(&|| {
+            if let Some(processor) = self.processors.get(pmi::current_processor_index() as usize) {
+                processor.counters.acquire();
+                for (slot, assignment) in plan.iter().enumerate() {
+                    let _ = processor.poll.start(slot, 0, assignment.width);
+                }
+            }
+            program::start(vendor, &plan, &mut OwnedMsrs);
+        });
+        self.status.set_counters_owned(plan.len() as u32);
+        self.status.set_pmu_state(PmuState::Active);
+        log_info!(
+            "PMU owned: {} counters, overflow interrupt {}",
+            plan.len(),
+            ownership.has_overflow_interrupt()
+        );
+        *session = Some(Session { ownership, plan, owned });
+    }
+
+    /// Stops, clears and frees the counters, keeping every count as the base of the next session.
+    /// PASSIVE_LEVEL.
+    pub fn release(&self) {
+        let Some(model) = self.model() else { return };
+        let mut session = self.session.write();
+        let Some(open) = session.take() else { return };
+        run_on_every_processor(&|| {
+            self.read_this_processor(&open);
+            if let Some(processor) = self.processors.get(pmi::current_processor_index() as usize) {
+                processor.counters.release();
+            }
+            program::stop_and_clear(model.vendor, &open.plan, &mut OwnedMsrs);
+        });
+        self.pmi_owned.store(0, Ordering::Release);
+        drop(open.ownership);
+        PMI_TARGET.withdraw();
+        self.status.set_counters_owned(0);
+        self.status.set_pmu_state(PmuState::Idle);
+        log_info!("PMU released");
+    }
+
+    /// Reads this processor's counters into its reported values. Runs inside the all-processor call.
+    fn read_this_processor(&self, session: &Session) {
+        let Some(processor) = self.processors.get(pmi::current_processor_index() as usize) else { return };
+        let vendor = self.model().map(|model| model.vendor);
+        let interrupt = session.owned != OwnedMask::EMPTY;
+        for (slot, assignment) in session.plan.iter().enumerate() {
+            let read_raw = || OwnedMsrs.read(assignment.counter_msr);
+            if interrupt && let Some(bit) = assignment.global_bit {
+                let at = Placement { owned: session.owned, bit, width: assignment.width };
+                let status_register = match vendor {
+                    Some(super::model::Vendor::Amd) => super::events::msr::AMD_PERF_CNTR_GLOBAL_STATUS,
+                    _ => super::events::msr::IA32_PERF_GLOBAL_STATUS,
+                };
+                let read_status = || OwnedMsrs.read(status_register);
+                let _ =
+                    processor.counters.read_counter(slot, at, DEFAULT_MAX_ATTEMPTS, read_status, read_raw);
+            } else if let Some(extended) = processor.poll.poll(slot, assignment.width, read_raw) {
+                let _ = processor.counters.report(slot, extended);
+            }
+        }
+        processor.counters.publish();
+    }
+
+    fn polling(&self) -> bool {
+        self.session
+            .try_read()
+            .is_some_and(|session| session.as_ref().is_some_and(|s| s.owned == OwnedMask::EMPTY))
+    }
+
+    fn plan(&self) -> Option<CounterPlan> {
+        self.session.try_read().and_then(|session| session.as_ref().map(|session| session.plan))
+    }
+}
+
+impl CountSource for PmuClient {
+    fn refresh(&self) {
+        let Some(session) = self.session.try_read() else { return };
+        let Some(open) = session.as_ref() else { return };
+        run_on_every_processor(&|| self.read_this_processor(open));
+        let interrupts =
+            self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
+        self.status.set_overflow_interrupts(interrupts);
+    }
+
+    fn counts(&self, processor_index: u32) -> EventCounts {
+        let Some(processor) = self.processors.get(processor_index as usize) else {
+            return EventCounts::default();
+        };
+        let snapshot = processor.counters.snapshot();
+        let mut counts =
+            EventCounts { overflow_interrupts: snapshot.overflow_interrupts, ..EventCounts::default() };
+        let Some(plan) = self.plan() else { return counts };
+        for (slot, assignment) in plan.iter().enumerate() {
+            let value = snapshot.values[slot];
+            match assignment.event {
+                Event::Instructions => counts.instructions_retired = value,
+                Event::CoreCycles => counts.core_cycles = value,
+                Event::ReferenceCycles => counts.reference_cycles = value,
+                Event::LlcReferences => counts.llc_references = value,
+                Event::LlcMisses => counts.llc_misses = value,
+                Event::Branches => counts.branches = value,
+                Event::BranchMispredicts => counts.branch_mispredicts = value,
+            }
+        }
+        counts
+    }
+
+    fn queries_changed(&self, active: u32) {
+        let previous = self.queries.swap(active, Ordering::AcqRel);
+        if active == 0 {
+            self.idle_since.store(clock::performance_counter(), Ordering::Release);
+        } else if active > previous && self.plan().is_none() && crate::kernel::irql::current() == 0 {
+            // A query added counters and none are owned (the first query, or the PMU was busy at the
+            // last attempt): own them now. PCW calls AddCounter at PASSIVE_LEVEL in practice; at
+            // APC_LEVEL the housekeeping thread does it on its next tick.
+            self.acquire();
+        }
+    }
+}
+
+impl Periodic for PmuClient {
+    fn next_tick(&self) -> Option<u64> {
+        let model = self.model()?;
+        // Every tick checks the release hysteresis; when polling, ticks also come often enough that no
+        // counter wraps twice between two polls.
+        if self.polling() {
+            let width =
+                self.plan().and_then(|plan| plan.iter().map(|a| a.width).min()).unwrap_or(model.gp_width);
+            let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
+            return Some(poll.min(RELEASE_HYSTERESIS_100NS));
+        }
+        Some(RELEASE_HYSTERESIS_100NS)
+    }
+
+    fn tick(&self) {
+        let active = self.queries.load(Ordering::Acquire);
+        let owned = self.plan().is_some();
+        // Only a deferred first acquisition (AddCounter at APC_LEVEL) is done here; a busy or failed
+        // PMU is retried on the next AddCounter, not polled.
+        if active > 0 && !owned && self.status.pmu_state() == PmuState::Idle as u32 {
+            self.acquire();
+        }
+        if self.polling() {
+            self.refresh();
+        }
+        if active == 0 && owned {
+            let idle_ticks =
+                clock::performance_counter().wrapping_sub(self.idle_since.load(Ordering::Acquire));
+            if clock::ticks_to_100ns(idle_ticks) >= RELEASE_HYSTERESIS_100NS {
+                self.release();
+            }
+        }
+    }
+}
+
+impl Drop for PmuClient {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -1,0 +1,538 @@
+//! Which counter counts which event: the event encodings per vendor and the counter plan for a
+//! [`PmuModel`], with every MSR the plan names.
+//!
+//! # Encodings and their sources
+//!
+//! Intel: the seven architectural events (Intel SDM Vol. 3B, "Architectural Performance Monitoring",
+//! pre-defined architectural events; FACTS §4): core cycles 3CH/00H, instructions C0H/00H, reference
+//! cycles 3CH/01H, LLC references 2EH/4FH, LLC misses 2EH/41H, branches retired C4H/00H, branch
+//! mispredicts retired C5H/00H. Instructions, core cycles and reference cycles are what fixed
+//! counters 0, 1 and 2 count, and are placed there when the processor has them.
+//!
+//! AMD (core PMU; the generic-event maps of Linux arch/x86/events/amd/core.c, whose cycles,
+//! instructions and branch events match AMD's own CodeXL event list and the perf JSON event tables
+//! "ls_not_halted_cyc" 0x76, "ex_ret_instr" 0xC0):
+//!
+//! | event | family 10h-16h (`amd_perfmon_event_map`) | 17h+ (`amd_zen1/zen2/zen4_perfmon_event_map`) |
+//! |---|---|---|
+//! | instructions | C0H | C0H |
+//! | core cycles (cycles not in halt) | 76H | 76H |
+//! | "LLC" references | 7DH/07H (L2 requests) | 60H/FFH (L2 cache requests, all) |
+//! | "LLC" misses | 7EH/07H (L2 misses) | 64H/09H (core-to-L2 requests that miss) |
+//! | branches retired | C2H | C2H |
+//! | mispredicted branches retired | C3H | C3H |
+//! | reference cycles | none | 120H, Zen 4 and later only |
+//!
+//! On AMD the L3 sits behind its own L3 PMU, so the "LLC" pair counts L2 traffic, exactly as Linux's
+//! cache-references/cache-misses do on the same processors. Reference cycles: PMCx120 counts cycles
+//! not in halt at the P0 frequency (like MPERF); Linux maps ref-cycles to it on Zen 4 and later
+//! ("perf/x86/amd/core: Define a proper ref-cycles event for Zen 4 and later", 2024), choosing that
+//! map for family 19h models 10h-1Fh and 60h-AFh (X86_FEATURE_ZEN4 in arch/x86/kernel/cpu/amd.c) and
+//! every family from 1Ah. Earlier AMD processors have no core event for it: not counted.
+//!
+//! # The plan
+//!
+//! Events the processor cannot count are *unavailable* (Intel: CPUID.0AH marks them, [`PmuModel::
+//! unavailable`]; AMD: no encoding). Intel instructions, core cycles and reference cycles take fixed
+//! counters 0, 1, 2 (those that exist). The remaining events take general-purpose counters in the
+//! order of [`PRIORITY`]; those that find none are *dropped*:
+//!
+//! 1. instructions and core cycles: instructions per cycle, the one ratio every consumer wants;
+//! 2. LLC misses before LLC references, branch mispredicts before branches: with instructions, a
+//!    miss or mispredict count alone already gives misses per kilo-instruction, whereas a reference
+//!    or branch count alone only feeds a percentage that also needs its partner;
+//! 3. reference cycles last: on Intel it normally sits on fixed counter 2 and never competes; on AMD
+//!    Zen 4 (6 counters for 7 events) it yields to the branch pair.
+//!
+//! AMD family 15h runs the events of its "CU" group, 060H-07FH (here cycles 76H, L2 requests 7DH and
+//! L2 misses 7EH), only on counters 0-2, while the EX_LS group 0C0H-0CFH (instructions and branches)
+//! may use all six (Linux `amd_get_event_constraints_f15h`: AMD_EVENT_CU -> `amd_f15_PMC20`,
+//! AMD_EVENT_EX_LS -> `amd_f15_PMC50`); the plan honours that by placing the most constrained events
+//! first. The other AMD families are unconstrained for these events (Linux: `unconstrained` before
+//! family 15h; family 17h+ constrains only "pair" and BRS sampling events). Intel architectural events
+//! are taken as unconstrained: the SDM defines them for any IA32_PMCx (not checked against every
+//! model's constraint table or errata).
+//!
+//! HAL counter indices ([`Assignment::hal_index`]): on Intel the IA32_PERF_GLOBAL_CTRL bit number
+//! (GP i = i, fixed j = 32 + j), which FACTS §3 marks *unverified*; on AMD the counter number.
+
+use super::model::{ArchEvents, PmuModel, Vendor};
+
+/// Model-specific registers the plan names.
+pub mod msr {
+    /// IA32_PMC0, the first Intel general-purpose counter; counter i is `IA32_PMC0 + i`. A read returns
+    /// the full counter width; a write is sign-extended from bit 31 (a full-width write needs the
+    /// IA32_A_PMCi alias, available when `IA32_PERF_CAPABILITIES[13]` is set).
+    pub const IA32_PMC0: u32 = 0xC1;
+    /// IA32_A_PMC0, the full-width write alias of IA32_PMC0; counter i is `IA32_A_PMC0 + i`.
+    pub const IA32_A_PMC0: u32 = 0x4C1;
+    /// IA32_PERFEVTSEL0, the event select of IA32_PMC0; counter i is `IA32_PERFEVTSEL0 + i`.
+    pub const IA32_PERFEVTSEL0: u32 = 0x186;
+    /// IA32_FIXED_CTR0 (instructions retired); fixed counter j is `IA32_FIXED_CTR0 + j` (j = 1 core
+    /// cycles, j = 2 reference cycles).
+    pub const IA32_FIXED_CTR0: u32 = 0x309;
+    /// IA32_FIXED_CTR_CTRL: one 4-bit field per fixed counter (OS, USR, AnyThread, PMI).
+    pub const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
+    /// IA32_PERF_GLOBAL_STATUS: overflow bits, GP i = bit i, fixed j = bit 32 + j.
+    pub const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
+    /// IA32_PERF_GLOBAL_CTRL: enable bits, GP i = bit i, fixed j = bit 32 + j.
+    pub const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
+    /// IA32_PERF_GLOBAL_OVF_CTRL (IA32_PERF_GLOBAL_STATUS_RESET from version 4): writing 1 clears the
+    /// matching IA32_PERF_GLOBAL_STATUS bit.
+    pub const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
+    /// AMD legacy PerfEvtSel0 (MSRC001_0000, Linux MSR_K7_EVNTSEL0); counter i is `+ i`, i < 4.
+    pub const AMD_PERF_EVT_SEL0: u32 = 0xC001_0000;
+    /// AMD legacy PerfCtr0 (MSRC001_0004, Linux MSR_K7_PERFCTR0); counter i is `+ i`, i < 4.
+    pub const AMD_PERF_CTR0: u32 = 0xC001_0004;
+    /// AMD core PerfCtl0 with PerfCtrExtCore (MSRC001_0200, Linux MSR_F15H_PERF_CTL); counter i is
+    /// `+ 2 * i`.
+    pub const AMD_PERF_CTL_CORE0: u32 = 0xC001_0200;
+    /// AMD core PerfCtr0 with PerfCtrExtCore (MSRC001_0201, Linux MSR_F15H_PERF_CTR); counter i is
+    /// `+ 2 * i`.
+    pub const AMD_PERF_CTR_CORE0: u32 = 0xC001_0201;
+    /// AMD PerfMonV2 PerfCntrGlobalStatus (Linux MSR_AMD64_PERF_CNTR_GLOBAL_STATUS): overflow bit i
+    /// for counter i.
+    pub const AMD_PERF_CNTR_GLOBAL_STATUS: u32 = 0xC000_0300;
+    /// AMD PerfMonV2 PerfCntrGlobalCtl (Linux MSR_AMD64_PERF_CNTR_GLOBAL_CTL): enable bit i for counter
+    /// i, ANDed with each PerfCtl's EN bit.
+    pub const AMD_PERF_CNTR_GLOBAL_CTL: u32 = 0xC000_0301;
+    /// AMD PerfMonV2 PerfCntrGlobalStatusClr (Linux MSR_AMD64_PERF_CNTR_GLOBAL_STATUS_CLR): writing 1
+    /// clears the matching status bit.
+    pub const AMD_PERF_CNTR_GLOBAL_STATUS_CLR: u32 = 0xC000_0302;
+}
+
+/// PERFEVTSEL / PerfCtl bit 16: count at CPL > 0.
+pub const EVTSEL_USR: u64 = 1 << 16;
+/// Bit 17: count at CPL 0.
+pub const EVTSEL_OS: u64 = 1 << 17;
+/// Bit 20: interrupt (PMI) on overflow.
+pub const EVTSEL_INT: u64 = 1 << 20;
+/// Bit 22: enable the counter.
+pub const EVTSEL_EN: u64 = 1 << 22;
+/// AMD PerfCtl bits 35:32 hold event select bits 11:8 (reserved on Intel, where bits 32 and 33 are
+/// the TSX qualifiers IN_TX/IN_TXCP on some parts: Intel encodings never reach them).
+const AMD_EVENT_HIGH_SHIFT: u32 = 32;
+
+/// IA32_FIXED_CTR_CTRL field bit 0: count at CPL 0.
+pub const FIXED_CTRL_OS: u64 = 1 << 0;
+/// Field bit 1: count at CPL > 0.
+pub const FIXED_CTRL_USR: u64 = 1 << 1;
+/// Field bit 3: PMI on overflow.
+pub const FIXED_CTRL_PMI: u64 = 1 << 3;
+/// Width of one counter's field in IA32_FIXED_CTR_CTRL.
+const FIXED_CTRL_FIELD_BITS: u8 = 4;
+/// IA32_PERF_GLOBAL_CTRL/STATUS bit of fixed counter 0.
+const INTEL_FIXED_GLOBAL_BIT0: u8 = 32;
+
+/// The value of an event select register (Intel IA32_PERFEVTSELx, AMD PerfEvtSel/PerfCtl) counting
+/// `event`/`umask` in user and kernel mode, enabled, with INT when `pmi`. `event` bits 11:8 (AMD only)
+/// go to bits 35:32; Intel events are below 100H.
+pub const fn evtsel(event: u16, umask: u8, pmi: bool) -> u64 {
+    let event = event as u64;
+    let int = if pmi { EVTSEL_INT } else { 0 };
+    (event & 0xFF)
+        | ((umask as u64) << 8)
+        | EVTSEL_USR
+        | EVTSEL_OS
+        | int
+        | EVTSEL_EN
+        | (((event >> 8) & 0xF) << AMD_EVENT_HIGH_SHIFT)
+}
+
+/// Fixed counter `index`'s field of IA32_FIXED_CTR_CTRL, already shifted: count in OS and user mode,
+/// PMI on overflow when `pmi`, AnyThread clear.
+pub const fn fixed_ctrl_field(index: u8, pmi: bool) -> u64 {
+    let pmi = if pmi { FIXED_CTRL_PMI } else { 0 };
+    (FIXED_CTRL_OS | FIXED_CTRL_USR | pmi) << (FIXED_CTRL_FIELD_BITS as u32 * index as u32)
+}
+
+/// The events the driver publishes, in the order of the fields of
+/// `crate::pcw::hardware_counters::EventCounts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Event {
+    Instructions,
+    CoreCycles,
+    ReferenceCycles,
+    LlcReferences,
+    LlcMisses,
+    Branches,
+    BranchMispredicts,
+}
+
+impl Event {
+    /// Every event, in field order.
+    pub const ALL: [Event; 7] = [
+        Event::Instructions,
+        Event::CoreCycles,
+        Event::ReferenceCycles,
+        Event::LlcReferences,
+        Event::LlcMisses,
+        Event::Branches,
+        Event::BranchMispredicts,
+    ];
+
+    /// Position in [`Event::ALL`] (and in EventCounts).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The Intel architectural event (CPUID.0AH:EBX bit) this event is.
+    pub const fn arch_event(self) -> ArchEvents {
+        match self {
+            Event::Instructions => ArchEvents::INSTRUCTIONS,
+            Event::CoreCycles => ArchEvents::CORE_CYCLES,
+            Event::ReferenceCycles => ArchEvents::REFERENCE_CYCLES,
+            Event::LlcReferences => ArchEvents::LLC_REFERENCES,
+            Event::LlcMisses => ArchEvents::LLC_MISSES,
+            Event::Branches => ArchEvents::BRANCHES,
+            Event::BranchMispredicts => ArchEvents::BRANCH_MISPREDICTS,
+        }
+    }
+
+    /// The Intel fixed counter that counts this event, if one does.
+    pub const fn intel_fixed_counter(self) -> Option<u8> {
+        match self {
+            Event::Instructions => Some(0),
+            Event::CoreCycles => Some(1),
+            Event::ReferenceCycles => Some(2),
+            _ => None,
+        }
+    }
+}
+
+/// The order in which events get general-purpose counters (see the module docs).
+pub const PRIORITY: [Event; 7] = [
+    Event::Instructions,
+    Event::CoreCycles,
+    Event::LlcMisses,
+    Event::LlcReferences,
+    Event::BranchMispredicts,
+    Event::Branches,
+    Event::ReferenceCycles,
+];
+
+/// A set of [`Event`]s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventSet(u8);
+
+impl EventSet {
+    pub const EMPTY: Self = Self(0);
+
+    pub const fn contains(self, event: Event) -> bool {
+        self.0 & (1 << event as u8) != 0
+    }
+
+    pub const fn with(self, event: Event) -> Self {
+        Self(self.0 | (1 << event as u8))
+    }
+
+    pub const fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The events of the set, in field order.
+    pub fn iter(self) -> impl Iterator<Item = Event> {
+        Event::ALL.into_iter().filter(move |&event| self.contains(event))
+    }
+}
+
+/// An event select value: event number (12 bits on AMD, 8 on Intel) and unit mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoding {
+    pub event: u16,
+    pub umask: u8,
+}
+
+const fn enc(event: u16, umask: u8) -> Encoding {
+    Encoding { event, umask }
+}
+
+/// The Intel architectural event encoding of `event`.
+pub const fn intel_encoding(event: Event) -> Encoding {
+    match event {
+        Event::CoreCycles => enc(0x3C, 0x00),
+        Event::Instructions => enc(0xC0, 0x00),
+        Event::ReferenceCycles => enc(0x3C, 0x01),
+        Event::LlcReferences => enc(0x2E, 0x4F),
+        Event::LlcMisses => enc(0x2E, 0x41),
+        Event::Branches => enc(0xC4, 0x00),
+        Event::BranchMispredicts => enc(0xC5, 0x00),
+    }
+}
+
+/// The AMD core-PMU encoding of `event` on display family `family`, model `model`, if the processor
+/// has one (see the table in the module docs).
+pub const fn amd_encoding(event: Event, family: u8, model: u8) -> Option<Encoding> {
+    let zen = family >= 0x17;
+    match event {
+        Event::Instructions => Some(enc(0xC0, 0x00)),
+        Event::CoreCycles => Some(enc(0x76, 0x00)),
+        Event::Branches => Some(enc(0xC2, 0x00)),
+        Event::BranchMispredicts => Some(enc(0xC3, 0x00)),
+        Event::LlcReferences if zen => Some(enc(0x60, 0xFF)),
+        Event::LlcMisses if zen => Some(enc(0x64, 0x09)),
+        Event::LlcReferences => Some(enc(0x7D, 0x07)),
+        Event::LlcMisses => Some(enc(0x7E, 0x07)),
+        Event::ReferenceCycles if amd_zen4_or_later(family, model) => Some(enc(0x120, 0x00)),
+        Event::ReferenceCycles => None,
+    }
+}
+
+/// Linux's test for the Zen 4 event map: X86_FEATURE_ZEN4 (family 19h, models 10h-1Fh and
+/// 60h-AFh) or family 1Ah and later.
+const fn amd_zen4_or_later(family: u8, model: u8) -> bool {
+    family >= 0x1A || (family == 0x19 && matches!(model, 0x10..=0x1F | 0x60..=0xAF))
+}
+
+/// The encoding `model`'s processor counts `event` with, or `None` if it cannot count it.
+pub const fn encoding(model: &PmuModel, event: Event) -> Option<Encoding> {
+    match model.vendor {
+        Vendor::Intel if model.unavailable.contains(event.arch_event()) => None,
+        Vendor::Intel => Some(intel_encoding(event)),
+        Vendor::Amd => amd_encoding(event, model.family, model.model),
+    }
+}
+
+/// The general-purpose counters `encoding` may run on: counters `0..limit` (see the module docs on
+/// AMD family 15h).
+const fn counter_limit(model: &PmuModel, encoding: Encoding) -> u8 {
+    let f15h_cu_event = matches!(model.vendor, Vendor::Amd)
+        && model.family == 0x15
+        && encoding.event >= 0x60
+        && encoding.event <= 0x7F;
+    if f15h_cu_event && model.gp_counters > 3 { 3 } else { model.gp_counters }
+}
+
+/// A kind of counter and its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Intel fixed-function counter j.
+    Fixed(u8),
+    /// General-purpose counter i (Intel IA32_PMCi, AMD PerfCtr i).
+    General(u8),
+}
+
+/// One event on one counter, with everything the PMU client writes and reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub event: Event,
+    pub slot: Slot,
+    /// The counter to read (and zero).
+    pub counter_msr: u32,
+    /// The event select (IA32_PERFEVTSELi, AMD PerfEvtSel/PerfCtl) or, for a fixed counter,
+    /// IA32_FIXED_CTR_CTRL, which all fixed counters share.
+    pub control_msr: u32,
+    /// The value to write to `control_msr`; for a fixed counter only this counter's field, already
+    /// shifted (OR the fields of all fixed counters, [`CounterPlan::fixed_ctrl`]).
+    pub control: u64,
+    /// Bit in IA32_PERF_GLOBAL_CTRL/STATUS (Intel: GP i = i, fixed j = 32 + j) or in AMD PerfMonV2's
+    /// PerfCntrGlobalCtl/Status (counter i = i); `None` on AMD without PerfMonV2.
+    pub global_bit: Option<u8>,
+    /// CounterIndex for HalAllocateHardwareCounters' ResourceTypeSingle descriptor: the global bit on
+    /// Intel (FACTS §3, unverified), the counter number on AMD.
+    pub hal_index: u32,
+    /// Counter width in bits.
+    pub width: u8,
+}
+
+/// Most counters a plan uses: the seven events, and one spare.
+pub const MAX_ASSIGNMENTS: usize = 8;
+
+/// Which counter counts which event on every processor of a model, and which events go uncounted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterPlan {
+    /// Fixed counters first (by number), then general-purpose counters (by number).
+    assignments: [Option<Assignment>; MAX_ASSIGNMENTS],
+    len: usize,
+    unavailable: EventSet,
+    dropped: EventSet,
+}
+
+impl CounterPlan {
+    const EMPTY: Self = Self {
+        assignments: [None; MAX_ASSIGNMENTS],
+        len: 0,
+        unavailable: EventSet::EMPTY,
+        dropped: EventSet::EMPTY,
+    };
+
+    fn push(&mut self, assignment: Assignment) {
+        self.assignments[self.len] = Some(assignment);
+        self.len += 1;
+    }
+
+    /// The assignments: fixed counters first, then general-purpose counters, each by number.
+    pub fn iter(&self) -> impl Iterator<Item = &Assignment> {
+        self.assignments[..self.len].iter().flatten()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The assignment counting `event`, if it is counted.
+    pub fn get(&self, event: Event) -> Option<&Assignment> {
+        self.iter().find(|assignment| assignment.event == event)
+    }
+
+    /// The events that are counted.
+    pub fn counted(&self) -> EventSet {
+        self.iter().fold(EventSet::EMPTY, |set, assignment| set.with(assignment.event))
+    }
+
+    /// Events this processor cannot count (marked unavailable by CPUID, or no encoding on this vendor).
+    pub fn unavailable(&self) -> EventSet {
+        self.unavailable
+    }
+
+    /// Events the processor could count but that found no free counter.
+    pub fn dropped(&self) -> EventSet {
+        self.dropped
+    }
+
+    /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
+    /// this plan's counters; also the mask of its bits in the global status registers. 0 on AMD without
+    /// PerfMonV2.
+    pub fn global_ctrl(&self) -> u64 {
+        self.iter().filter_map(|assignment| assignment.global_bit).fold(0, |mask, bit| mask | (1 << bit))
+    }
+
+    /// The IA32_FIXED_CTR_CTRL value for this plan's fixed counters (0 when it uses none).
+    pub fn fixed_ctrl(&self) -> u64 {
+        self.iter()
+            .filter(|assignment| matches!(assignment.slot, Slot::Fixed(_)))
+            .fold(0, |value, assignment| value | assignment.control)
+    }
+}
+
+/// The plan for `model`, with overflow interrupts enabled exactly when the model can deliver them
+/// ([`PmuModel::overflow_interrupt`]).
+pub fn plan(model: &PmuModel) -> CounterPlan {
+    plan_with_pmi(model, model.overflow_interrupt)
+}
+
+/// The plan for `model`, with the INT/PMI bits of every control value set when `pmi` (a client that
+/// could not register an overflow handler polls instead and passes `false`).
+pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
+    let mut plan = CounterPlan::EMPTY;
+    let mut placed = EventSet::EMPTY;
+    for event in Event::ALL {
+        if encoding(model, event).is_none() {
+            plan.unavailable = plan.unavailable.with(event);
+        }
+    }
+    if model.vendor == Vendor::Intel {
+        for event in Event::ALL {
+            let Some(fixed) = event.intel_fixed_counter() else { continue };
+            if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
+                plan.push(intel_fixed(model, event, fixed, pmi));
+                placed = placed.with(event);
+            }
+        }
+    }
+
+    // General-purpose counters: take events in priority order while the chosen set still fits the
+    // counters' constraints, then place the most constrained first, each on its lowest free counter.
+    let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    let mut chosen_len = 0;
+    for event in PRIORITY {
+        if placed.contains(event) {
+            continue;
+        }
+        let Some(encoding) = encoding(model, event) else { continue };
+        let candidate = (event, encoding, counter_limit(model, encoding));
+        if chosen_len < MAX_ASSIGNMENTS && fits(&chosen[..chosen_len], candidate.2, model.gp_counters) {
+            chosen[chosen_len] = Some(candidate);
+            chosen_len += 1;
+        } else {
+            plan.dropped = plan.dropped.with(event);
+        }
+    }
+    let chosen = &mut chosen[..chosen_len];
+    // Stable insertion sort by limit, ties kept in priority order (no stable sort in core without alloc;
+    // at most MAX_ASSIGNMENTS elements).
+    let limit = |candidate: &Option<(Event, Encoding, u8)>| candidate.map_or(u8::MAX, |(_, _, limit)| limit);
+    for i in 1..chosen.len() {
+        let mut j = i;
+        while j > 0 && limit(&chosen[j - 1]) > limit(&chosen[j]) {
+            chosen.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut general: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    for (counter, (event, encoding, _)) in chosen.iter().flatten().enumerate() {
+        // `fits` guarantees that the k-th most constrained event may use counter k.
+        general[counter] = Some(general_purpose(model, *event, *encoding, counter as u8, pmi));
+    }
+    for assignment in general.into_iter().flatten() {
+        plan.push(assignment);
+    }
+    plan
+}
+
+/// Whether the events in `chosen` plus one allowed on counters `0..limit` can each get a distinct
+/// counter among `0..counters`. Allowed sets are prefixes of the counters, so sorted by limit the
+/// k-th event (from 0) must allow counter k.
+fn fits(chosen: &[Option<(Event, Encoding, u8)>], limit: u8, counters: u8) -> bool {
+    let mut limits = [0u8; MAX_ASSIGNMENTS + 1];
+    let mut len = 0;
+    for (_, _, chosen_limit) in chosen.iter().flatten() {
+        limits[len] = *chosen_limit;
+        len += 1;
+    }
+    limits[len] = limit;
+    len += 1;
+    let limits = &mut limits[..len];
+    limits.sort_unstable();
+    len <= usize::from(counters) && limits.iter().enumerate().all(|(k, &limit)| k < usize::from(limit))
+}
+
+fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignment {
+    Assignment {
+        event,
+        slot: Slot::Fixed(fixed),
+        counter_msr: msr::IA32_FIXED_CTR0 + u32::from(fixed),
+        control_msr: msr::IA32_FIXED_CTR_CTRL,
+        control: fixed_ctrl_field(fixed, pmi),
+        global_bit: Some(INTEL_FIXED_GLOBAL_BIT0 + fixed),
+        hal_index: u32::from(INTEL_FIXED_GLOBAL_BIT0 + fixed),
+        width: model.fixed_width,
+    }
+}
+
+fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: u8, pmi: bool) -> Assignment {
+    let index = u32::from(counter);
+    let (counter_msr, control_msr, global_bit) = match model.vendor {
+        Vendor::Intel => (msr::IA32_PMC0 + index, msr::IA32_PERFEVTSEL0 + index, Some(counter)),
+        // PerfMonV2 is defined on the PerfCtrExtCore registers.
+        Vendor::Amd if model.amd_core_extended || model.amd_perfmon_v2 => (
+            msr::AMD_PERF_CTR_CORE0 + 2 * index,
+            msr::AMD_PERF_CTL_CORE0 + 2 * index,
+            model.amd_perfmon_v2.then_some(counter),
+        ),
+        Vendor::Amd => (msr::AMD_PERF_CTR0 + index, msr::AMD_PERF_EVT_SEL0 + index, None),
+    };
+    Assignment {
+        event,
+        slot: Slot::General(counter),
+        counter_msr,
+        control_msr,
+        control: evtsel(encoding.event, encoding.umask, pmi),
+        global_bit,
+        hal_index: index,
+        width: model.gp_width,
+    }
+}
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

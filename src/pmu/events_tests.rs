@@ -1,0 +1,357 @@
+//! Event encodings as exact register values, and the plan for every processor of the detection table
+//! (`model_tests.rs`).
+
+use super::*;
+use crate::pmu::model::tests::{self as cpus, TABLE};
+use crate::pmu::model::{Detection, PmuModel};
+use Event::*;
+
+#[allow(clippy::too_many_arguments)]
+const fn a(
+    event: Event,
+    slot: Slot,
+    counter_msr: u32,
+    control_msr: u32,
+    control: u64,
+    global_bit: Option<u8>,
+    hal_index: u32,
+    width: u8,
+) -> Assignment {
+    Assignment { event, slot, counter_msr, control_msr, control, global_bit, hal_index, width }
+}
+
+fn set(events: &[Event]) -> EventSet {
+    events.iter().fold(EventSet::EMPTY, |set, &event| set.with(event))
+}
+
+fn assignments(plan: &CounterPlan) -> Vec<Assignment> {
+    plan.iter().copied().collect()
+}
+
+#[test]
+fn evtsel_sets_usr_os_en_and_int_on_request() {
+    // USR bit 16, OS bit 17, INT bit 20, EN bit 22.
+    assert_eq!(evtsel(0xC0, 0x00, false), 0x0043_00C0);
+    assert_eq!(evtsel(0xC0, 0x00, true), 0x0053_00C0);
+    assert_eq!(evtsel(0x2E, 0x4F, false), 0x0043_4F2E);
+    // AMD event bits 11:8 go to bits 35:32.
+    assert_eq!(evtsel(0x120, 0x00, false), 0x0001_0043_0020);
+    assert_eq!(evtsel(0xFFF, 0xFF, true), 0x000F_0053_FFFF);
+}
+
+#[test]
+fn fixed_ctrl_fields_are_os_usr_and_pmi_shifted_by_four_bits_per_counter() {
+    assert_eq!(fixed_ctrl_field(0, false), 0x003);
+    assert_eq!(fixed_ctrl_field(1, false), 0x030);
+    assert_eq!(fixed_ctrl_field(2, false), 0x300);
+    assert_eq!(fixed_ctrl_field(0, true), 0x00B);
+    assert_eq!(fixed_ctrl_field(2, true), 0xB00);
+}
+
+#[test]
+fn intel_architectural_encodings() {
+    let expected = [
+        (Instructions, 0x0043_00C0),
+        (CoreCycles, 0x0043_003C),
+        (ReferenceCycles, 0x0043_013C),
+        (LlcReferences, 0x0043_4F2E),
+        (LlcMisses, 0x0043_412E),
+        (Branches, 0x0043_00C4),
+        (BranchMispredicts, 0x0043_00C5),
+    ];
+    for (event, value) in expected {
+        let encoding = intel_encoding(event);
+        assert_eq!(evtsel(encoding.event, encoding.umask, false), value, "{event:?}");
+    }
+}
+
+#[test]
+fn amd_encodings_per_family() {
+    let value =
+        |event, family, model| amd_encoding(event, family, model).map(|e| evtsel(e.event, e.umask, false));
+    for (family, model) in [(0x17, 0x71), (0x19, 0x21), (0x19, 0x61), (0x1A, 0x44)] {
+        assert_eq!(value(Instructions, family, model), Some(0x0043_00C0));
+        assert_eq!(value(CoreCycles, family, model), Some(0x0043_0076));
+        assert_eq!(value(LlcReferences, family, model), Some(0x0043_FF60));
+        assert_eq!(value(LlcMisses, family, model), Some(0x0043_0964));
+        assert_eq!(value(Branches, family, model), Some(0x0043_00C2));
+        assert_eq!(value(BranchMispredicts, family, model), Some(0x0043_00C3));
+    }
+    // Before Zen (K8 to family 16h): L2 requests and misses.
+    for family in [0x10, 0x15, 0x16] {
+        assert_eq!(value(LlcReferences, family, 0), Some(0x0043_077D));
+        assert_eq!(value(LlcMisses, family, 0), Some(0x0043_077E));
+        assert_eq!(value(ReferenceCycles, family, 0), None);
+    }
+    // Reference cycles: PMCx120, Zen 4 and later only.
+    assert_eq!(value(ReferenceCycles, 0x17, 0x71), None); // Zen 2
+    assert_eq!(value(ReferenceCycles, 0x19, 0x21), None); // Zen 3 (Vermeer)
+    assert_eq!(value(ReferenceCycles, 0x19, 0x50), None); // Zen 3 (Cezanne)
+    assert_eq!(value(ReferenceCycles, 0x19, 0x11), Some(0x0001_0043_0020)); // Zen 4 (Genoa)
+    assert_eq!(value(ReferenceCycles, 0x19, 0x61), Some(0x0001_0043_0020)); // Zen 4 (Raphael)
+    assert_eq!(value(ReferenceCycles, 0x19, 0xA0), Some(0x0001_0043_0020)); // Zen 4c (Bergamo)
+    assert_eq!(value(ReferenceCycles, 0x1A, 0x44), Some(0x0001_0043_0020)); // Zen 5
+}
+
+/// Intel plan with the three fixed counters and architectural events on the first GP counters.
+fn intel_fixed_three(width: u8) -> [Assignment; 3] {
+    [
+        a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, width),
+        a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, width),
+        a(ReferenceCycles, Slot::Fixed(2), 0x30B, 0x38D, 0xB00, Some(34), 34, width),
+    ]
+}
+
+#[test]
+fn skylake_plan() {
+    let plan = plan(&cpus::SKYLAKE_I7_6700K.model());
+    let mut expected = intel_fixed_three(48).to_vec();
+    expected.extend([
+        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+        a(BranchMispredicts, Slot::General(2), 0xC3, 0x188, 0x0053_00C5, Some(2), 2, 48),
+        a(Branches, Slot::General(3), 0xC4, 0x189, 0x0053_00C4, Some(3), 3, 48),
+    ]);
+    assert_eq!(assignments(&plan), expected);
+    assert_eq!(plan.len(), 7);
+    assert_eq!(plan.counted(), set(&Event::ALL));
+    assert!(plan.unavailable().is_empty() && plan.dropped().is_empty());
+    assert_eq!(plan.global_ctrl(), 0x7_0000_000F);
+    assert_eq!(plan.fixed_ctrl(), 0xBBB);
+}
+
+#[test]
+fn skylake_plan_without_pmi_has_no_interrupt_bits() {
+    let plan = plan_with_pmi(&cpus::SKYLAKE_I7_6700K.model(), false);
+    assert_eq!(plan.fixed_ctrl(), 0x333);
+    assert_eq!(plan.get(LlcMisses).map(|a| a.control), Some(0x0043_412E));
+    for a in plan.iter() {
+        let interrupt_bits = match a.slot {
+            Slot::Fixed(j) => FIXED_CTRL_PMI << (4 * j),
+            Slot::General(_) => EVTSEL_INT,
+        };
+        assert_eq!(a.control & interrupt_bits, 0, "{:?}", a.event);
+    }
+}
+
+#[test]
+fn alder_lake_plans_are_the_same_on_both_core_types_and_without_e_cores() {
+    let skylake = plan(&cpus::SKYLAKE_I7_6700K.model());
+    for cpu in
+        [&cpus::ALDER_LAKE_I9_12900K_P, &cpus::ALDER_LAKE_I9_12900K_E, &cpus::ALDER_LAKE_I9_12900K_P_ONLY]
+    {
+        // 6 or 8 GP counters and 3 or 4 fixed ones: the plan needs 4 and 3.
+        assert_eq!(plan(&cpu.model()), skylake, "{}", cpu.name);
+    }
+}
+
+#[test]
+fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
+    let plan = plan(&cpus::LYNNFIELD_I7_860.model());
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
+            a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
+            a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+            a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+            a(Branches, Slot::General(2), 0xC3, 0x188, 0x0053_00C4, Some(2), 2, 48),
+        ]
+    );
+    assert_eq!(plan.unavailable(), set(&[ReferenceCycles, BranchMispredicts]));
+    assert!(plan.dropped().is_empty());
+    assert_eq!(plan.fixed_ctrl(), 0x0BB);
+    assert_eq!(plan.global_ctrl(), 0x3_0000_0007);
+}
+
+#[test]
+fn conroe_plan_uses_the_assumed_fixed_counters_and_drops_the_branch_pair() {
+    let plan = plan(&cpus::CONROE_X6800.model());
+    let mut expected = intel_fixed_three(40).to_vec();
+    expected.extend([
+        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 40),
+        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 40),
+    ]);
+    assert_eq!(assignments(&plan), expected);
+    assert_eq!(plan.dropped(), set(&[BranchMispredicts, Branches]));
+    assert!(plan.unavailable().is_empty());
+}
+
+#[test]
+fn intel_without_fixed_counters_puts_everything_on_general_purpose_counters_by_priority() {
+    let model = PmuModel { fixed_counters: 0, fixed_width: 0, ..cpus::CONROE_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(Instructions, Slot::General(0), 0xC1, 0x186, 0x0053_00C0, Some(0), 0, 40),
+            a(CoreCycles, Slot::General(1), 0xC2, 0x187, 0x0053_003C, Some(1), 1, 40),
+        ]
+    );
+    assert_eq!(
+        plan.dropped(),
+        set(&[ReferenceCycles, LlcReferences, LlcMisses, Branches, BranchMispredicts])
+    );
+    assert_eq!(plan.fixed_ctrl(), 0);
+}
+
+fn zen_core_plan(pmi: bool, global: bool) -> Vec<Assignment> {
+    let int = if pmi { EVTSEL_INT } else { 0 };
+    let bit = |i: u8| global.then_some(i);
+    vec![
+        a(Instructions, Slot::General(0), 0xC001_0201, 0xC001_0200, 0x0043_00C0 | int, bit(0), 0, 48),
+        a(CoreCycles, Slot::General(1), 0xC001_0203, 0xC001_0202, 0x0043_0076 | int, bit(1), 1, 48),
+        a(LlcMisses, Slot::General(2), 0xC001_0205, 0xC001_0204, 0x0043_0964 | int, bit(2), 2, 48),
+        a(LlcReferences, Slot::General(3), 0xC001_0207, 0xC001_0206, 0x0043_FF60 | int, bit(3), 3, 48),
+        a(BranchMispredicts, Slot::General(4), 0xC001_0209, 0xC001_0208, 0x0043_00C3 | int, bit(4), 4, 48),
+        a(Branches, Slot::General(5), 0xC001_020B, 0xC001_020A, 0x0043_00C2 | int, bit(5), 5, 48),
+    ]
+}
+
+#[test]
+fn zen2_and_zen3_plans_count_six_events_without_reference_cycles() {
+    for cpu in [&cpus::ZEN2_RYZEN9_3950X, &cpus::ZEN3_RYZEN9_5900X] {
+        let plan = plan(&cpu.model());
+        assert_eq!(assignments(&plan), zen_core_plan(false, false), "{}", cpu.name);
+        assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
+        assert!(plan.dropped().is_empty());
+        assert_eq!(plan.global_ctrl(), 0);
+        assert_eq!(plan.fixed_ctrl(), 0);
+    }
+}
+
+#[test]
+fn zen4_plan_uses_perfmon_v2_and_drops_reference_cycles_for_lack_of_a_seventh_counter() {
+    let plan = plan(&cpus::ZEN4_RYZEN9_7950X.model());
+    assert_eq!(assignments(&plan), zen_core_plan(true, true));
+    assert!(plan.unavailable().is_empty());
+    assert_eq!(plan.dropped(), set(&[ReferenceCycles]));
+    assert_eq!(plan.global_ctrl(), 0x3F);
+}
+
+#[test]
+fn zen4_with_a_seventh_counter_counts_reference_cycles() {
+    let model = PmuModel { gp_counters: 7, ..cpus::ZEN4_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        plan.get(ReferenceCycles),
+        Some(&a(
+            ReferenceCycles,
+            Slot::General(6),
+            0xC001_020D,
+            0xC001_020C,
+            0x0001_0053_0020,
+            Some(6),
+            6,
+            48
+        ))
+    );
+    assert!(plan.dropped().is_empty() && plan.unavailable().is_empty());
+}
+
+#[test]
+fn amd_legacy_counters_before_perfctr_core() {
+    // *Synthetic*: a family 10h (K10) model, 4 legacy counters.
+    let model =
+        PmuModel { family: 0x10, model: 0x04, gp_counters: 4, amd_core_extended: false, ..cpus::ZEN2_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(Instructions, Slot::General(0), 0xC001_0004, 0xC001_0000, 0x0043_00C0, None, 0, 48),
+            a(CoreCycles, Slot::General(1), 0xC001_0005, 0xC001_0001, 0x0043_0076, None, 1, 48),
+            a(LlcMisses, Slot::General(2), 0xC001_0006, 0xC001_0002, 0x0043_077E, None, 2, 48),
+            a(LlcReferences, Slot::General(3), 0xC001_0007, 0xC001_0003, 0x0043_077D, None, 3, 48),
+        ]
+    );
+    assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
+    assert_eq!(plan.dropped(), set(&[BranchMispredicts, Branches]));
+}
+
+#[test]
+fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
+    // *Synthetic*: a family 15h (Piledriver) model with PerfCtrExtCore.
+    let model = PmuModel { family: 0x15, model: 0x02, ..cpus::ZEN2_MODEL };
+    let plan = plan(&model);
+    let placed: Vec<(Event, Slot, u64)> = plan.iter().map(|a| (a.event, a.slot, a.control)).collect();
+    assert_eq!(
+        placed,
+        [
+            (CoreCycles, Slot::General(0), 0x0043_0076),
+            (LlcMisses, Slot::General(1), 0x0043_077E),
+            (LlcReferences, Slot::General(2), 0x0043_077D),
+            (Instructions, Slot::General(3), 0x0043_00C0),
+            (BranchMispredicts, Slot::General(4), 0x0043_00C3),
+            (Branches, Slot::General(5), 0x0043_00C2),
+        ]
+    );
+}
+
+#[test]
+fn fits_respects_prefix_constraints() {
+    let e = Some((Instructions, intel_encoding(Instructions), 2));
+    assert!(fits(&[], 1, 4));
+    assert!(fits(&[e], 2, 4));
+    assert!(!fits(&[e, e], 2, 4), "three events limited to counters 0-1");
+    assert!(fits(&[e, e], 4, 4));
+    assert!(!fits(&[e, e, Some((Branches, intel_encoding(Branches), 4))], 4, 3), "more events than counters");
+    assert!(!fits(&[], 0, 4));
+}
+
+#[test]
+fn every_plan_of_the_table_is_consistent() {
+    for (cpu, detection) in TABLE {
+        let Detection::Usable(model) = detection else { continue };
+        for pmi in [false, true] {
+            let plan = plan_with_pmi(&model, pmi);
+            let all: Vec<Assignment> = assignments(&plan);
+            assert!(!plan.is_empty() && plan.len() == all.len(), "{}", cpu.name);
+            for (i, x) in all.iter().enumerate() {
+                for y in &all[i + 1..] {
+                    assert_ne!(x.slot, y.slot, "{}: shared slot", cpu.name);
+                    assert_ne!(x.event, y.event, "{}: event counted twice", cpu.name);
+                    assert_ne!(x.counter_msr, y.counter_msr, "{}: shared counter", cpu.name);
+                    assert_ne!(x.hal_index, y.hal_index, "{}: shared HAL index", cpu.name);
+                    if x.global_bit.is_some() {
+                        assert_ne!(x.global_bit, y.global_bit, "{}: shared global bit", cpu.name);
+                    }
+                    if !matches!((x.slot, y.slot), (Slot::Fixed(_), Slot::Fixed(_))) {
+                        assert_ne!(x.control_msr, y.control_msr, "{}: shared event select", cpu.name);
+                    }
+                }
+                match x.slot {
+                    Slot::Fixed(j) => assert!(j < model.fixed_counters, "{}", cpu.name),
+                    Slot::General(i) => assert!(i < model.gp_counters, "{}", cpu.name),
+                }
+                let interrupt = match x.slot {
+                    Slot::Fixed(j) => x.control & FIXED_CTRL_PMI << (4 * j) != 0,
+                    Slot::General(_) => x.control & EVTSEL_INT != 0,
+                };
+                assert_eq!(interrupt, pmi, "{}", cpu.name);
+            }
+            // Every event is counted, unavailable or dropped, and only one of these.
+            let counted = plan.counted();
+            for event in Event::ALL {
+                let states = [counted, plan.unavailable(), plan.dropped()]
+                    .iter()
+                    .filter(|s| s.contains(event))
+                    .count();
+                assert_eq!(states, 1, "{}: {event:?}", cpu.name);
+            }
+            // Instructions and core cycles are always counted on a usable model.
+            assert!(counted.contains(Instructions) && counted.contains(CoreCycles), "{}", cpu.name);
+        }
+    }
+}
+
+#[test]
+fn event_sets_and_indices() {
+    assert_eq!(Event::ALL.map(Event::index), [0, 1, 2, 3, 4, 5, 6]);
+    let s = set(&[Branches, Instructions]);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s.iter().collect::<Vec<_>>(), [Instructions, Branches]);
+    assert!(EventSet::EMPTY.is_empty());
+    let mut priority = PRIORITY.to_vec();
+    priority.sort_by_key(|e| e.index());
+    assert_eq!(priority, Event::ALL, "PRIORITY is a permutation of every event");
+}

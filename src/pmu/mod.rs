@@ -1,0 +1,16 @@
+//! The PMU client: which counters this processor has, what to program, and how to turn overflowing
+//! W-bit counters into exact 64-bit counts.
+//!
+//! Pure, host-tested logic: `model` (CPUID detection), `events` (encodings and the counter plan),
+//! `program` (MSR sequences), `extend`, `fold` and `poll` (width extension and the overflow
+//! handler/reader protocol, model-checked with loom). `client` ties them to the kernel (driver only).
+
+pub mod events;
+pub mod extend;
+pub mod fold;
+pub mod model;
+pub mod poll;
+pub mod program;
+
+#[cfg(target_os = "windows")]
+pub mod client;

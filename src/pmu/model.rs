@@ -1,0 +1,398 @@
+//! What performance monitoring unit this processor has, decided from CPUID alone, before any MSR is
+//! touched (FACTS §3: a Hyper-V guest may get STATUS_SUCCESS from HalAllocateHardwareCounters without
+//! having counters).
+//!
+//! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
+//! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
+//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). Detection runs on one processor; the driver
+//! runs it on every processor and folds the results with [`Detection::and`] (hybrid parts, see
+//! [`common`]).
+//!
+//! # Rules, in the order [`detect`] applies them
+//!
+//! 1. Vendor: "GenuineIntel" or "AuthenticAMD", else [`Unusable::UnknownVendor`]. Hygon
+//!    ("HygonGenuine", AMD Zen 1 derived) is deliberately not accepted: its event map is unverified
+//!    (Linux stopped giving it the Zen 1 map when it split that map by X86_FEATURE_ZEN1).
+//! 2. Hypervisor present (`CPUID.1:ECX[31]`) and its vendor leaf 0x40000000 says "Microsoft Hv": the
+//!    PMU is usable only if leaf 0x40000003 EDX bit 2 (PerformanceMonitorsAvailable) is set, else
+//!    [`Unusable::HypervisorWithoutPmu`]. This holds for the root partition too: Windows with VBS runs
+//!    on Hyper-V, and real root-partition dumps show the bit clear on AMD (Zen 1, Jaguar) and set on
+//!    Intel (Comet Lake, Rocket Lake, Ice Lake-SP); see the processor table in `model_tests.rs`.
+//! 3. Intel: leaf 0xA absent (max basic leaf < 0xA) or version 0: [`Unusable::HypervisorWithoutPmu`]
+//!    under any hypervisor, else [`Unusable::NoArchitecturalPerfmon`]. Version 1 (Core Solo/Duo):
+//!    [`Unusable::PerfmonVersionTooOld`], because it has no fixed counters and no
+//!    IA32_PERF_GLOBAL_CTRL/STATUS, which the HAL's counter ownership and the plan rely on. Version
+//!    2-4 on bare metal reporting fewer than 3 fixed counters (Core 2 "Conroe" reports EDX = 0):
+//!    3 fixed counters, as wide as the general-purpose ones when EDX gives no width (the quirk in
+//!    Linux `intel_pmu_init`: "v2 perfmon does not report fixed-purpose events, so assume at least 3
+//!    events, when not running in a hypervisor"; Linux also extends fixed counters with the GP width).
+//!    Events at EBX bit positions >= `EAX[31:24]` are unavailable, like those whose EBX bit is set.
+//! 4. AMD: 4 legacy counters; 6 when CPUID `0x80000001:ECX[23]` (PerfCtrExtCore) is set; with
+//!    PerfMonV2 (`0x80000022:EAX[0]`) the count is `0x80000022:EBX[3:0]` (NumPerfCtrCore). All 48 bits
+//!    wide. Under a hypervisor other than Microsoft's (whose bit already answered), an AMD PMU
+//!    without PerfCtrExtCore is taken as absent ([`Unusable::HypervisorWithoutPmu`]): every AMD
+//!    family 15h and later has it on bare metal, and hypervisors that do not virtualise the PMU clear
+//!    it (the Hyper-V root dumps above do; KVM's `svm_set_cpu_caps` offers it only `if (enable_pmu)`,
+//!    and only with at least 6 counters to virtualise). This is this module's
+//!    own heuristic, not a documented rule: the legacy counters are architectural on AMD, so CPUID
+//!    cannot prove them absent.
+//! 5. Too few counters ([`Unusable::TooFewCounters`]): the plan must be able to count instructions
+//!    and core cycles at once (the IPC pair). Intel: fixed counter 0 counts instructions and fixed 1
+//!    core cycles, so the general-purpose counters must make up for the fixed ones that are missing;
+//!    AMD: at least 2 counters.
+//! 6. Overflow interrupt ([`PmuModel::overflow_interrupt`]): Intel version >= 2 (always, once
+//!    usable); AMD only with PerfMonV2 (its global status/control MSRs are what an overflow handler
+//!    reads and clears). Otherwise counters are extended by polling (FACTS §4).
+//!
+//! # Verified facts and their sources
+//!
+//! - CPUID.0AH layout (EAX bits 7:0 version, 15:8 GP counters, 23:16 GP width, 31:24 EBX vector
+//!   length; EBX bit set = event not available, bits 0-6 core cycles, instructions, reference
+//!   cycles, LLC references, LLC misses, branches, branch mispredicts; `EDX[4:0]` fixed counters and
+//!   `EDX[12:5]` their width "if Version ID > 1"): Intel SDM Vol. 2A, CPUID, "Architectural
+//!   Performance Monitoring Leaf" (found with the `pages` search, a copy of the SDM table), and
+//!   raw-cpuid 11.6 `PerformanceMonitoringInfo`, which decodes exactly these fields.
+//! - Leaves above the maximum are not trustworthy (Intel returns the highest basic leaf's data):
+//!   raw-cpuid checks the maximum leaf before reading any leaf, and excludes AMD's reserved leaf 0xA.
+//! - Microsoft hypervisor leaf 0x40000003 EDX bit 2 = PerformanceMonitorsAvailable (after
+//!   MwaitAvailable_Deprecated bit 0 and GuestDebuggingAvailable bit 1): HV_X64_HYPERVISOR_FEATURES
+//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers found
+//!   with `find_string`); TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
+//!   0x40000000 EAX is at least 0x40000005, so leaf 0x40000003 always exists once its vendor is
+//!   "Microsoft Hv".
+//! - AMD PerfCtrExtCore = `0x80000001:ECX[23]` (raw-cpuid `has_perf_cntr_extensions`,
+//!   "`MSRC001_020[A,8,6,4,2,0]`");
+//!   PerfMonV2 = `0x80000022:EAX[0]`, NumPerfCtrCore = `EBX[3:0]` (raw-cpuid
+//!   `ExtendedPerformanceMonitoringDebug`; KVM commit 94cdeebd8211 "Add AMD CPUID ExtPerfMonAndDbg
+//!   leaf 0x80000022", which describes the same bits).
+//! - Hybrid Intel: every logical processor of an i9-12900K (8 P + 8 E cores) reports the same leaf
+//!   0xA, the intersection (6 GP, 3 fixed); with the E-cores disabled the same chip reports 8 GP and
+//!   4 fixed (InstLatx64 dumps, see `model_tests.rs`). Linux notes the same: "For hybrid, the x86_pmu
+//!   is used to keep the common capabilities ... from the leaf 0xa" (arch/x86/events/intel/core.c);
+//!   per-core-type capabilities are in leaf 0x23 (version 6), which this module does not read.
+//!   [`common`] still intersects per-processor models, in case a part or hypervisor reports them
+//!   differently.
+
+use raw_cpuid::{CpuId, CpuIdReader, Hypervisor, PerformanceMonitoringInfo};
+
+/// The processor vendors whose PMU this driver programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vendor {
+    Intel,
+    Amd,
+}
+
+/// A set of Intel architectural events, in the bit order of CPUID.0AH:EBX.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArchEvents(u8);
+
+impl ArchEvents {
+    pub const NONE: Self = Self(0);
+    /// UnHalted Core Cycles (EBX bit 0).
+    pub const CORE_CYCLES: Self = Self(1 << 0);
+    /// Instructions Retired (EBX bit 1).
+    pub const INSTRUCTIONS: Self = Self(1 << 1);
+    /// UnHalted Reference Cycles (EBX bit 2).
+    pub const REFERENCE_CYCLES: Self = Self(1 << 2);
+    /// LLC References (EBX bit 3).
+    pub const LLC_REFERENCES: Self = Self(1 << 3);
+    /// LLC Misses (EBX bit 4).
+    pub const LLC_MISSES: Self = Self(1 << 4);
+    /// Branch Instructions Retired (EBX bit 5).
+    pub const BRANCHES: Self = Self(1 << 5);
+    /// Branch Mispredicts Retired (EBX bit 6).
+    pub const BRANCH_MISPREDICTS: Self = Self(1 << 6);
+    /// The seven events above.
+    pub const ALL: Self = Self(0x7F);
+    /// How many events this set can hold (bits 0..7 of EBX).
+    pub const COUNT: u8 = 7;
+
+    /// The set whose bits are `bits` (bits 7 and up are ignored).
+    pub const fn from_bits(bits: u8) -> Self {
+        Self(bits & Self::ALL.0)
+    }
+
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// The PMU of one processor (or, after [`common`], what every processor has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PmuModel {
+    pub vendor: Vendor,
+    /// Display family (CPUID.1:EAX, base + extended family where the vendor says so), as raw-cpuid
+    /// computes it. AMD event encodings depend on it (see `events`).
+    pub family: u8,
+    /// Display model (extended model folded in), as raw-cpuid computes it.
+    pub model: u8,
+    /// Intel architectural performance monitoring version (`CPUID.0AH:EAX[7:0]`); 0 on AMD.
+    pub version: u8,
+    /// General-purpose counters per logical processor.
+    pub gp_counters: u8,
+    /// Their width in bits.
+    pub gp_width: u8,
+    /// Intel fixed-function counters (`CPUID.0AH:EDX[4:0]`, see rule 3 for the v2 quirk); 0 on AMD.
+    pub fixed_counters: u8,
+    /// Their width in bits; 0 on AMD.
+    pub fixed_width: u8,
+    /// Intel architectural events this processor does not count: the set bits of CPUID.0AH:EBX and
+    /// every event at or past the EBX vector length `EAX[31:24]`. Empty on AMD (no such enumeration).
+    pub unavailable: ArchEvents,
+    /// AMD CPUID `0x80000001:ECX[23]` PerfCtrExtCore: 6 counters at PerfCtl 0xC0010200+2i and PerfCtr
+    /// 0xC0010201+2i (else 4 legacy counters at 0xC0010000+i / 0xC0010004+i).
+    pub amd_core_extended: bool,
+    /// AMD CPUID `0x80000022:EAX[0]` PerfMonV2: global control/status MSRs, and `EBX[3:0]` counters.
+    pub amd_perfmon_v2: bool,
+    /// A PMI through the HAL's Overflow descriptor is usable (rule 6); otherwise counters are extended
+    /// by polling often enough that no counter wraps twice between two polls.
+    pub overflow_interrupt: bool,
+}
+
+/// Why the driver will not program the PMU of this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// Neither "GenuineIntel" nor "AuthenticAMD".
+    UnknownVendor,
+    /// Intel without architectural performance monitoring: leaf 0xA absent or version 0, on bare metal.
+    NoArchitecturalPerfmon,
+    /// Intel architectural performance monitoring version 1: no fixed counters, no global control.
+    PerfmonVersionTooOld,
+    /// A hypervisor that does not give this partition the PMU: the Microsoft hypervisor's
+    /// PerformanceMonitorsAvailable is clear, or any hypervisor reports Intel perfmon version 0, or a
+    /// non-Microsoft hypervisor hides AMD's PerfCtrExtCore.
+    HypervisorWithoutPmu,
+    /// Not enough counters to count instructions and core cycles at once.
+    TooFewCounters,
+}
+
+impl Unusable {
+    /// A short English reason, for debug output.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Unusable::UnknownVendor => "unknown processor vendor",
+            Unusable::NoArchitecturalPerfmon => "no Intel architectural performance monitoring",
+            Unusable::PerfmonVersionTooOld => "Intel architectural performance monitoring version 1",
+            Unusable::HypervisorWithoutPmu => "the hypervisor does not expose the PMU",
+            Unusable::TooFewCounters => "too few performance counters",
+        }
+    }
+}
+
+/// The outcome of [`detect`] on one processor, or of several folded with [`Detection::and`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detection {
+    Usable(PmuModel),
+    Unusable(Unusable),
+}
+
+impl Detection {
+    /// What the driver may use on two processors: the first reason one of them is unusable, else the
+    /// [`common`] model (which can itself have too few counters).
+    pub fn and(self, other: Detection) -> Detection {
+        match (self, other) {
+            (Detection::Unusable(reason), _) | (_, Detection::Unusable(reason)) => {
+                Detection::Unusable(reason)
+            }
+            (Detection::Usable(a), Detection::Usable(b)) => checked(common(&a, &b)),
+        }
+    }
+}
+
+/// Microsoft hypervisor leaf "Hypervisor Feature Identification" (HV_CPUID_FEATURES).
+const HV_CPUID_FEATURES: u32 = 0x4000_0003;
+/// Its EDX bit 2, PerformanceMonitorsAvailable.
+const HV_PERFORMANCE_MONITORS_AVAILABLE: u32 = 1 << 2;
+
+/// Width of every AMD core performance counter (AMD APM Vol. 2 §13.2; Linux `cntval_bits = 48`).
+pub const AMD_COUNTER_WIDTH: u8 = 48;
+/// AMD legacy counters PerfCtr0..3, present since K7.
+pub const AMD_LEGACY_COUNTERS: u8 = 4;
+/// AMD core counters with PerfCtrExtCore (Linux AMD64_NUM_COUNTERS_CORE).
+pub const AMD_CORE_EXTENDED_COUNTERS: u8 = 6;
+/// Intel fixed counters the plan knows: instructions, core cycles, reference cycles.
+const INTEL_KNOWN_FIXED_COUNTERS: u8 = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Host {
+    BareMetal,
+    Microsoft,
+    OtherHypervisor,
+}
+
+/// Detects the PMU of the processor that `reader` executes CPUID on (in the driver,
+/// `raw_cpuid::CpuIdReaderNative` on the current processor).
+///
+/// Takes the reader rather than a `CpuId` because `CpuId` does not hand its reader back, and one leaf
+/// raw-cpuid exposes no accessor for (Microsoft's 0x40000003 EDX) is read through it directly, after
+/// raw-cpuid has established that a Microsoft hypervisor is present (rule 2 of the module docs).
+pub fn detect<R: CpuIdReader>(reader: R) -> Detection {
+    let cpuid = CpuId::with_cpuid_reader(reader.clone());
+    let vendor = match cpuid.get_vendor_info() {
+        Some(info) if info.as_str() == "GenuineIntel" => Vendor::Intel,
+        Some(info) if info.as_str() == "AuthenticAMD" => Vendor::Amd,
+        _ => return Detection::Unusable(Unusable::UnknownVendor),
+    };
+    let features = cpuid.get_feature_info();
+    let (family, model) = features.as_ref().map_or((0, 0), |f| (f.family_id(), f.model_id()));
+    let host = if !features.as_ref().is_some_and(|f| f.has_hypervisor()) {
+        Host::BareMetal
+    } else {
+        match cpuid.get_hypervisor_info() {
+            Some(info) if info.identify() == Hypervisor::HyperV => Host::Microsoft,
+            _ => Host::OtherHypervisor,
+        }
+    };
+    if host == Host::Microsoft
+        && reader.cpuid1(HV_CPUID_FEATURES).edx & HV_PERFORMANCE_MONITORS_AVAILABLE == 0
+    {
+        return Detection::Unusable(Unusable::HypervisorWithoutPmu);
+    }
+    let model = match vendor {
+        Vendor::Intel => intel(&cpuid, host, family, model),
+        Vendor::Amd => amd(&cpuid, host, family, model),
+    };
+    match model {
+        Ok(model) => checked(model),
+        Err(reason) => Detection::Unusable(reason),
+    }
+}
+
+fn intel<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> Result<PmuModel, Unusable> {
+    let absent = if host == Host::BareMetal {
+        Unusable::NoArchitecturalPerfmon
+    } else {
+        Unusable::HypervisorWithoutPmu
+    };
+    let info = cpuid.get_performance_monitoring_info().ok_or(absent)?;
+    let version = info.version_id();
+    match version {
+        0 => return Err(absent),
+        1 => return Err(Unusable::PerfmonVersionTooOld),
+        _ => {}
+    }
+    let gp_width = info.counter_bit_width();
+    let mut fixed_counters = info.fixed_function_counters();
+    let mut fixed_width = info.fixed_function_counters_bit_width();
+    if version <= 4 && host == Host::BareMetal && fixed_counters < INTEL_KNOWN_FIXED_COUNTERS {
+        fixed_counters = INTEL_KNOWN_FIXED_COUNTERS;
+        if fixed_width == 0 {
+            fixed_width = gp_width;
+        }
+    }
+    Ok(PmuModel {
+        vendor: Vendor::Intel,
+        family,
+        model,
+        version,
+        gp_counters: info.number_of_counters(),
+        gp_width,
+        fixed_counters,
+        fixed_width,
+        unavailable: intel_unavailable(&info),
+        amd_core_extended: false,
+        amd_perfmon_v2: false,
+        overflow_interrupt: true,
+    })
+}
+
+/// The events CPUID.0AH marks unavailable, plus those past its EBX vector length.
+fn intel_unavailable(info: &PerformanceMonitoringInfo) -> ArchEvents {
+    let marked = [
+        (info.is_core_cyc_ev_unavailable(), ArchEvents::CORE_CYCLES),
+        (info.is_inst_ret_ev_unavailable(), ArchEvents::INSTRUCTIONS),
+        (info.is_ref_cycle_ev_unavailable(), ArchEvents::REFERENCE_CYCLES),
+        (info.is_cache_ref_ev_unavailable(), ArchEvents::LLC_REFERENCES),
+        (info.is_ll_cache_miss_ev_unavailable(), ArchEvents::LLC_MISSES),
+        (info.is_branch_inst_ret_ev_unavailable(), ArchEvents::BRANCHES),
+        (info.is_branch_midpred_ev_unavailable(), ArchEvents::BRANCH_MISPREDICTS),
+    ];
+    let enumerated = info.ebx_length();
+    let mut unavailable = ArchEvents::NONE;
+    for (bit, (is_unavailable, event)) in marked.into_iter().enumerate() {
+        if is_unavailable || bit >= usize::from(enumerated) {
+            unavailable = unavailable.union(event);
+        }
+    }
+    unavailable
+}
+
+fn amd<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> Result<PmuModel, Unusable> {
+    let core_extended =
+        cpuid.get_extended_processor_and_feature_identifiers().is_some_and(|f| f.has_perf_cntr_extensions());
+    let perfmon_v2 = cpuid.get_extended_performance_monitoring_and_debug().filter(|d| d.has_perf_mon_v2());
+    if host == Host::OtherHypervisor && !core_extended {
+        return Err(Unusable::HypervisorWithoutPmu);
+    }
+    let gp_counters = match &perfmon_v2 {
+        Some(v2) => v2.num_perf_ctr_core(),
+        None if core_extended => AMD_CORE_EXTENDED_COUNTERS,
+        None => AMD_LEGACY_COUNTERS,
+    };
+    Ok(PmuModel {
+        vendor: Vendor::Amd,
+        family,
+        model,
+        version: 0,
+        gp_counters,
+        gp_width: AMD_COUNTER_WIDTH,
+        fixed_counters: 0,
+        fixed_width: 0,
+        unavailable: ArchEvents::NONE,
+        amd_core_extended: core_extended,
+        amd_perfmon_v2: perfmon_v2.is_some(),
+        overflow_interrupt: perfmon_v2.is_some(),
+    })
+}
+
+/// Rule 5: `model` if it can count instructions and core cycles at once.
+fn checked(model: PmuModel) -> Detection {
+    let gp_needed = match model.vendor {
+        // Fixed counter 0 counts instructions, fixed counter 1 core cycles.
+        Vendor::Intel => u8::from(model.fixed_counters < 1) + u8::from(model.fixed_counters < 2),
+        Vendor::Amd => 2,
+    };
+    if model.gp_counters < gp_needed {
+        Detection::Unusable(Unusable::TooFewCounters)
+    } else {
+        Detection::Usable(model)
+    }
+}
+
+/// What two processors of one machine both have, so that one counter plan fits every processor
+/// (hybrid parts): the smaller version, counts and widths, the union of unavailable events, and the
+/// AMD features and overflow interrupt only if both have them. Vendor, family and model are `a`'s
+/// (one machine has one vendor). A client extending counters of the common width masks raw reads to
+/// that width.
+pub fn common(a: &PmuModel, b: &PmuModel) -> PmuModel {
+    PmuModel {
+        vendor: a.vendor,
+        family: a.family,
+        model: a.model,
+        version: a.version.min(b.version),
+        gp_counters: a.gp_counters.min(b.gp_counters),
+        gp_width: a.gp_width.min(b.gp_width),
+        fixed_counters: a.fixed_counters.min(b.fixed_counters),
+        fixed_width: a.fixed_width.min(b.fixed_width),
+        unavailable: a.unavailable.union(b.unavailable),
+        amd_core_extended: a.amd_core_extended && b.amd_core_extended,
+        amd_perfmon_v2: a.amd_perfmon_v2 && b.amd_perfmon_v2,
+        overflow_interrupt: a.overflow_interrupt && b.overflow_interrupt,
+    }
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+pub(crate) mod tests;

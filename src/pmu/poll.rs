@@ -1,0 +1,158 @@
+//! Extending counters by polling, for when no overflow interrupt is available (AMD without PerfMonV2,
+//! or a HAL that rejects the Overflow descriptor): every collect reads the counters, and so does a
+//! low-frequency timer, often enough that no counter advances 2^W events between two reads.
+//!
+//! # How often
+//!
+//! [`advance`] is exact while fewer than 2^W events separate two reads (the counter wraps at most once
+//! in between). A counter incrementing at most `max_hz` times a second therefore needs a read at least
+//! every `(2^W - 1) / max_hz` seconds; [`poll_period`] divides that by a safety factor, which covers a
+//! timer firing late (tick granularity, DPC latency) and an event rate above the assumed maximum.
+//!
+//! The assumed maximum rate is [`MAX_EVENT_HZ`]: a 6 GHz clock ([`MAX_CLOCK_HZ`]) times 8 events per
+//! cycle ([`MAX_EVENTS_PER_CYCLE`], the retire width of the widest current x86 cores, e.g. 8
+//! instructions per cycle; cycle counters count 1 per cycle, cache and branch events fewer than
+//! instructions). With [`DEFAULT_SAFETY`] 4 a 48-bit counter is polled every 24 minutes and a 32-bit
+//! one every 22 ms.
+//!
+//! # The state
+//!
+//! Per counter, one `AtomicU64`: the counter's 64-bit value at the last poll. The previous raw value
+//! Linux keeps beside it (`prev_raw_count`) is that value modulo 2^W, because the counter started from
+//! a value the state started from too ([`PollCounters::start`]) and both advance by the same events. One
+//! word means one compare-exchange updates it, so a collect in an IPI (IPI_LEVEL) that interrupts the
+//! timer's poll (DISPATCH_LEVEL) on the same processor cannot tear it: the state is always the exact
+//! value at some earlier read. Reporting (base, monotonic clamp, publication) is
+//! crate::pmu::fold::ProcessorCounters::report, shared with the interrupt-driven path.
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(not(loom))]
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use core::sync::atomic::compiler_fence;
+use core::time::Duration;
+
+use super::extend::{advance, counter_mask};
+use super::fold::SLOTS;
+
+/// Highest clock rate assumed (Hz).
+pub const MAX_CLOCK_HZ: u64 = 6_000_000_000;
+
+/// Most events one counter counts per cycle (instructions retired on an 8-wide core).
+pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
+
+/// Highest event rate assumed for any counter (events per second): 48e9.
+pub const MAX_EVENT_HZ: u64 = MAX_CLOCK_HZ * MAX_EVENTS_PER_CYCLE;
+
+/// Safety factor for [`poll_period`]: a quarter of the time a counter needs to wrap at the maximum rate.
+pub const DEFAULT_SAFETY: u32 = 4;
+
+/// The largest whole number of `units_per_second` units within which a `width`-bit counter counting at
+/// most `max_hz` events per second advances less than 2^W, divided by `safety`, and at least 1.
+/// `max_hz` 0 and `safety` 0 count as 1; `width` is clamped as in crate::pmu::extend.
+fn period_in(width: u8, max_hz: u64, safety: u32, units_per_second: u64) -> u128 {
+    let rate = if max_hz == 0 { 1 } else { max_hz };
+    let safety = if safety == 0 { 1 } else { safety };
+    // (2^64 - 1) * 1e9 < 2^94: no overflow in u128.
+    let safe = u128::from(counter_mask(width)) * u128::from(units_per_second) / u128::from(rate);
+    let period = safe / u128::from(safety);
+    if period == 0 { 1 } else { period }
+}
+
+/// How often to poll a `width`-bit counter counting at most `max_hz` events per second so that it
+/// never advances 2^W events between polls, with `safety` to spare: `(2^W - 1) / max_hz / safety`
+/// seconds, at nanosecond resolution, never zero.
+pub fn poll_period(width: u8, max_hz: u64, safety: u32) -> Duration {
+    let nanos = period_in(width, max_hz, safety, 1_000_000_000);
+    // At most (2^64 - 1) seconds (a 64-bit counter at 1 Hz), which Duration holds exactly.
+    let seconds = nanos / 1_000_000_000;
+    let seconds = if seconds > u128::from(u64::MAX) { u64::MAX } else { seconds as u64 };
+    Duration::new(seconds, (nanos % 1_000_000_000) as u32)
+}
+
+/// [`poll_period`] in 100 ns units, KeSetTimerEx's DueTime unit (negate it for a relative due time),
+/// at least 1 and at most `i64::MAX`.
+pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
+    let ticks = period_in(width, max_hz, safety, 10_000_000);
+    if ticks > i64::MAX as u128 { i64::MAX } else { ticks as i64 }
+}
+
+/// [`poll_period`] in milliseconds, KeSetTimerEx's Period unit (a LONG), at least 1 and at most
+/// `i32::MAX` (24.8 days). A period that rounds below 1 ms (only for counters narrower than 32 bits at
+/// the maximum rate) becomes 1 ms, which is then too long: such a counter cannot be polled safely.
+pub fn poll_period_ms(width: u8, max_hz: u64, safety: u32) -> i32 {
+    let ms = period_in(width, max_hz, safety, 1_000);
+    if ms > i32::MAX as u128 { i32::MAX } else { ms as i32 }
+}
+
+/// One processor's polled counters: each slot's 64-bit value at its last poll (see the module comment).
+#[derive(Debug)]
+pub struct PollCounters {
+    extended: [AtomicU64; SLOTS],
+}
+
+impl PollCounters {
+    /// All slots at 0, right for counters written 0.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        PollCounters { extended: [const { AtomicU64::new(0) }; SLOTS] }
+    }
+
+    /// All slots at 0 (loom's atomics have no `const fn new`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        PollCounters { extended: core::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+
+    /// Starts `slot` for a counter just written `written` (0 normally, or a preload near the wrap
+    /// from crate::pmu::extend::preload_for_headroom): its 64-bit value starts at `written mod 2^W`,
+    /// which must be the value the counter really holds (for a legacy write, pass
+    /// crate::pmu::extend::legacy_write_result). Returns `None` for a slot out of range.
+    pub fn start(&self, slot: usize, written: u64, width: u8) -> Option<()> {
+        self.extended.get(slot)?.store(written & counter_mask(width), Ordering::Relaxed);
+        Some(())
+    }
+
+    /// Polls `slot`: calls `read_raw` (the counter's MSR) once and returns the counter's 64-bit value
+    /// at that read, exact if the previous poll of the slot was less than 2^W events earlier. The
+    /// state advances to it unless another poll interrupted this one (it then holds that poll's
+    /// value, as exact), so it never goes backwards. `None` for a slot out of range (`read_raw` is
+    /// then not called).
+    ///
+    /// The order matters: the state is loaded *before* the raw read, so the raw value is never older
+    /// than the state it is compared with (Linux's x86_perf_event_update orders them the same way, and
+    /// uses the same compare-exchange for the same reason: an NMI may poll in between).
+    pub fn poll<R: FnOnce() -> u64>(&self, slot: usize, width: u8, read_raw: R) -> Option<u64> {
+        let cell = self.extended.get(slot)?;
+        let previous = cell.load(Ordering::Relaxed);
+        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let raw = read_raw();
+        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let now = previous.wrapping_add(advance(previous, raw, width));
+        // Failure means an interrupting poll stored a value read after `previous`; keep it.
+        let _ = cell.compare_exchange(previous, now, Ordering::Relaxed, Ordering::Relaxed);
+        Some(now)
+    }
+
+    /// `slot`'s 64-bit value at its last poll (`None` when out of range).
+    pub fn last(&self, slot: usize) -> Option<u64> {
+        Some(self.extended.get(slot)?.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for PollCounters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+#[path = "poll_tests.rs"]
+mod tests;
+
+#[cfg(all(test, loom))]
+#[path = "poll_loom_tests.rs"]
+mod loom_tests;

@@ -1,0 +1,119 @@
+//! Programming, reading and stopping the planned counters on one processor, as sequences of MSR
+//! accesses. Pure: the driver runs these inside its all-processor call with real rdmsr/wrmsr; the
+//! tests run them against an MSR file.
+//!
+//! The driver may own only some counters (HalAllocateHardwareCounters with a resource list), so the
+//! shared registers (IA32_PERF_GLOBAL_CTRL, IA32_FIXED_CTR_CTRL, AMD PerfCntrGlobalCtl) are changed
+//! read-modify-write: bits of counters other clients own are left as they are.
+
+use super::events::{CounterPlan, Slot, msr};
+use super::model::Vendor;
+
+/// MSR access on the current processor.
+pub trait Msrs {
+    fn read(&mut self, msr: u32) -> u64;
+    fn write(&mut self, msr: u32, value: u64);
+}
+
+/// Where a vendor keeps the global enable, status and status-clear registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GlobalRegisters {
+    control: u32,
+    status: u32,
+    clear_status: u32,
+}
+
+fn global_registers(vendor: Vendor, plan: &CounterPlan) -> Option<GlobalRegisters> {
+    if plan.global_ctrl() == 0 {
+        return None; // AMD without PerfMonV2: each counter enables itself through its control's EN bit.
+    }
+    Some(match vendor {
+        Vendor::Intel => GlobalRegisters {
+            control: msr::IA32_PERF_GLOBAL_CTRL,
+            status: msr::IA32_PERF_GLOBAL_STATUS,
+            clear_status: msr::IA32_PERF_GLOBAL_OVF_CTRL,
+        },
+        Vendor::Amd => GlobalRegisters {
+            control: msr::AMD_PERF_CNTR_GLOBAL_CTL,
+            status: msr::AMD_PERF_CNTR_GLOBAL_STATUS,
+            clear_status: msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
+        },
+    })
+}
+
+/// The 4-bit IA32_FIXED_CTR_CTRL fields of the plan's fixed counters.
+fn fixed_fields(plan: &CounterPlan) -> u64 {
+    plan.iter()
+        .filter_map(|assignment| match assignment.slot {
+            Slot::Fixed(index) => Some(0xF << (4 * u32::from(index))),
+            Slot::General(_) => None,
+        })
+        .fold(0, |mask, field| mask | field)
+}
+
+/// Stops the plan's counters, zeroes them and their pending overflow status, programs their events,
+/// then enables them all at once. Every counter starts from 0.
+pub fn start(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    stop_and_clear(vendor, plan, msrs);
+    for assignment in plan.iter() {
+        if let Slot::General(_) = assignment.slot {
+            msrs.write(assignment.control_msr, assignment.control);
+        }
+    }
+    if fixed_fields(plan) != 0 {
+        let fixed = msrs.read(msr::IA32_FIXED_CTR_CTRL);
+        msrs.write(msr::IA32_FIXED_CTR_CTRL, (fixed & !fixed_fields(plan)) | plan.fixed_ctrl());
+    }
+    if let Some(global) = global_registers(vendor, plan) {
+        let control = msrs.read(global.control);
+        msrs.write(global.control, control | plan.global_ctrl());
+    }
+}
+
+/// Disables the plan's counters (globally first, so they stop together), clears their controls,
+/// zeroes them and clears their overflow status: what the HAL expects before the counters are freed.
+pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    let global = global_registers(vendor, plan);
+    if let Some(global) = global {
+        let control = msrs.read(global.control);
+        msrs.write(global.control, control & !plan.global_ctrl());
+    }
+    if fixed_fields(plan) != 0 {
+        let fixed = msrs.read(msr::IA32_FIXED_CTR_CTRL);
+        msrs.write(msr::IA32_FIXED_CTR_CTRL, fixed & !fixed_fields(plan));
+    }
+    for assignment in plan.iter() {
+        if let Slot::General(_) = assignment.slot {
+            // Disable before writing the counter (FACTS §4).
+            msrs.write(assignment.control_msr, 0);
+        }
+        msrs.write(assignment.counter_msr, 0);
+    }
+    if let Some(global) = global {
+        msrs.write(global.clear_status, plan.global_ctrl());
+    }
+}
+
+/// One read of the plan's counters on this processor: each raw value (masked to its width), in plan
+/// order, and the plan's bits of the global overflow status (0 where there is no status register).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawRead {
+    pub raw: [u64; super::events::MAX_ASSIGNMENTS],
+    pub pending_overflows: u64,
+}
+
+pub fn read(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) -> RawRead {
+    let mut result = RawRead::default();
+    for (slot, assignment) in plan.iter().enumerate() {
+        let width_mask = if assignment.width >= 64 { u64::MAX } else { (1u64 << assignment.width) - 1 };
+        result.raw[slot] = msrs.read(assignment.counter_msr) & width_mask;
+    }
+    if let Some(global) = global_registers(vendor, plan) {
+        result.pending_overflows = msrs.read(global.status) & plan.global_ctrl();
+    }
+    result
+}
+
+#[cfg(test)]
+#[path = "program_tests.rs"]
+mod tests;

@@ -1,0 +1,111 @@
+use super::*;
+use crate::pmu::events::plan;
+use crate::pmu::model::PmuModel;
+use std::collections::BTreeMap;
+
+/// An MSR file that records every access.
+#[derive(Default)]
+struct MsrFile {
+    values: BTreeMap<u32, u64>,
+    writes: Vec<(u32, u64)>,
+}
+
+impl Msrs for MsrFile {
+    fn read(&mut self, msr: u32) -> u64 {
+        self.values.get(&msr).copied().unwrap_or(0)
+    }
+    fn write(&mut self, msr: u32, value: u64) {
+        self.values.insert(msr, value);
+        self.writes.push((msr, value));
+    }
+}
+
+fn skylake() -> PmuModel {
+    crate::pmu::model::tests::SKYLAKE_I7_6700K.model()
+}
+
+fn zen2() -> PmuModel {
+    crate::pmu::model::tests::ZEN2_RYZEN9_3950X.model()
+}
+
+#[test]
+fn start_enables_exactly_the_planned_counters_and_keeps_foreign_bits() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    // Another client owns fixed counter 3 (global bit 35), which the plan does not use.
+    let foreign = 1u64 << 35;
+    assert_eq!(plan.global_ctrl() & foreign, 0);
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, foreign);
+    msrs.values.insert(msr::IA32_PMC0, 12345);
+    start(model.vendor, &plan, &mut msrs);
+    let global = msrs.values[&msr::IA32_PERF_GLOBAL_CTRL];
+    assert_eq!(global, plan.global_ctrl() | foreign);
+    assert_eq!(msrs.values[&msr::IA32_FIXED_CTR_CTRL], plan.fixed_ctrl());
+    for assignment in plan.iter() {
+        assert_eq!(msrs.values[&assignment.counter_msr], 0, "{:?} starts from 0", assignment.event);
+        if let Slot::General(_) = assignment.slot {
+            assert_eq!(msrs.values[&assignment.control_msr], assignment.control);
+        }
+    }
+    // The global enable comes last, after every counter is programmed.
+    assert_eq!(msrs.writes.last().unwrap().0, msr::IA32_PERF_GLOBAL_CTRL);
+}
+
+#[test]
+fn counters_are_disabled_before_they_are_written() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    stop_and_clear(model.vendor, &plan, &mut msrs);
+    for assignment in plan.iter().filter(|a| matches!(a.slot, Slot::General(_))) {
+        let control_zeroed = msrs.writes.iter().position(|&w| w == (assignment.control_msr, 0)).unwrap();
+        let counter_zeroed = msrs.writes.iter().position(|&w| w == (assignment.counter_msr, 0)).unwrap();
+        assert!(control_zeroed < counter_zeroed);
+    }
+}
+
+#[test]
+fn stop_clears_everything_start_set_and_only_that() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    let foreign = 1u64 << 35; // fixed counter 3, not in the plan
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, foreign);
+    msrs.values.insert(msr::IA32_FIXED_CTR_CTRL, 0xB << 12); // fixed counter 3's field
+    start(model.vendor, &plan, &mut msrs);
+    stop_and_clear(model.vendor, &plan, &mut msrs);
+    assert_eq!(msrs.values[&msr::IA32_PERF_GLOBAL_CTRL], foreign);
+    assert_eq!(msrs.values[&msr::IA32_FIXED_CTR_CTRL], 0xB << 12);
+    assert_eq!(msrs.writes.last().unwrap(), &(msr::IA32_PERF_GLOBAL_OVF_CTRL, plan.global_ctrl()));
+    for assignment in plan.iter() {
+        assert_eq!(msrs.values[&assignment.counter_msr], 0);
+    }
+}
+
+#[test]
+fn amd_without_perfmon_v2_uses_no_global_register() {
+    let model = zen2();
+    assert!(!model.amd_perfmon_v2);
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    start(model.vendor, &plan, &mut msrs);
+    stop_and_clear(model.vendor, &plan, &mut msrs);
+    let touched: Vec<u32> = msrs.writes.iter().map(|&(msr, _)| msr).collect();
+    assert!(!touched.contains(&msr::AMD_PERF_CNTR_GLOBAL_CTL));
+    assert!(!touched.contains(&msr::IA32_PERF_GLOBAL_CTRL));
+    assert!(plan.iter().all(|assignment| assignment.control & crate::pmu::events::EVTSEL_EN != 0));
+}
+
+#[test]
+fn read_masks_to_the_counter_width_and_reports_only_planned_status_bits() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    let first = plan.iter().next().unwrap();
+    msrs.values.insert(first.counter_msr, u64::MAX);
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_STATUS, u64::MAX);
+    let read = read(model.vendor, &plan, &mut msrs);
+    assert_eq!(read.raw[0], (1 << first.width) - 1);
+    assert_eq!(read.pending_overflows, plan.global_ctrl());
+}
