@@ -11,9 +11,10 @@
 #[inline(always)]
 pub unsafe fn read(msr: u32) -> u64 {
     let (low, high): (u32, u32);
-    // SAFETY: the caller guarantees the MSR exists; rdmsr has no memory effects.
+    // SAFETY: the caller guarantees the MSR exists. Not marked `nomem`: the read protocol orders MSR
+    // reads against loads of the overflow counts (pmu/fold.rs), so the compiler must not move them.
     unsafe {
-        core::arch::asm!("rdmsr", in("ecx") msr, out("eax") low, out("edx") high, options(nomem, nostack, preserves_flags))
+        core::arch::asm!("rdmsr", in("ecx") msr, out("eax") low, out("edx") high, options(nostack, preserves_flags))
     };
     (u64::from(high) << 32) | u64::from(low)
 }
@@ -24,14 +25,15 @@ pub unsafe fn read(msr: u32) -> u64 {
 /// `msr` must exist and the driver must own it: writes change machine state other software relies on.
 #[inline(always)]
 pub unsafe fn write(msr: u32, value: u64) {
-    // SAFETY: the caller guarantees the MSR exists and is ours; wrmsr has no memory effects.
+    // SAFETY: the caller guarantees the MSR exists and is ours. Not `nomem`, like `read`: programming is
+    // ordered against the stores that publish the session to the overflow handler.
     unsafe {
         core::arch::asm!(
             "wrmsr",
             in("ecx") msr,
             in("eax") value as u32,
             in("edx") (value >> 32) as u32,
-            options(nomem, nostack, preserves_flags)
+            options(nostack, preserves_flags)
         )
     };
 }

@@ -2,12 +2,17 @@
 //! the hardware into exact 64-bit counts.
 //!
 //! Model-check the protocol (handler, hardware and reader racing) with loom; the models live in
-//! `fold_loom_tests.rs` and `poll_loom_tests.rs` and are compiled only with `--cfg loom`:
+//! `fold_loom_tests.rs` and `poll_loom_tests.rs` and are compiled only with `--cfg loom`, which is
+//! meant for the library's unit tests only (loom is a dev-dependency):
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --lib pmu::fold
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --lib pmu::poll
 //! ```
+//!
+//! The first builds in about a minute and checks in about 10 s (290,000 schedules with at most 4
+//! preemptions, three tests: the protocol, and two broken protocols loom must catch); the second
+//! checks its model exhaustively in about 2 s. Plain `cargo test` compiles none of it.
 //!
 //! # Who touches what
 //!
@@ -25,7 +30,7 @@
 //! Only code running on the owning processor writes, and code on one processor interleaves only by
 //! interrupting: an interrupt runs to completion between two instructions of what it interrupts. Every
 //! field is one `AtomicU64`, so nothing can be torn, and every read-modify-write that an interrupt could
-//! split is a single atomic instruction.
+//! split is an atomic one (`lock add`, or `fetch_max`'s compare-exchange).
 //!
 //! # The read protocol
 //!
@@ -39,7 +44,8 @@
 //! accept if o1 == o2 && s1 == s2: value = extend(o1, raw, s1, W) = (o1 + s1) * 2^W + raw
 //! ```
 //!
-//! *Why an accepted attempt is exact at the instant raw was read.* O only grows, so o1 == o2 means no
+//! *Why an accepted attempt is exact at the instant raw was read.* O only grows during a session
+//! ([`ProcessorCounters::acquire`] resets it before the counters start), so o1 == o2 means no
 //! handler run for this counter between the two loads. Without the handler S only goes from 0 to 1 (a
 //! wrap), so s1 == s2 means S was constant from s1 to s2, around the raw read. If it was 0, no wrap
 //! happened in that window and N = o1 at the raw read; if it was 1, the one wrap it records happened
@@ -47,7 +53,7 @@
 //! N = o1 + 1. Either way the value is N * 2^W + raw, the exact count when raw was read.
 //!
 //! *Why both re-checks are needed.* Without o1 == o2, a PMI between o1 and s1 (O += 1, S cleared)
-//! yields o1 + 0 wraps: 2^W short. Without s2 (the brief's `o1, status, raw, o2`), a wrap between the
+//! yields o1 + 0 wraps: 2^W short. Without s2 (the shorter `o1, status, raw, o2`), a wrap between the
 //! status read and the raw read whose PMI arrives only after o2 yields a post-wrap raw with the
 //! pre-wrap wrap count: 2^W short again, and the next read jumps back up. Both broken variants are in
 //! the loom tests, which must (and do) find these schedules.
@@ -232,7 +238,8 @@ impl ProcessorCounters {
     /// The overflow handler's work, for the status bits `overflow_bits` the HAL passed: one more
     /// overflow for each owned counter whose bit is set (other bits are ignored), and one more
     /// invocation. No call, no lock, no branch besides the loop over set bits: per set bit a lowest-bit
-    /// isolation, a popcount (its inline bit-twiddling form on x64 without `popcnt`), one `lock add`.
+    /// isolation, a popcount (its inline bit-twiddling form on x64 without `popcnt`), one `lock inc`;
+    /// 25 instructions per set bit plus about 15 once in an x64 release build, and no panic path.
     #[inline(always)]
     pub fn fold(&self, overflow_bits: u64, owned: OwnedMask) {
         self.overflow_interrupts.fetch_add(1, Ordering::Relaxed);
@@ -383,7 +390,6 @@ impl ProcessorCounters {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for ProcessorCounters {
     fn default() -> Self {
         Self::new()

@@ -142,7 +142,6 @@ impl PollCounters {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for PollCounters {
     fn default() -> Self {
         Self::new()
