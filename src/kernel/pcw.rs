@@ -242,7 +242,9 @@ pub fn upcase(unit: u16) -> u16 {
     unsafe { ntoskrnl_imports::RtlUpcaseUnicodeChar(unit) }
 }
 
-/// The mask's code units, or `None` for "every instance" (no mask at all).
+/// The mask's code units, or `None` for "every instance": no mask at all, or an empty one (perflib
+/// asks for everything with "*"; an empty mask would select nothing, so it is read as a missing one
+/// rather than risk reporting no instance).
 ///
 /// # Safety
 /// `mask`, when non-null, must point to a UNICODE_STRING whose Buffer holds Length bytes.
@@ -251,7 +253,7 @@ unsafe fn instance_mask<'a>(mask: *const UNICODE_STRING) -> Option<&'a [u16]> {
     let mask = unsafe { mask.as_ref()? };
     let units = crate::pcw::wildcard::code_units_from_byte_length(mask.Length);
     if units == 0 || mask.Buffer.is_null() {
-        return Some(&[]);
+        return None;
     }
     // SAFETY: Buffer holds Length bytes, of which the first `units` UTF-16 units are read; an odd
     // trailing byte is ignored.
