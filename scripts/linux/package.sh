@@ -4,7 +4,8 @@
 #   pmupcw.cer  that certificate (DER), to import into a test machine's Root and TrustedPublisher stores
 #   pmupcw.pdb  symbols
 #   pmupcw.man  the counter manifest (lodctr /m:)
-#   pmupcw.inf  the installation INF
+#   pmupcw.inf  the installation INF, stamped from inf/pmupcw.inx (see stamp_inf below)
+#   *.ps1       scripts/windows/: install, uninstall, Driver Verifier (run on the test machine)
 # The test certificate is made once under target/test-certificate/ and reused until deleted.
 # Prints the .sys size and the build time. Run through `cargo make package`.
 set -euo pipefail
@@ -46,11 +47,32 @@ osslsigncode sign -certs "$cert_dir/pmupcw-test.pem" -key "$cert_dir/pmupcw-test
 openssl x509 -in "$cert_dir/pmupcw-test.pem" -outform DER -out "$package_dir/pmupcw.cer"
 cp "$build_dir/pmupcw.pdb" "$package_dir/pmupcw.pdb"
 cp manifests/pmupcw.man "$package_dir/pmupcw.man"
-cp inf/pmupcw.inx "$package_dir/pmupcw.inf"
+# "Stamp" the INF template as the WDK's stampinf does in the Windows flow (`stampinf -d * -a amd64
+# -v *`): DriverVer gets the date (UTC; SOURCE_DATE_EPOCH when set, for reproducible packages) and the
+# Cargo package version as four parts (0.1.0 -> 0.1.0.0; a pre-release/build suffix is dropped), and
+# the architecture placeholder $ARCH$ becomes amd64. CatalogFile is already pmupcw.cat in the template.
+stamp_inf() {
+    local pkgid version date
+    pkgid=$(cargo pkgid --locked -p pmupcw)
+    version=${pkgid##*[#@]}
+    version=${version%%[-+]*}
+    [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] \
+        || { echo "package: cannot make a DriverVer version from '$pkgid'" >&2; return 1; }
+    date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%m/%d/%Y)
+    sed -e "s|^DriverVer[[:space:]]*=.*$|DriverVer   = $date,$version.0|" \
+        -e 's|\$ARCH\$|amd64|g' "$1" >"$2"
+    grep -q "^DriverVer   = $date,$version.0\$" "$2" \
+        || { echo "package: $1 has no DriverVer line to stamp" >&2; return 1; }
+    if grep -q '\$ARCH\$' "$2"; then echo "package: $2 still names \$ARCH\$" >&2; return 1; fi
+}
+stamp_inf inf/pmupcw.inx "$package_dir/pmupcw.inf"
+# The Windows-side scripts (scripts/windows/*.ps1) travel with the package they install.
+cp scripts/windows/*.ps1 "$package_dir/"
 
 osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -in "$package_dir/pmupcw.sys" >/dev/null \
     || { echo "package: the signed pmupcw.sys does not verify" >&2; exit 1; }
 
 printf 'package: %s\n' "$package_dir"
 printf 'package: pmupcw.sys %d bytes (release, signed)\n' "$(stat -c %s "$package_dir/pmupcw.sys")"
+printf 'package: contents: %s\n' "$(cd "$package_dir" && ls | tr '\n' ' ')"
 printf 'package: driver build took %d.%03d s\n' $((build_ms / 1000)) $((build_ms % 1000))

@@ -1,0 +1,73 @@
+#Requires -RunAsAdministrator
+<#
+.SYNOPSIS
+    Enables (or with -Disable, resets) Driver Verifier's standard checks for pmupcw.sys.
+
+.DESCRIPTION
+    verifier /standard /driver pmupcw.sys, unless the saved settings already verify pmupcw.sys; then
+    prints verifier /querysettings (what applies after the next restart) and verifier /query (what
+    is active now). Driver Verifier settings take effect at the next restart, so the script warns
+    when one is needed. With -Disable: verifier /reset (skipped when no driver is verified).
+    A violation found by Driver Verifier is a bug check (usually 0xC4,
+    DRIVER_VERIFIER_DETECTED_VIOLATION) naming pmupcw.sys; read the dump with WinDbg's !analyze -v.
+    Any failure stops the script with a message and exit code 1.
+#>
+[CmdletBinding()]
+param(
+    [switch]$Disable
+)
+Set-StrictMode -Version Latest
+$ErrorActionPreference = 'Stop'
+
+# The package files this script uses, by role (tests/deployment.rs checks each exists in the package).
+$PackageFiles = @{
+    Driver = 'pmupcw.sys'
+}
+
+function Write-Step([string]$Message) { Write-Host "verifier: $Message" }
+
+function Invoke-Tool {
+    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
+    $ErrorActionPreference = 'Continue'
+    Write-Step "> $FilePath $($Arguments -join ' ')"
+    $output = & $FilePath @Arguments 2>&1 | Out-String
+    $code = $LASTEXITCODE
+    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
+    if ($OkExitCodes -notcontains $code) {
+        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
+    }
+    [pscustomobject]@{ ExitCode = $code; Output = $output }
+}
+
+# verifier.exe returns 2 when it changed the settings and a restart applies them.
+$VerifierOk = @(0, 2)
+
+try {
+    $driver = $PackageFiles.Driver
+    $settings = Invoke-Tool verifier.exe @('/querysettings') -Quiet -OkExitCodes $VerifierOk
+    $verifiesDriver = $settings.Output -match "(?im)^\s*$([regex]::Escape($driver))\s*$"
+    if ($Disable) {
+        # Resetting is idempotent: it clears whatever is configured, pmupcw.sys or not.
+        $null = Invoke-Tool verifier.exe @('/reset') -OkExitCodes $VerifierOk
+        Write-Warning 'Driver Verifier settings were reset: restart the machine to turn verification off.'
+    } elseif ($verifiesDriver) {
+        Write-Step "the saved settings already verify $driver"
+    } else {
+        $null = Invoke-Tool verifier.exe @('/standard', '/driver', $driver) -OkExitCodes $VerifierOk
+        Write-Warning "Driver Verifier will verify $driver with the standard checks after a restart: restart now (Restart-Computer)."
+    }
+
+    # Status: saved settings (next boot) and the live state (this boot; lists pmupcw.sys with its
+    # counters only while it is loaded and verified).
+    $null = Invoke-Tool verifier.exe @('/querysettings') -OkExitCodes $VerifierOk
+    $now = Invoke-Tool verifier.exe @('/query') -OkExitCodes $VerifierOk
+    if ($now.Output -match "(?im)\b$([regex]::Escape($driver))\b") {
+        Write-Step "$driver is loaded and verified now"
+    } else {
+        Write-Step "$driver is not verified in this boot (restart after enabling, and start the service)"
+    }
+    exit 0
+} catch {
+    Write-Error "verifier: FAILED: $($_.Exception.Message)" -ErrorAction Continue
+    exit 1
+}

@@ -1,0 +1,191 @@
+#Requires -RunAsAdministrator
+<#
+.SYNOPSIS
+    Installs the pmupcw driver package on a test-signed machine, registers its counters, starts it
+    and runs a typeperf smoke query.
+
+.DESCRIPTION
+    Run from the package folder (the one holding pmupcw.inf, pmupcw.sys, pmupcw.man, pmupcw.cer and
+    the signed catalog). Each step checks first and is skipped when already done, so running the
+    script again is harmless:
+      1. test signing must be on (bcdedit /enum {current}: "testsigning Yes");
+      2. the test certificate goes into LocalMachine\Root and LocalMachine\TrustedPublisher
+         (skipped when its thumbprint is already there);
+      3. pnputil /add-driver pmupcw.inf /install (a primitive driver: this creates the demand-start
+         kernel service pmupcw, running from the driver store);
+      4. lodctr /m:<driver store folder>\pmupcw.man <driver store folder>
+         (unlodctr /m: first when the provider is already registered);
+      5. sc.exe start pmupcw (skipped when running);
+      6. typeperf "\Hardware Counters(*)\Instructions Retired/sec" -sc 2.
+    Any failure stops the script with a message saying what failed and what to do, and exit code 1.
+
+.PARAMETER PackageDir
+    The package folder. Default: the folder of this script.
+
+.PARAMETER SkipSmokeQuery
+    Do not run the typeperf query at the end.
+#>
+[CmdletBinding()]
+param(
+    [string]$PackageDir = $PSScriptRoot,
+    [switch]$SkipSmokeQuery
+)
+Set-StrictMode -Version Latest
+$ErrorActionPreference = 'Stop'
+
+# The package files this script uses, by role (tests/deployment.rs checks each exists in the package).
+$PackageFiles = @{
+    Inf             = 'pmupcw.inf'
+    Certificate     = 'pmupcw.cer'
+    Manifest        = 'pmupcw.man'
+    Driver          = 'pmupcw.sys'
+    UninstallScript = 'Uninstall-Pmupcw.ps1'
+    VerifierScript  = 'Enable-Verifier.ps1'
+}
+# Package files only the Windows/WDK flow produces (inf2cat + signtool): the Linux package step has no
+# catalog tool, so its package lacks them (tests/deployment.rs checks nothing else is named).
+$WdkOnlyPackageFiles = @{
+    Catalog = 'pmupcw.cat'
+}
+$ServiceName = 'pmupcw'
+$SmokeCounter = '\Hardware Counters(*)\Instructions Retired/sec'
+
+function Write-Step([string]$Message) { Write-Host "install: $Message" }
+
+# Runs a native tool, echoes its output, and throws unless its exit code is one of $OkExitCodes.
+function Invoke-Tool {
+    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
+    # Windows PowerShell 5.1 turns a native tool's redirected stderr into terminating errors under 'Stop'.
+    $ErrorActionPreference = 'Continue'
+    Write-Step "> $FilePath $($Arguments -join ' ')"
+    $output = & $FilePath @Arguments 2>&1 | Out-String
+    $code = $LASTEXITCODE
+    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
+    if ($OkExitCodes -notcontains $code) {
+        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
+    }
+    [pscustomobject]@{ ExitCode = $code; Output = $output }
+}
+
+function Get-PackagePath([string]$Name) {
+    $path = Join-Path $PackageDir $Name
+    if (-not (Test-Path -LiteralPath $path -PathType Leaf)) {
+        throw "$Name is missing from the package folder $PackageDir. Run this script from an unpacked pmupcw package (cargo make package)."
+    }
+    $path
+}
+
+# The folder the service's image runs from (the driver store folder), or $null without a service.
+function Get-ServiceImageFolder {
+    $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$ServiceName"
+    if (-not (Test-Path $key)) { return $null }
+    $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
+    if (-not $image) { return $null }
+    $image = $image -replace '^\\\?\?\\', ''
+    $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
+    if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
+    Split-Path -Parent $image
+}
+
+function Get-ServiceState {
+    $ErrorActionPreference = 'Continue'
+    $query = & sc.exe query $ServiceName 2>&1 | Out-String
+    if ($LASTEXITCODE -eq 1060) { return 'MISSING' }
+    if ($query -match 'STATE\s+:\s+\d+\s+(\w+)') { return $Matches[1] }
+    throw "sc.exe query $ServiceName failed (exit code $LASTEXITCODE):`n$query"
+}
+
+try {
+    $inf = Get-PackagePath $PackageFiles.Inf
+    $cer = Get-PackagePath $PackageFiles.Certificate
+    $null = Get-PackagePath $PackageFiles.Driver
+    $null = Get-PackagePath $PackageFiles.Manifest
+    # pnputil installs a driver package only with a catalog signed by a trusted certificate: check it
+    # before changing anything.
+    $catalog = Join-Path $PackageDir $WdkOnlyPackageFiles.Catalog
+    if (-not (Test-Path -LiteralPath $catalog -PathType Leaf)) {
+        throw ("$($WdkOnlyPackageFiles.Catalog) is missing from $PackageDir. pnputil installs a driver package only " +
+            "with its signed catalog, which the Windows/WDK flow makes (inf2cat + signtool: " +
+            "'cargo make package --features wdk', or the pmupcw-package artifact of the Windows CI job); " +
+            "the Linux package step cannot make one. With the WDK on this machine: " +
+            "inf2cat /driver:. /os:10_X64, then sign pmupcw.cat with signtool (/fd sha256) and a code-signing " +
+            "certificate you import into Root and TrustedPublisher.")
+    }
+
+    # 1. Test signing.
+    $bcd = Invoke-Tool bcdedit.exe @('/enum', '{current}') -Quiet
+    if ($bcd.Output -notmatch '(?im)^\s*testsigning\s+Yes\s*$') {
+        throw ("Test signing is off, so Windows will not load the test-signed pmupcw.sys. Turn it on from an " +
+            "elevated prompt with 'bcdedit /set testsigning on' and restart (with Secure Boot on, bcdedit " +
+            "refuses: turn Secure Boot off in the VM's firmware settings first), then run this script again.")
+    }
+    Write-Step 'test signing is on'
+
+    # 2. Test certificate into Root and TrustedPublisher.
+    $cert = [System.Security.Cryptography.X509Certificates.X509Certificate2]::new($cer)
+    foreach ($storeName in 'Root', 'TrustedPublisher') {
+        $store = [System.Security.Cryptography.X509Certificates.X509Store]::new($storeName, 'LocalMachine')
+        $store.Open('ReadWrite')
+        try {
+            if ($store.Certificates.Find('FindByThumbprint', $cert.Thumbprint, $false).Count -gt 0) {
+                Write-Step "certificate $($cert.Thumbprint) ($($cert.Subject)) already in LocalMachine\$storeName"
+            } else {
+                $store.Add($cert)
+                Write-Step "imported certificate $($cert.Thumbprint) ($($cert.Subject)) into LocalMachine\$storeName"
+            }
+        } finally {
+            $store.Close()
+        }
+    }
+
+    # 3. The driver package (its signed catalog was checked above).
+    $pnp = Invoke-Tool pnputil.exe @('/add-driver', $inf, '/install') -OkExitCodes @(0, 259, 3010)
+    if ($pnp.ExitCode -eq 3010) { Write-Warning 'pnputil says a restart is needed to complete the installation.' }
+    $folder = Get-ServiceImageFolder
+    if (-not $folder) {
+        throw ("pnputil added the driver package but the $ServiceName service does not exist. See " +
+            "$env:SystemRoot\INF\setupapi.dev.log for the [DefaultInstall] processing of $($PackageFiles.Inf) " +
+            '(primitive drivers need Windows 10 version 1903 or later).')
+    }
+    Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder"
+
+    # 4. Counter registration, from the manifest the INF placed beside the driver.
+    $manifest = Join-Path $folder $PackageFiles.Manifest
+    if (-not (Test-Path -LiteralPath $manifest -PathType Leaf)) {
+        throw "$manifest is missing: the INF should have copied $($PackageFiles.Manifest) beside $($PackageFiles.Driver)."
+    }
+    $providerGuid = ([xml](Get-Content -LiteralPath $manifest -Raw)).instrumentationManifest.instrumentation.counters.provider.providerGuid
+    $providerKey = "HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib\_V2Providers\$providerGuid"
+    if (Test-Path $providerKey) {
+        Write-Step "counter provider $providerGuid is registered; unregistering it first"
+        $null = Invoke-Tool unlodctr.exe @("/m:$manifest")
+    }
+    $null = Invoke-Tool lodctr.exe @("/m:$manifest", $folder)
+    Write-Step "registered the countersets of $manifest"
+
+    # 5. Start the service.
+    $state = Get-ServiceState
+    if ($state -eq 'RUNNING') {
+        Write-Step "service $ServiceName is already running"
+    } else {
+        $null = Invoke-Tool sc.exe @('start', $ServiceName) -OkExitCodes @(0, 1056)
+        for ($i = 0; $i -lt 20 -and (Get-ServiceState) -eq 'START_PENDING'; $i++) { Start-Sleep -Milliseconds 500 }
+        $state = Get-ServiceState
+        if ($state -ne 'RUNNING') { throw "service $ServiceName did not start (state $state); see the System event log." }
+        Write-Step "started service $ServiceName"
+    }
+
+    # 6. Smoke query: two samples, so that the rate has two raw values to compute from.
+    if (-not $SkipSmokeQuery) {
+        $smoke = Invoke-Tool typeperf.exe @($SmokeCounter, '-sc', '2')
+        if ($smoke.Output -match '(?i)No valid counters|Error:') {
+            throw "typeperf could not read $SmokeCounter; run 'lodctr /q' and check the counter registration."
+        }
+        Write-Step 'typeperf read the Hardware Counters countersets'
+    }
+    Write-Step "done. Remove with .\$($PackageFiles.UninstallScript); Driver Verifier with .\$($PackageFiles.VerifierScript)."
+    exit 0
+} catch {
+    Write-Error "install: FAILED: $($_.Exception.Message)" -ErrorAction Continue
+    exit 1
+}

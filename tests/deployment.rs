@@ -1,0 +1,687 @@
+//! Deployment checks on the package that `cargo make package` (scripts/linux/package.sh) produces:
+//!
+//! - the stamped INF (`pmupcw.inf`, from `inf/pmupcw.inx`) has the structure of a primitive driver
+//!   that installs pmupcw.sys as a demand-start kernel service and places the manifest beside it, with
+//!   DriverVer stamped from the Cargo version, and names exactly the package's files;
+//! - every package file the Windows scripts (`scripts/windows/*.ps1`) name exists in the package;
+//! - the package holds the INF, the manifest, the certificate, the driver and the scripts.
+//!
+//! Then each checker is shown to fail on mutated copies (no AddService, wrong start type, unstamped
+//! template, a file missing from the package, a script naming a file the package lacks).
+//!
+//! The package is `$PMUPCW_PACKAGE_DIR` (default target/package/pmupcw). A missing package fails these
+//! tests: they must not pass by checking nothing.
+//!
+//! The INF parser follows the INF syntax rules that matter here: `[section]` headers (names compare
+//! case-insensitively), `key = value` entries and bare lines, `;` comments outside double quotes.
+//! It does not expand `%strings%` except to check that each one is defined.
+
+use std::collections::BTreeSet;
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn repository() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn package_dir() -> PathBuf {
+    env::var_os("PMUPCW_PACKAGE_DIR")
+        .map_or_else(|| repository().join("target/package/pmupcw"), PathBuf::from)
+}
+
+/// The package folder, or a failure that says how to make it.
+#[track_caller]
+fn require_package(dir: &Path) -> PathBuf {
+    assert!(
+        dir.join("pmupcw.inf").is_file(),
+        "{} holds no pmupcw.inf: run `cargo make package` first (it builds, signs and packages the driver)",
+        dir.display()
+    );
+    dir.to_path_buf()
+}
+
+/// File names in the package folder.
+fn package_files(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("cannot list {}: {error}", dir.display()))
+        .map(|entry| entry.expect("package entry").file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[track_caller]
+fn read_text(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
+}
+
+/// The scripts in the repository (`scripts/windows/*.ps1`), sorted by name.
+fn repository_scripts() -> Vec<PathBuf> {
+    let dir = repository().join("scripts/windows");
+    let mut scripts: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("cannot list {}: {error}", dir.display()))
+        .map(|entry| entry.expect("script entry").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "ps1"))
+        .collect();
+    scripts.sort();
+    scripts
+}
+
+fn listed(problems: &[String]) -> String {
+    problems.iter().map(|problem| format!("  - {problem}\n")).collect()
+}
+
+// -------------------------------------------------------------------------------------------------
+// INF parsing
+
+struct Entry {
+    line: usize,
+    /// The text left of the first `=` outside quotes, trimmed; None for a bare line.
+    key: Option<String>,
+    value: String,
+}
+
+struct Section {
+    name: String,
+    entries: Vec<Entry>,
+}
+
+struct Inf {
+    sections: Vec<Section>,
+}
+
+/// The line without its comment (`;` outside double quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quoted = false;
+    for (index, character) in line.char_indices() {
+        match character {
+            '"' => quoted = !quoted,
+            ';' if !quoted => return &line[..index],
+            _ => {}
+        }
+    }
+    line
+}
+
+fn split_key(line: &str) -> (Option<String>, String) {
+    let mut quoted = false;
+    for (index, character) in line.char_indices() {
+        match character {
+            '"' => quoted = !quoted,
+            '=' if !quoted => {
+                return (Some(line[..index].trim().to_owned()), line[index + 1..].trim().to_owned());
+            }
+            _ => {}
+        }
+    }
+    (None, line.trim().to_owned())
+}
+
+impl Inf {
+    fn parse(text: &str) -> Result<Inf, String> {
+        let mut sections: Vec<Section> = Vec::new();
+        for (index, raw) in text.lines().enumerate() {
+            let line = strip_comment(raw).trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(header) = line.strip_prefix('[') {
+                let name = header
+                    .strip_suffix(']')
+                    .ok_or_else(|| format!("line {}: unterminated section header {line:?}", index + 1))?;
+                sections.push(Section { name: name.trim().to_owned(), entries: Vec::new() });
+                continue;
+            }
+            let section = sections
+                .last_mut()
+                .ok_or_else(|| format!("line {}: {line:?} comes before any section", index + 1))?;
+            let (key, value) = split_key(line);
+            section.entries.push(Entry { line: index + 1, key, value });
+        }
+        Ok(Inf { sections })
+    }
+
+    fn sections_named(&self, name: &str) -> Vec<&Section> {
+        self.sections.iter().filter(|section| section.name.eq_ignore_ascii_case(name)).collect()
+    }
+
+    fn section(&self, name: &str) -> Option<&Section> {
+        self.sections_named(name).into_iter().next()
+    }
+}
+
+impl Section {
+    fn values(&self, key: &str) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter(|entry| entry.key.as_deref().is_some_and(|k| k.eq_ignore_ascii_case(key)))
+            .map(|entry| entry.value.as_str())
+            .collect()
+    }
+
+    fn value(&self, key: &str) -> Option<&str> {
+        self.values(key).into_iter().next()
+    }
+}
+
+fn unquote(value: &str) -> &str {
+    value.strip_prefix('"').and_then(|inner| inner.strip_suffix('"')).unwrap_or(value)
+}
+
+/// Comma-separated fields, trimmed (INF values are lists).
+fn fields(value: &str) -> Vec<&str> {
+    value.split(',').map(str::trim).collect()
+}
+
+/// A DriverVer value `mm/dd/yyyy,w.x.y.z`: Ok(version) or why not.
+fn driver_ver_version(value: &str) -> Result<&str, String> {
+    let (date, version) =
+        value.split_once(',').ok_or_else(|| format!("DriverVer {value:?} is not `mm/dd/yyyy,w.x.y.z`"))?;
+    let date_parts: Vec<&str> = date.trim().split('/').collect();
+    let date_ok = date_parts.len() == 3
+        && [2, 2, 4]
+            .iter()
+            .zip(&date_parts)
+            .all(|(length, part)| part.len() == *length && part.bytes().all(|byte| byte.is_ascii_digit()));
+    if !date_ok {
+        return Err(format!("DriverVer date {date:?} is not mm/dd/yyyy"));
+    }
+    let version = version.trim();
+    let parts: Vec<&str> = version.split('.').collect();
+    if parts.len() != 4 || !parts.iter().all(|part| part.parse::<u16>().is_ok()) {
+        return Err(format!("DriverVer version {version:?} is not four 16-bit numbers"));
+    }
+    Ok(version)
+}
+
+/// The Cargo package version as the 4-part DriverVer version package.sh stamps (0.1.0 -> 0.1.0.0).
+fn stamped_version(cargo_version: &str) -> String {
+    let core = cargo_version.split(['-', '+']).next().unwrap_or(cargo_version);
+    format!("{core}.0")
+}
+
+const ARCH_DEFAULT_INSTALL: &str = "DefaultInstall.NTamd64";
+const SERVICE_NAME: &str = "pmupcw";
+const DRIVER_FILE: &str = "pmupcw.sys";
+/// The files the INF must take from the package (SourceDisksFiles, CopyFiles), exactly.
+const INF_PAYLOAD: &[&str] = &["pmupcw.man", "pmupcw.sys"];
+
+/// Every structural problem of a stamped pmupcw INF; `package` is the package folder's file list.
+fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec<String> {
+    let inf = match Inf::parse(text) {
+        Ok(inf) => inf,
+        Err(error) => return vec![error],
+    };
+    let mut problems = Vec::new();
+    let mut problem = |message: String| problems.push(message);
+
+    // Nothing left for stampinf.
+    for section in &inf.sections {
+        if section.name.contains("$ARCH$") {
+            problem(format!("[{}]: the $ARCH$ placeholder is not stamped", section.name));
+        }
+        for entry in &section.entries {
+            let text = format!("{}{}", entry.key.as_deref().unwrap_or(""), entry.value);
+            if text.contains("$ARCH$") {
+                problem(format!("line {}: the $ARCH$ placeholder is not stamped", entry.line));
+            }
+        }
+    }
+
+    // [Version]: complete, as a primitive driver needs.
+    match inf.section("Version") {
+        None => problem("no [Version] section".to_owned()),
+        Some(version) => {
+            if !version
+                .value("Signature")
+                .is_some_and(|value| unquote(value).eq_ignore_ascii_case("$WINDOWS NT$"))
+            {
+                problem("[Version] Signature is not \"$WINDOWS NT$\"".to_owned());
+            }
+            for key in ["Provider", "Class", "ClassGuid"] {
+                if version.value(key).is_none_or(str::is_empty) {
+                    problem(format!("[Version] has no {key} (a primitive driver needs it filled in)"));
+                }
+            }
+            match version.value("DriverVer") {
+                None | Some("") => problem("[Version] DriverVer is missing or not stamped".to_owned()),
+                Some(value) => match driver_ver_version(value) {
+                    Err(error) => problem(format!("[Version] {error}")),
+                    Ok(found) if found != stamped_version(cargo_version) => problem(format!(
+                        "[Version] DriverVer version {found} is not the Cargo version {cargo_version} as {}",
+                        stamped_version(cargo_version)
+                    )),
+                    Ok(_) => {}
+                },
+            }
+            if !version.value("CatalogFile").is_some_and(|value| value.eq_ignore_ascii_case("pmupcw.cat")) {
+                problem("[Version] CatalogFile is not pmupcw.cat".to_owned());
+            }
+            if version.value("PnpLockdown") != Some("1") {
+                problem("[Version] PnpLockdown is not 1".to_owned());
+            }
+        }
+    }
+
+    // Primitive driver: decorated [DefaultInstall], no [Manufacturer], no undecorated or uninstall sections.
+    for forbidden in ["Manufacturer", "DefaultInstall", "DefaultInstall.Services", "DefaultUninstall"] {
+        if inf.section(forbidden).is_some() {
+            problem(format!("[{forbidden}] must not be present in a primitive driver INF"));
+        }
+    }
+    if inf.sections.iter().any(|section| section.name.to_ascii_lowercase().starts_with("defaultuninstall")) {
+        problem("a [DefaultUninstall...] section must not be present in a primitive driver INF".to_owned());
+    }
+    for name in [ARCH_DEFAULT_INSTALL.to_owned(), format!("{ARCH_DEFAULT_INSTALL}.Services")] {
+        if inf.sections_named(&name).len() > 1 {
+            problem(format!("[{name}] appears more than once"));
+        }
+    }
+
+    // CopyFiles: the files copied and the DIRID each goes to.
+    let destination_dirs = inf.section("DestinationDirs");
+    let dirid_of = |list: &str| -> Option<String> {
+        let dirs = destination_dirs?;
+        dirs.value(list).or_else(|| dirs.value("DefaultDestDir")).map(|value| fields(value)[0].to_owned())
+    };
+    let mut copied: Vec<(String, Option<String>)> = Vec::new();
+    match inf.section(ARCH_DEFAULT_INSTALL) {
+        None => problem(format!("no [{ARCH_DEFAULT_INSTALL}] section")),
+        Some(install) => {
+            let lists = install.values("CopyFiles");
+            if lists.is_empty() {
+                problem(format!("[{ARCH_DEFAULT_INSTALL}] has no CopyFiles"));
+            }
+            for list in lists.iter().flat_map(|value| fields(value)) {
+                if let Some(single) = list.strip_prefix('@') {
+                    copied.push((single.to_owned(), dirid_of("DefaultDestDir")));
+                    continue;
+                }
+                match inf.section(list) {
+                    None => problem(format!("CopyFiles names [{list}], which does not exist")),
+                    Some(files) => {
+                        for entry in &files.entries {
+                            let name = fields(&entry.value)[0].to_owned();
+                            copied.push((entry.key.clone().unwrap_or(name), dirid_of(list)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (file, dirid) in &copied {
+        if dirid.as_deref() != Some("13") {
+            problem(format!("{file} is copied to DIRID {dirid:?}, not 13 (run from the driver store)"));
+        }
+    }
+    let copied_names: BTreeSet<String> = copied.iter().map(|(file, _)| file.to_ascii_lowercase()).collect();
+    let payload: BTreeSet<String> = INF_PAYLOAD.iter().map(|file| (*file).to_owned()).collect();
+    if copied_names != payload {
+        problem(format!("CopyFiles copies {copied_names:?}, not exactly {payload:?}"));
+    }
+
+    // SourceDisksNames/SourceDisksFiles: exactly the payload, from declared disks.
+    let disks: BTreeSet<String> = inf
+        .section("SourceDisksNames")
+        .map(|names| names.entries.iter().filter_map(|entry| entry.key.clone()).collect())
+        .unwrap_or_default();
+    if disks.is_empty() {
+        problem("no [SourceDisksNames] disk".to_owned());
+    }
+    match inf.section("SourceDisksFiles") {
+        None => problem("no [SourceDisksFiles] section".to_owned()),
+        Some(source) => {
+            let mut named = BTreeSet::new();
+            for entry in &source.entries {
+                let file = entry.key.clone().unwrap_or_else(|| entry.value.clone()).to_ascii_lowercase();
+                let disk = fields(&entry.value)[0];
+                if !disks.contains(disk) {
+                    problem(format!(
+                        "[SourceDisksFiles] {file} is on disk {disk:?}, not in [SourceDisksNames]"
+                    ));
+                }
+                if fields(&entry.value).get(2).is_some_and(|subdir| !subdir.is_empty()) {
+                    problem(format!("[SourceDisksFiles] {file} names a subdirectory"));
+                }
+                named.insert(file);
+            }
+            if named != payload {
+                problem(format!("[SourceDisksFiles] names {named:?}, not exactly {payload:?}"));
+            }
+        }
+    }
+    for file in &payload {
+        if !package.contains(file) {
+            problem(format!("the INF installs {file}, which is not in the package"));
+        }
+    }
+
+    // The service: AddService=pmupcw with a demand-start kernel-driver install section.
+    let services_name = format!("{ARCH_DEFAULT_INSTALL}.Services");
+    let add_services =
+        inf.section(&services_name).map(|services| services.values("AddService")).unwrap_or_default();
+    if add_services.is_empty() {
+        problem(format!("[{services_name}] has no AddService"));
+    }
+    for add_service in add_services {
+        let parts = fields(add_service);
+        if !parts[0].eq_ignore_ascii_case(SERVICE_NAME) {
+            problem(format!("AddService names service {:?}, not {SERVICE_NAME}", parts[0]));
+        }
+        let Some(install_name) = parts.get(2).filter(|name| !name.is_empty()) else {
+            problem(format!("AddService {add_service:?} names no service-install section"));
+            continue;
+        };
+        let Some(install) = inf.section(install_name) else {
+            problem(format!("AddService names [{install_name}], which does not exist"));
+            continue;
+        };
+        for (key, expected, meaning) in [
+            ("ServiceType", "1", "SERVICE_KERNEL_DRIVER"),
+            ("StartType", "3", "SERVICE_DEMAND_START"),
+            ("ErrorControl", "1", "SERVICE_ERROR_NORMAL"),
+        ] {
+            if install.value(key) != Some(expected) {
+                problem(format!(
+                    "[{install_name}] {key} is {:?}, not {expected} ({meaning})",
+                    install.value(key)
+                ));
+            }
+        }
+        let binary = install.value("ServiceBinary").unwrap_or("");
+        let copied_sys = copied.iter().find(|(file, _)| file.eq_ignore_ascii_case(DRIVER_FILE));
+        let expected =
+            copied_sys.and_then(|(_, dirid)| dirid.as_ref()).map(|dirid| format!("%{dirid}%\\{DRIVER_FILE}"));
+        if expected.as_deref().is_none_or(|expected| !binary.eq_ignore_ascii_case(expected)) {
+            problem(format!(
+                "[{install_name}] ServiceBinary {binary:?} is not where CopyFiles puts {DRIVER_FILE} ({expected:?})"
+            ));
+        }
+    }
+
+    // Every %string% is defined (DIRIDs such as %13% are numbers, not strings).
+    let strings: BTreeSet<String> = inf
+        .section("Strings")
+        .map(|strings| {
+            strings.entries.iter().filter_map(|e| e.key.as_ref().map(|k| k.to_ascii_lowercase())).collect()
+        })
+        .unwrap_or_default();
+    for section in &inf.sections {
+        for entry in &section.entries {
+            for token in entry.value.split('%').skip(1).step_by(2) {
+                if !token.is_empty()
+                    && !token.bytes().all(|byte| byte.is_ascii_digit())
+                    && !strings.contains(&token.to_ascii_lowercase())
+                {
+                    problem(format!("line {}: %{token}% is not defined in [Strings]", entry.line));
+                }
+            }
+        }
+    }
+    problems
+}
+
+fn stamped_inf() -> (String, BTreeSet<String>) {
+    let dir = require_package(&package_dir());
+    (read_text(&dir.join("pmupcw.inf")), package_files(&dir))
+}
+
+#[track_caller]
+fn assert_inf_problem(text: &str, package: &BTreeSet<String>, expected: &str) {
+    let problems = check_inf(text, env!("CARGO_PKG_VERSION"), package);
+    assert!(
+        problems.iter().any(|problem| problem.contains(expected)),
+        "expected a problem containing {expected:?}, got:\n{}",
+        listed(&problems)
+    );
+}
+
+#[test]
+fn stamped_inf_installs_the_driver_as_a_demand_start_kernel_service() {
+    let (text, package) = stamped_inf();
+    let problems = check_inf(&text, env!("CARGO_PKG_VERSION"), &package);
+    assert!(problems.is_empty(), "pmupcw.inf:\n{}", listed(&problems));
+}
+
+#[test]
+fn every_file_the_inf_names_is_in_the_package() {
+    let (text, package) = stamped_inf();
+    let inf = Inf::parse(&text).expect("pmupcw.inf parses");
+    // SourceDisksFiles lists every file the INF takes from the package (CopyFiles must agree: see
+    // check_inf).
+    let named: BTreeSet<String> = inf
+        .section("SourceDisksFiles")
+        .expect("[SourceDisksFiles]")
+        .entries
+        .iter()
+        .map(|entry| entry.key.clone().unwrap_or_else(|| entry.value.clone()))
+        .collect();
+    assert!(!named.is_empty(), "[SourceDisksFiles] is empty");
+    let catalog = inf.section("Version").and_then(|version| version.value("CatalogFile")).unwrap_or("");
+    let missing: Vec<&String> = named.iter().filter(|file| !package.contains(*file)).collect();
+    assert!(missing.is_empty(), "the INF names {missing:?}, not in the package {package:?}");
+    // The catalog is the one exception: only the Windows/WDK flow makes it (inf2cat + signtool).
+    assert_eq!(catalog, "pmupcw.cat");
+}
+
+#[test]
+fn inf_checker_reports_a_missing_add_service() {
+    let (text, package) = stamped_inf();
+    let mutated: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("AddService"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_ne!(mutated, text, "the stamped INF has an AddService line to remove");
+    assert_inf_problem(&mutated, &package, "has no AddService");
+}
+
+#[test]
+fn inf_checker_reports_a_wrong_service_start_type() {
+    let (text, package) = stamped_inf();
+    let mutated = text.replacen("StartType     = 3", "StartType     = 1", 1);
+    assert_ne!(mutated, text, "the stamped INF has a StartType line to change");
+    assert_inf_problem(&mutated, &package, "StartType is Some(\"1\"), not 3");
+}
+
+#[test]
+fn inf_checker_reports_an_unstamped_template() {
+    let template = read_text(&repository().join("inf/pmupcw.inx"));
+    let package: BTreeSet<String> = INF_PAYLOAD.iter().map(|file| (*file).to_owned()).collect();
+    assert_inf_problem(&template, &package, "DriverVer is missing or not stamped");
+    assert_inf_problem(&template, &package, "the $ARCH$ placeholder is not stamped");
+}
+
+#[test]
+fn inf_checker_reports_a_driver_ver_that_is_not_the_cargo_version() {
+    let (text, package) = stamped_inf();
+    let problems = check_inf(&text, "9.8.7", &package);
+    assert!(
+        problems.iter().any(|problem| problem.contains("is not the Cargo version 9.8.7 as 9.8.7.0")),
+        "{}",
+        listed(&problems)
+    );
+}
+
+#[test]
+fn inf_checker_reports_a_file_missing_from_the_package_and_an_extra_source_file() {
+    let (text, mut package) = stamped_inf();
+    package.remove("pmupcw.man");
+    assert_inf_problem(&text, &package, "installs pmupcw.man, which is not in the package");
+    let (text, package) = stamped_inf();
+    let mutated = text.replacen("pmupcw.man = 1,,", "pmupcw.man = 1,,\npmupcw.dll = 1,,", 1);
+    assert_ne!(mutated, text);
+    assert_inf_problem(&mutated, &package, "[SourceDisksFiles] names");
+}
+
+#[test]
+fn inf_checker_reports_a_device_driver_layout() {
+    let (text, package) = stamped_inf();
+    let mutated = format!("{text}\n[Manufacturer]\n%ProviderName% = Models,NTamd64\n");
+    assert_inf_problem(&mutated, &package, "[Manufacturer] must not be present");
+}
+
+// -------------------------------------------------------------------------------------------------
+// Scripts
+
+const SCRIPT_FILE_VARIABLE: &str = "$PackageFiles";
+const SCRIPT_WDK_ONLY_VARIABLE: &str = "$WdkOnlyPackageFiles";
+/// Extensions of package files a script may name as `pmupcw.<extension>`.
+const PACKAGE_EXTENSIONS: &[&str] = &["cat", "cer", "inf", "man", "pdb", "sys"];
+
+/// The quoted values of a `$Variable = @{ Key = 'value' ... }` hashtable in a script, or None.
+fn script_hashtable(text: &str, variable: &str) -> Option<Vec<String>> {
+    let start = text.find(&format!("{variable} = @{{"))?;
+    let body = &text[start..];
+    let body = &body[body.find('{')? + 1..body.find('}')?];
+    Some(
+        body.lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(_, value)| value.trim().trim_matches(['\'', '"']).to_owned())
+            .collect(),
+    )
+}
+
+/// Package-file names a script mentions anywhere: `pmupcw.<extension>` and `<Name>.ps1`.
+fn named_in_script(text: &str) -> BTreeSet<String> {
+    let is_name = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_';
+    let bytes = text.as_bytes();
+    let mut names = BTreeSet::new();
+    let lower = text.to_ascii_lowercase();
+    for (at, _) in lower.match_indices("pmupcw.") {
+        if at > 0 && is_name(bytes[at - 1]) {
+            continue;
+        }
+        let extension_start = at + "pmupcw.".len();
+        let extension_end = (extension_start..bytes.len())
+            .find(|&index| !bytes[index].is_ascii_alphanumeric())
+            .unwrap_or(bytes.len());
+        let extension = &lower[extension_start..extension_end];
+        if PACKAGE_EXTENSIONS.contains(&extension) {
+            names.insert(format!("pmupcw.{extension}"));
+        }
+    }
+    for (at, _) in lower.match_indices(".ps1") {
+        let start = (0..at).rev().take_while(|&index| is_name(bytes[index])).last().unwrap_or(at);
+        if start < at {
+            names.insert(text[start..at + 4].to_owned());
+        }
+    }
+    names
+}
+
+/// Every problem with the package files a script names; `package` is the package folder's file list.
+fn check_script(text: &str, package: &BTreeSet<String>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(declared) = script_hashtable(text, SCRIPT_FILE_VARIABLE) else {
+        return vec![format!("no `{SCRIPT_FILE_VARIABLE} = @{{ ... }}` list of the package files it uses")];
+    };
+    if declared.is_empty() {
+        problems.push(format!("{SCRIPT_FILE_VARIABLE} is empty"));
+    }
+    for file in &declared {
+        if !package.contains(file) {
+            problems.push(format!("{SCRIPT_FILE_VARIABLE} names {file}, which is not in the package"));
+        }
+    }
+    let wdk_only = script_hashtable(text, SCRIPT_WDK_ONLY_VARIABLE).unwrap_or_default();
+    for name in named_in_script(text) {
+        let declared_here = declared.iter().chain(&wdk_only).any(|file| file.eq_ignore_ascii_case(&name));
+        if !declared_here {
+            problems.push(format!(
+                "names {name} without declaring it in {SCRIPT_FILE_VARIABLE} (or {SCRIPT_WDK_ONLY_VARIABLE})"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_file_the_scripts_name_is_in_the_package() {
+    let dir = require_package(&package_dir());
+    let package = package_files(&dir);
+    let scripts: Vec<&String> = package.iter().filter(|file| file.ends_with(".ps1")).collect();
+    assert!(!scripts.is_empty(), "no scripts in {}", dir.display());
+    let mut report = String::new();
+    for script in scripts {
+        let problems = check_script(&read_text(&dir.join(script)), &package);
+        if !problems.is_empty() {
+            report.push_str(&format!("{script}:\n{}", listed(&problems)));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
+}
+
+#[test]
+fn script_checker_reports_a_file_the_package_lacks_and_an_undeclared_name() {
+    let dir = require_package(&package_dir());
+    let package = package_files(&dir);
+    let install = read_text(&dir.join("Install-Pmupcw.ps1"));
+
+    let mutated =
+        install.replacen("$PackageFiles = @{", "$PackageFiles = @{\n    Symbols2 = 'pmupcw2.pdb'", 1);
+    assert_ne!(mutated, install);
+    let problems = check_script(&mutated, &package);
+    assert!(
+        problems.iter().any(|problem| problem.contains("names pmupcw2.pdb, which is not in the package")),
+        "{}",
+        listed(&problems)
+    );
+
+    let mutated = format!("{install}\n# see .\\Repair-Pmupcw.ps1 and pmupcw.pdb\n");
+    let problems = check_script(&mutated, &package);
+    for name in ["Repair-Pmupcw.ps1", "pmupcw.pdb"] {
+        assert!(
+            problems.iter().any(|problem| problem.contains(&format!("names {name} without declaring it"))),
+            "{name}:\n{}",
+            listed(&problems)
+        );
+    }
+
+    let problems = check_script("Write-Host 'no list'", &package);
+    assert!(problems[0].contains("no `$PackageFiles = @{ ... }`"), "{}", listed(&problems));
+}
+
+// -------------------------------------------------------------------------------------------------
+// Package contents
+
+#[test]
+fn package_holds_the_inf_manifest_certificate_driver_and_scripts() {
+    let dir = require_package(&package_dir());
+    let package = package_files(&dir);
+    for file in ["pmupcw.inf", "pmupcw.man", "pmupcw.cer", "pmupcw.sys", "pmupcw.pdb"] {
+        assert!(package.contains(file), "{file} is not in {}: {package:?}", dir.display());
+    }
+    let scripts = repository_scripts();
+    let names: Vec<String> =
+        scripts.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    for expected in ["Install-Pmupcw.ps1", "Uninstall-Pmupcw.ps1", "Enable-Verifier.ps1"] {
+        assert!(names.iter().any(|name| name == expected), "scripts/windows/ has no {expected}");
+    }
+    for (path, name) in scripts.iter().zip(&names) {
+        let packaged = dir.join(name);
+        assert!(packaged.is_file(), "{name} is not in the package {}", dir.display());
+        assert_eq!(
+            read_text(&packaged),
+            read_text(path),
+            "the package's {name} is not scripts/windows/{name}"
+        );
+    }
+    assert_eq!(
+        read_text(&dir.join("pmupcw.man")),
+        read_text(&repository().join("manifests/pmupcw.man")),
+        "the package's pmupcw.man is not manifests/pmupcw.man"
+    );
+}
+
+#[test]
+fn a_missing_package_fails_with_how_to_make_it() {
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-package");
+    let result = std::panic::catch_unwind(|| require_package(&missing));
+    let payload = result.expect_err("a missing package must fail");
+    let message = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+        .unwrap_or_default();
+    assert!(message.contains("run `cargo make package`"), "{message}");
+}
