@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the Linux build and tests need, on a fresh machine or an up-to-date one alike: it only
 # installs what is missing, so running it again is quick and changes nothing.
-#   - the pinned Rust toolchain and the x86_64-pc-windows-msvc target (rust-toolchain.toml), via rustup
+#   - the pinned Rust toolchain and the x86_64-pc-windows-msvc and x86_64-pc-windows-gnu targets
+#     (rust-toolchain.toml), via rustup
 #   - osslsigncode and openssl (test signing), from Debian's packages
 #   - llvm-rc (compiles the counter names and version resource into pmupcw.sys), from Debian's llvm
+#   - x86_64-w64-mingw32-gcc (links the Windows test harness, crates/pdh-harness), from Debian's mingw-w64
 #   - cargo-make (the task runner) and cargo-nextest (the test runner), from crates.io
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +24,7 @@ install_debian_packages() {
     command -v osslsigncode >/dev/null || missing+=(osslsigncode)
     command -v openssl >/dev/null || missing+=(openssl)
     command -v llvm-rc >/dev/null || missing+=(llvm)
+    command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(mingw-w64)
     if ((${#missing[@]})); then
         say "installing ${missing[*]} from Debian's packages"
         as_root apt-get update -qq
@@ -35,6 +38,8 @@ install_toolchain() {
     rustup toolchain install >/dev/null 2>&1 || rustup show active-toolchain >/dev/null
     rustup target list --installed | grep -qx x86_64-pc-windows-msvc \
         || rustup target add x86_64-pc-windows-msvc
+    rustup target list --installed | grep -qx x86_64-pc-windows-gnu \
+        || rustup target add x86_64-pc-windows-gnu
 }
 
 # cargo_tool NAME VERSION: installs the crate NAME at VERSION unless `cargo SUBCOMMAND --version`
