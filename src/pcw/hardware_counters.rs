@@ -129,14 +129,18 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
     for HardwareCounters<P, S>
 {
     fn counter_added(&self, _counter_mask: u64) {
-        self.active_queries.fetch_add(1, Ordering::AcqRel);
+        let active = self.active_queries.fetch_add(1, Ordering::AcqRel).saturating_add(1);
+        self.source.queries_changed(active);
     }
 
     fn counter_removed(&self, _counter_mask: u64) {
         // Never below zero, even if PCW were to report more removals than additions.
-        let _ = self
+        let previous = self
             .active_queries
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
+        if let Ok(previous) = previous {
+            self.source.queries_changed(previous - 1);
+        }
     }
 
     fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {

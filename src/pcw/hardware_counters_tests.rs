@@ -250,3 +250,41 @@ fn sixteen_consumers_collecting_at_once_each_see_a_consistent_instance_set() {
     assert_eq!(provider.active_queries(), 0);
     assert_eq!(provider.status.block().collect_requests.load(Ordering::Relaxed), 16 * 200);
 }
+
+/// Records what the counterset tells its count source, as the PMU client would see it.
+#[derive(Default)]
+struct RecordingSource {
+    refreshes: std::sync::atomic::AtomicUsize,
+    queries: std::sync::Mutex<Vec<u32>>,
+}
+
+impl CountSource for RecordingSource {
+    fn refresh(&self) {
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+    }
+    fn counts(&self, _processor_index: u32) -> EventCounts {
+        EventCounts::default()
+    }
+    fn queries_changed(&self, active: u32) {
+        self.queries.lock().unwrap().push(active);
+    }
+}
+
+/// The PMU client owns the counters only while queries are active: it must hear of every
+/// AddCounter/RemoveCounter, and refresh once per collect (one all-processor call).
+#[test]
+fn the_count_source_hears_of_queries_and_refreshes_once_per_collect() {
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let provider =
+        HardwareCounters::new(two_groups(), RecordingSource::default(), status, ascii_upcase, clock);
+    provider.counter_added(1);
+    provider.counter_added(2);
+    provider.counter_removed(1);
+    provider.counter_removed(2);
+    provider.counter_removed(2); // unbalanced: not passed on
+    assert_eq!(*provider.source.queries.lock().unwrap(), [1, 2, 1, 0]);
+    let mut recorder = Recorder::default();
+    provider.collect(&Query::ALL, &mut recorder).unwrap();
+    provider.collect(&Query::ALL, &mut recorder).unwrap();
+    assert_eq!(provider.source.refreshes.load(Ordering::Relaxed), 2);
+}
