@@ -1,0 +1,206 @@
+//! Virtual processors: every host thread that runs driver code has a current virtual processor
+//! (system index, group, number) and IRQL, kept in a fake KPCR that GS points at, as on x64 Windows.
+//!
+//! The driver reads its processor number with `mov r16, gs:[0x184]` (the KPRCB's Number) and its IRQL
+//! with `mov r64, cr8` (emulated by [`trap`]). Rust's std and glibc on x86_64 Linux use FS for
+//! thread-local storage and never touch GS, so setting GS's base with `arch_prctl(ARCH_SET_GS)` is safe
+//! (the `gs_is_free_for_the_kpcr` unit test checks it). A thread created by `clone` inherits its
+//! parent's GS base, so every thread that runs driver code installs its own KPCR with [`enter`].
+
+pub mod msr;
+pub mod topology;
+pub mod trap;
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+pub const PASSIVE_LEVEL: u8 = 0;
+pub const APC_LEVEL: u8 = 1;
+pub const DISPATCH_LEVEL: u8 = 2;
+/// The highest device IRQL on x64 (DIRQL).
+pub const MAX_DEVICE_LEVEL: u8 = 12;
+pub const IPI_LEVEL: u8 = 14;
+pub const PROFILE_LEVEL: u8 = 15;
+pub const HIGH_LEVEL: u8 = 15;
+
+/// Offset of the processor number word the driver reads with `gs:[0x184]`.
+pub const KPCR_PROCESSOR_NUMBER: usize = 0x184;
+/// Offset where each export trampoline stores the driver's return address (`mov gs:[0x200], r11`).
+pub const KPCR_LAST_CALLER: usize = 0x200;
+
+/// One page that GS points at: the fields the driver reads at their Windows offsets, and the double's
+/// own per-thread state after them. Fields are atomics because the SIGSEGV handler updates them on the
+/// same thread (never concurrently with other threads).
+#[repr(C, align(4096))]
+pub struct Kpcr {
+    _reserved: [u8; KPCR_PROCESSOR_NUMBER],
+    /// KPRCB.Number: the current processor's system index.
+    processor_number: AtomicU16,
+    _reserved2: [u8; KPCR_LAST_CALLER - KPCR_PROCESSOR_NUMBER - 2],
+    /// Written by the export trampolines: the return address of the driver's last kernel call.
+    last_caller: AtomicU64,
+    irql: AtomicU8,
+    interrupts_enabled: AtomicBool,
+    group: AtomicU16,
+    number: AtomicU8,
+    index: AtomicU32,
+    /// Privileged instructions emulated on this thread (the SIGSEGV handler counts them).
+    emulated: AtomicU64,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(Kpcr, processor_number) == KPCR_PROCESSOR_NUMBER);
+    assert!(std::mem::offset_of!(Kpcr, last_caller) == KPCR_LAST_CALLER);
+    assert!(std::mem::size_of::<Kpcr>() == 4096);
+};
+
+impl Kpcr {
+    fn new() -> Kpcr {
+        Kpcr {
+            _reserved: [0; KPCR_PROCESSOR_NUMBER],
+            processor_number: AtomicU16::new(0),
+            _reserved2: [0; KPCR_LAST_CALLER - KPCR_PROCESSOR_NUMBER - 2],
+            last_caller: AtomicU64::new(0),
+            irql: AtomicU8::new(PASSIVE_LEVEL),
+            interrupts_enabled: AtomicBool::new(true),
+            group: AtomicU16::new(0),
+            number: AtomicU8::new(0),
+            index: AtomicU32::new(0),
+            emulated: AtomicU64::new(0),
+        }
+    }
+
+    pub fn irql(&self) -> u8 {
+        self.irql.load(Ordering::Relaxed)
+    }
+
+    pub fn set_irql(&self, irql: u8) {
+        self.irql.store(irql, Ordering::Relaxed);
+    }
+
+    /// Raises (or sets) the IRQL, returning the previous one.
+    pub fn raise_irql(&self, irql: u8) -> u8 {
+        self.irql.swap(irql, Ordering::Relaxed)
+    }
+
+    pub fn interrupts_enabled(&self) -> bool {
+        self.interrupts_enabled.load(Ordering::Relaxed)
+    }
+
+    pub fn set_interrupts_enabled(&self, enabled: bool) {
+        self.interrupts_enabled.store(enabled, Ordering::Relaxed);
+    }
+
+    /// The current virtual processor's system index.
+    pub fn processor_index(&self) -> u32 {
+        self.index.load(Ordering::Relaxed)
+    }
+
+    /// (group, number within the group) of the current virtual processor.
+    pub fn processor_number(&self) -> (u16, u8) {
+        (self.group.load(Ordering::Relaxed), self.number.load(Ordering::Relaxed))
+    }
+
+    /// Moves this thread to virtual processor `index` (of the configured topology).
+    pub fn set_processor(&self, index: u32) {
+        let (group, number) = topology::number_from_index(index)
+            .unwrap_or_else(|| panic!("virtual processor {index} does not exist"));
+        self.index.store(index, Ordering::Relaxed);
+        self.processor_number.store(index as u16, Ordering::Relaxed);
+        self.group.store(group, Ordering::Relaxed);
+        self.number.store(number, Ordering::Relaxed);
+    }
+
+    /// The return address the last export trampoline saw on this thread.
+    pub fn last_caller(&self) -> u64 {
+        self.last_caller.load(Ordering::Relaxed)
+    }
+
+    pub fn emulated_instructions(&self) -> u64 {
+        self.emulated.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_emulated(&self) {
+        self.emulated.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+thread_local! {
+    /// This thread's KPCR (leaked: a page per thread that ever ran driver code). `const` initialised with
+    /// no destructor, so the signal handler may read it.
+    static KPCR: Cell<*const Kpcr> = const { Cell::new(std::ptr::null()) };
+}
+
+const ARCH_SET_GS: libc::c_int = 0x1001;
+const ARCH_GET_GS: libc::c_int = 0x1004;
+
+/// Gives this thread a KPCR on virtual processor `index` at PASSIVE_LEVEL (creating the KPCR and
+/// pointing GS at it the first time) and installs the trap handler. Returns the KPCR.
+pub fn enter(index: u32) -> &'static Kpcr {
+    trap::install();
+    let kpcr = KPCR.with(|slot| {
+        if slot.get().is_null() {
+            let page: &'static Kpcr = Box::leak(Box::new(Kpcr::new()));
+            set_gs_base(page as *const Kpcr as u64);
+            slot.set(page);
+        }
+        // SAFETY: the pointer is a leaked, never freed Kpcr.
+        unsafe { &*slot.get() }
+    });
+    kpcr.set_processor(index);
+    kpcr.set_irql(PASSIVE_LEVEL);
+    kpcr
+}
+
+/// This thread's KPCR, created on virtual processor 0 if the thread has none yet.
+pub fn current() -> &'static Kpcr {
+    match current_if_any() {
+        Some(kpcr) => kpcr,
+        None => enter(0),
+    }
+}
+
+/// This thread's KPCR, if it has one. Safe to call from the signal handler.
+pub fn current_if_any() -> Option<&'static Kpcr> {
+    let pointer = KPCR.with(Cell::get);
+    // SAFETY: non-null pointers in the slot are leaked, never freed Kpcr pages.
+    unsafe { pointer.as_ref() }
+}
+
+fn set_gs_base(base: u64) {
+    // SAFETY: arch_prctl(ARCH_SET_GS) only changes this thread's GS base; nothing in this process uses
+    // GS otherwise (see the module comment).
+    let result = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_SET_GS, base) };
+    assert_eq!(result, 0, "arch_prctl(ARCH_SET_GS) failed: {}", std::io::Error::last_os_error());
+}
+
+/// This thread's GS base.
+pub fn gs_base() -> u64 {
+    let mut base = 0u64;
+    // SAFETY: ARCH_GET_GS writes the base to the valid u64 passed.
+    let result = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_GET_GS, &mut base as *mut u64) };
+    assert_eq!(result, 0, "arch_prctl(ARCH_GET_GS) failed");
+    base
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gs_is_free_for_the_kpcr() {
+        let kpcr = enter(0);
+        assert_eq!(gs_base(), kpcr as *const Kpcr as u64);
+        // std's thread-locals, allocation, formatting and threads keep working with GS moved.
+        thread_local!(static VALUE: Cell<u32> = const { Cell::new(7) });
+        VALUE.with(|value| value.set(value.get() + 1));
+        let text = format!("{}", VALUE.with(Cell::get));
+        let joined = std::thread::spawn(move || text.len()).join().unwrap();
+        assert_eq!(joined, 1);
+        let word: u16;
+        // SAFETY: GS points at this thread's KPCR page; 0x184 is inside it.
+        unsafe { std::arch::asm!("mov {0:x}, gs:[0x184]", out(reg) word, options(nostack, readonly)) };
+        assert_eq!(word, 0);
+        assert_eq!(gs_base(), kpcr as *const Kpcr as u64);
+    }
+}

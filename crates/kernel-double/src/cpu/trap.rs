@@ -1,0 +1,207 @@
+//! Trap and emulate: the privileged instructions the driver executes fault in user mode (#GP, delivered
+//! as SIGSEGV). The handler decodes the faulting instruction with iced-x86, emulates it against the
+//! thread's virtual processor, writes the result into the saved registers and resumes after it.
+//!
+//! Emulated: `mov r64, cr8` / `mov cr8, r64` (the IRQL), `rdmsr` / `wrmsr` (the virtual processor's MSR
+//! map; a write without PMU ownership is a violation), `cli` / `sti` (the virtual interrupt flag).
+//! Anything else is a real crash or a touch of a discarded or protected page: the handler prints the
+//! faulting RIP as an image RVA, the address touched and the instruction, and aborts the process.
+//!
+//! The handler runs on the faulting thread, which is executing driver code and therefore holds none of
+//! the double's locks, so taking them here cannot deadlock; it may allocate for the same reason (the
+//! driver's code is never inside the host's malloc).
+
+use super::{Kpcr, current_if_any, msr};
+use crate::{loader, violations};
+use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
+use std::fmt::Write as _;
+use std::sync::Once;
+
+static INSTALL: Once = Once::new();
+
+/// Installs the SIGSEGV handler for the process (once).
+pub fn install() {
+    INSTALL.call_once(|| {
+        // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO signature.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_fault as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&mut action.sa_mask);
+            let result = libc::sigaction(libc::SIGSEGV, &action, std::ptr::null_mut());
+            assert_eq!(result, 0, "sigaction(SIGSEGV) failed");
+        }
+    });
+}
+
+/// What an instruction did, for the handler to apply.
+enum Emulated {
+    /// Resume after the instruction.
+    Done,
+    /// Not an instruction the double emulates.
+    Unsupported,
+}
+
+extern "C" fn on_fault(_signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t and ucontext_t to an SA_SIGINFO handler, for the
+    // duration of the handler, and they describe this thread's interrupted state.
+    let (address, context) = unsafe { ((*info).si_addr() as u64, &mut *context.cast::<libc::ucontext_t>()) };
+    let registers = &mut context.uc_mcontext.gregs;
+    let rip = registers[libc::REG_RIP as usize] as u64;
+    let Some(instruction) = decode_at(rip) else {
+        fatal(rip, address, None, "the faulting instruction is not readable (discarded or unmapped code)");
+    };
+    let Some(kpcr) = current_if_any() else {
+        fatal(
+            rip,
+            address,
+            Some(&instruction),
+            "privileged instruction on a thread with no virtual processor",
+        );
+    };
+    match emulate(&instruction, registers, kpcr, rip) {
+        Emulated::Done => {
+            kpcr.count_emulated();
+            registers[libc::REG_RIP as usize] = (rip + instruction.len() as u64) as i64;
+        }
+        Emulated::Unsupported => {
+            fatal(rip, address, Some(&instruction), "fault not caused by an emulated instruction")
+        }
+    }
+}
+
+/// Decodes the instruction at `rip`, copying its bytes with process_vm_readv so that unreadable code
+/// (a discarded INIT page, a wild jump) is reported instead of faulting inside the handler.
+fn decode_at(rip: u64) -> Option<Instruction> {
+    let mut bytes = [0u8; 15];
+    let mut read = 0usize;
+    // Copy page by page: process_vm_readv stops at the first unreadable page.
+    while read < bytes.len() {
+        let page_end = ((rip + read as u64) | 0xFFF) + 1;
+        let chunk = ((page_end - (rip + read as u64)) as usize).min(bytes.len() - read);
+        let local = libc::iovec { iov_base: bytes[read..].as_mut_ptr().cast(), iov_len: chunk };
+        let remote = libc::iovec { iov_base: (rip as usize + read) as *mut libc::c_void, iov_len: chunk };
+        // SAFETY: reads this process's memory into the local buffer, which has room for `chunk` bytes;
+        // unreadable remote memory makes the call fail instead of faulting.
+        let copied = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if copied <= 0 {
+            break;
+        }
+        read += copied as usize;
+    }
+    if read == 0 {
+        return None;
+    }
+    let mut decoder = Decoder::with_ip(64, &bytes[..read], rip, DecoderOptions::NONE);
+    let instruction = decoder.decode();
+    (!instruction.is_invalid()).then_some(instruction)
+}
+
+fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: &Kpcr, rip: u64) -> Emulated {
+    match instruction.code() {
+        Code::Mov_r64_cr if instruction.op1_register() == Register::CR8 => {
+            let Some(slot) = register_slot(instruction.op0_register()) else { return Emulated::Unsupported };
+            registers[slot] = i64::from(kpcr.irql());
+        }
+        Code::Mov_cr_r64 if instruction.op0_register() == Register::CR8 => {
+            let Some(slot) = register_slot(instruction.op1_register()) else { return Emulated::Unsupported };
+            let value = registers[slot] as u64;
+            if value > 15 {
+                violations::record("mov cr8", loader::rva_of(rip), format!("IRQL {value} written to CR8"));
+            }
+            kpcr.set_irql((value & 0xF) as u8);
+        }
+        Code::Rdmsr => {
+            let msr = registers[libc::REG_RCX as usize] as u32;
+            let value = msr::read(kpcr.processor_index(), msr);
+            registers[libc::REG_RAX as usize] = i64::from(value as u32);
+            registers[libc::REG_RDX as usize] = i64::from((value >> 32) as u32);
+        }
+        Code::Wrmsr => {
+            let msr = registers[libc::REG_RCX as usize] as u32;
+            let low = registers[libc::REG_RAX as usize] as u64 & 0xFFFF_FFFF;
+            let high = registers[libc::REG_RDX as usize] as u64 & 0xFFFF_FFFF;
+            let processor = kpcr.processor_index();
+            if !msr::write(processor, msr, high << 32 | low) {
+                violations::record(
+                    "wrmsr",
+                    loader::rva_of(rip),
+                    format!("MSR {msr:#x} written on processor {processor} without owning the PMU"),
+                );
+            }
+        }
+        Code::Cli => kpcr.set_interrupts_enabled(false),
+        Code::Sti => kpcr.set_interrupts_enabled(true),
+        _ => return Emulated::Unsupported,
+    }
+    Emulated::Done
+}
+
+/// The ucontext slot of a 64-bit general register.
+fn register_slot(register: Register) -> Option<usize> {
+    let slot = match register {
+        Register::RAX => libc::REG_RAX,
+        Register::RCX => libc::REG_RCX,
+        Register::RDX => libc::REG_RDX,
+        Register::RBX => libc::REG_RBX,
+        Register::RSP => libc::REG_RSP,
+        Register::RBP => libc::REG_RBP,
+        Register::RSI => libc::REG_RSI,
+        Register::RDI => libc::REG_RDI,
+        Register::R8 => libc::REG_R8,
+        Register::R9 => libc::REG_R9,
+        Register::R10 => libc::REG_R10,
+        Register::R11 => libc::REG_R11,
+        Register::R12 => libc::REG_R12,
+        Register::R13 => libc::REG_R13,
+        Register::R14 => libc::REG_R14,
+        Register::R15 => libc::REG_R15,
+        _ => return None,
+    };
+    Some(slot as usize)
+}
+
+/// Reports a fault the double cannot emulate and aborts: a real crash must not loop or pass silently.
+fn fatal(rip: u64, address: u64, instruction: Option<&Instruction>, why: &str) -> ! {
+    let mut message = String::with_capacity(256);
+    let _ = write!(message, "kernel-double: FATAL FAULT: {why}: RIP {rip:#x}");
+    match loader::rva_of(rip) {
+        Some(rva) => {
+            let _ = write!(message, " (image RVA {rva:#x}{})", loader::section_note(rip));
+        }
+        None => message.push_str(" (outside the driver image)"),
+    }
+    let _ = write!(message, ", address {address:#x}");
+    if let Some(rva) = loader::rva_of(address) {
+        let _ = write!(message, " (image RVA {rva:#x}{})", loader::section_note(address));
+    }
+    if let Some(instruction) = instruction {
+        let _ = write!(message, ", instruction {:?} ({} bytes)", instruction.code(), instruction.len());
+    }
+    message.push('\n');
+    // SAFETY: write(2) of a valid buffer to stderr, then abort: both async-signal-safe.
+    unsafe {
+        libc::write(2, message.as_ptr().cast(), message.len());
+        libc::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::enter;
+
+    #[test]
+    fn cr8_reads_and_writes_are_emulated() {
+        let kpcr = enter(0);
+        kpcr.set_irql(2);
+        let read: u64;
+        // SAFETY: the trap handler emulates the privileged move; it changes only the output register.
+        unsafe { std::arch::asm!("mov {}, cr8", out(reg) read, options(nostack)) };
+        assert_eq!(read, 2);
+        // SAFETY: emulated; sets the virtual IRQL only.
+        unsafe { std::arch::asm!("mov cr8, {}", in(reg) 13u64, options(nostack)) };
+        assert_eq!(kpcr.irql(), 13);
+        kpcr.set_irql(0);
+        assert!(kpcr.emulated_instructions() >= 2);
+    }
+}

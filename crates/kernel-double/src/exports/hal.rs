@@ -1,0 +1,261 @@
+//! HalAllocateHardwareCounters / HalFreeHardwareCounters (one owner at a time, resource list
+//! validation) and KeQueryPerformanceCounter (10 MHz, monotonic).
+
+use super::enter;
+use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr};
+use crate::status::*;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+const RESOURCE_TYPE_SINGLE: u32 = 0;
+const RESOURCE_TYPE_RANGE: u32 = 1;
+const RESOURCE_TYPE_EXTENDED_COUNTER_CONFIGURATION: u32 = 2;
+const RESOURCE_TYPE_OVERFLOW: u32 = 3;
+const RESOURCE_TYPE_EVENT_BUFFER: u32 = 4;
+const RESOURCE_TYPE_IDENTIFICATION_TAG: u32 = 5;
+/// Highest counter index a descriptor may name: IA32_PERF_GLOBAL_CTRL's layout, fixed counters at 32+.
+const MAX_COUNTER_INDEX: u32 = 63;
+
+/// PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR (24 bytes on x64, 8-byte aligned: its union holds a pointer,
+/// so the list's descriptors start at offset 8).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct Descriptor {
+    kind: u32,
+    flags: u32,
+    /// CounterIndex, Range.Begin/End, or the OverflowHandler pointer.
+    u: [u32; 4],
+}
+const _: () = assert!(std::mem::size_of::<Descriptor>() == 24 && std::mem::align_of::<Descriptor>() == 8);
+
+/// Who owns the counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The driver, through this handle, with this overflow handler (if any).
+    Driver { handle: usize, overflow_handler: Option<usize> },
+    /// Another client (WPR, VTune), set by a test.
+    OtherClient,
+}
+
+static OWNER: Mutex<Option<Owner>> = Mutex::new(None);
+static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
+
+/// The current owner.
+pub fn owner() -> Option<Owner> {
+    *OWNER.lock().unwrap()
+}
+
+/// Makes another client own the counters (`true`) or releases them (`false`).
+pub fn set_other_client_owns(owns: bool) {
+    let mut owner = OWNER.lock().unwrap();
+    match (owns, *owner) {
+        (true, None) => *owner = Some(Owner::OtherClient),
+        (false, Some(Owner::OtherClient)) => *owner = None,
+        (_, current) => panic!("cannot change ownership from {current:?}"),
+    }
+}
+
+/// Validates a resource list; returns the overflow handler it names, or the status to fail with.
+///
+/// # Safety
+/// `list` must be null or point to a PHYSICAL_COUNTER_RESOURCE_LIST with Count descriptors.
+unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>, i32> {
+    if list.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a valid list by the contract: Count, 4 bytes of padding, then the descriptors.
+    let count = unsafe { *list } as usize;
+    if count == 0 || count > 64 {
+        call.violation(format!("resource list with {count} descriptors"));
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    // SAFETY: as above; descriptors start at offset 8.
+    let descriptors = unsafe { std::slice::from_raw_parts(list.add(2).cast::<Descriptor>(), count) };
+    let mut overflow = None;
+    for (index, descriptor) in descriptors.iter().enumerate() {
+        if descriptor.flags != 0 {
+            call.violation(format!("descriptor {index} has Flags {:#x}", descriptor.flags));
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        match descriptor.kind {
+            RESOURCE_TYPE_SINGLE if descriptor.u[0] <= MAX_COUNTER_INDEX => {}
+            RESOURCE_TYPE_RANGE
+                if descriptor.u[0] <= descriptor.u[1] && descriptor.u[1] <= MAX_COUNTER_INDEX => {}
+            RESOURCE_TYPE_OVERFLOW => {
+                let handler = (u64::from(descriptor.u[1]) << 32 | u64::from(descriptor.u[0])) as usize;
+                if handler == 0 || overflow.is_some() {
+                    call.violation(format!("descriptor {index}: NULL or second overflow handler"));
+                    return Err(STATUS_INVALID_PARAMETER);
+                }
+                overflow = Some(handler);
+            }
+            RESOURCE_TYPE_EXTENDED_COUNTER_CONFIGURATION | RESOURCE_TYPE_EVENT_BUFFER => {
+                return Err(STATUS_NOT_SUPPORTED);
+            }
+            RESOURCE_TYPE_IDENTIFICATION_TAG => {}
+            kind => {
+                call.violation(format!("descriptor {index}: bad type {kind} or counter index"));
+                return Err(STATUS_INVALID_PARAMETER);
+            }
+        }
+    }
+    Ok(overflow)
+}
+
+/// `NTSTATUS HalAllocateHardwareCounters(PGROUP_AFFINITY GroupAffinity, ULONG GroupCount,
+/// PPHYSICAL_COUNTER_RESOURCE_LIST ResourceList, PHANDLE CounterSetHandle)`: PASSIVE_LEVEL. One owner
+/// at a time: STATUS_INSUFFICIENT_RESOURCES and a NULL handle while another client owns the counters.
+/// Succeeds on this host's hypervisor with no usable counters, as Hyper-V does.
+///
+/// # Safety
+/// Called by driver code through its import table, with the arguments the routine documents.
+pub unsafe extern "win64" fn hal_allocate_hardware_counters(
+    affinity: usize,
+    group_count: u32,
+    list: *const u32,
+    handle_out: *mut usize,
+) -> i32 {
+    let call = enter("HalAllocateHardwareCounters", PASSIVE_LEVEL);
+    if handle_out.is_null() {
+        call.violation("NULL CounterSetHandle".into());
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: checked non-null.
+    unsafe { handle_out.write(0) };
+    if (affinity == 0) != (group_count == 0) {
+        call.violation(format!("GroupAffinity {affinity:#x} with GroupCount {group_count}"));
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: the driver passes NULL or a valid list.
+    let overflow_handler = match unsafe { validate(list, &call) } {
+        Ok(handler) => handler,
+        Err(status) => return status,
+    };
+    let mut owner = OWNER.lock().unwrap();
+    if owner.is_some() {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    let handle = {
+        let mut next = NEXT_HANDLE.lock().unwrap();
+        *next += 8;
+        *next
+    };
+    *owner = Some(Owner::Driver { handle, overflow_handler });
+    msr::set_pmu_owned(true);
+    // SAFETY: checked non-null.
+    unsafe { handle_out.write(handle) };
+    STATUS_SUCCESS
+}
+
+/// `NTSTATUS HalFreeHardwareCounters(HANDLE CounterSetHandle)`: PASSIVE_LEVEL.
+///
+/// # Safety
+/// Called by driver code through its import table, with the arguments the routine documents.
+pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
+    let call = enter("HalFreeHardwareCounters", PASSIVE_LEVEL);
+    let mut owner = OWNER.lock().unwrap();
+    match *owner {
+        Some(Owner::Driver { handle: owned, .. }) if owned == handle => {
+            *owner = None;
+            msr::set_pmu_owned(false);
+            STATUS_SUCCESS
+        }
+        _ => {
+            call.violation(format!("free of {handle:#x}, which does not own the counters"));
+            STATUS_INVALID_HANDLE
+        }
+    }
+}
+
+/// The performance counter's frequency: 10 MHz, as on current Windows.
+pub const PERFORMANCE_FREQUENCY: i64 = 10_000_000;
+
+/// `LARGE_INTEGER KeQueryPerformanceCounter(PLARGE_INTEGER PerformanceFrequency)`: any IRQL.
+///
+/// # Safety
+/// Called by driver code through its import table, with the arguments the routine documents.
+pub unsafe extern "win64" fn ke_query_performance_counter(frequency: *mut i64) -> i64 {
+    enter("KeQueryPerformanceCounter", HIGH_LEVEL);
+    static START: OnceLock<Instant> = OnceLock::new();
+    if !frequency.is_null() {
+        // SAFETY: the driver's LARGE_INTEGER output, checked non-null.
+        unsafe { frequency.write(PERFORMANCE_FREQUENCY) };
+    }
+    // Starts at one second so that no reading is 0.
+    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64 + PERFORMANCE_FREQUENCY
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resource list with room for 4 descriptors.
+    #[repr(C)]
+    struct List {
+        count: u32,
+        descriptors: [Descriptor; 4],
+    }
+
+    fn single(index: u32) -> Descriptor {
+        Descriptor { kind: RESOURCE_TYPE_SINGLE, flags: 0, u: [index, 0, 0, 0] }
+    }
+
+    #[test]
+    fn one_owner_at_a_time_and_lists_are_validated() {
+        crate::cpu::enter(0);
+        let mut handle = 0usize;
+        let handler = 0x1234_5678_9abc_usize;
+        let overflow = Descriptor {
+            kind: RESOURCE_TYPE_OVERFLOW,
+            flags: 0,
+            u: [handler as u32, (handler >> 32) as u32, 0, 0],
+        };
+        let good = List { count: 3, descriptors: [single(0), single(33), overflow, single(0)] };
+        let extended = List {
+            count: 1,
+            descriptors: [Descriptor {
+                kind: RESOURCE_TYPE_EXTENDED_COUNTER_CONFIGURATION,
+                flags: 0,
+                u: [0; 4],
+            }; 4],
+        };
+        let bad_index = List { count: 1, descriptors: [single(64); 4] };
+        let list = |list: &List| (list as *const List).cast::<u32>();
+        // SAFETY: the lists are valid PHYSICAL_COUNTER_RESOURCE_LISTs and the handle a valid output.
+        unsafe {
+            set_other_client_owns(true);
+            assert_eq!(
+                hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle),
+                STATUS_INSUFFICIENT_RESOURCES
+            );
+            assert_eq!(handle, 0, "a failed allocation returns a NULL handle");
+            set_other_client_owns(false);
+
+            assert_eq!(
+                hal_allocate_hardware_counters(0, 0, list(&extended), &mut handle),
+                STATUS_NOT_SUPPORTED
+            );
+            assert_eq!(
+                hal_allocate_hardware_counters(0, 0, list(&bad_index), &mut handle),
+                STATUS_INVALID_PARAMETER
+            );
+            assert_eq!(hal_allocate_hardware_counters(0, 0, list(&good), &mut handle), STATUS_SUCCESS);
+            assert_eq!(owner(), Some(Owner::Driver { handle, overflow_handler: Some(handler) }));
+            assert!(msr::pmu_owned());
+            let mut second = 0usize;
+            assert_eq!(
+                hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut second),
+                STATUS_INSUFFICIENT_RESOURCES
+            );
+            assert_eq!(hal_free_hardware_counters(handle), STATUS_SUCCESS);
+            assert!(!msr::pmu_owned() && owner().is_none());
+        }
+        let found: Vec<_> = crate::violations::take()
+            .into_iter()
+            .filter(|violation| violation.at.starts_with("Hal"))
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("bad type 0 or counter index"));
+    }
+}

@@ -1,0 +1,180 @@
+//! The fake ntoskrnl.exe and HAL.dll: every routine the driver imports, with its documented semantics
+//! and its documented maximum IRQL checked on entry.
+//!
+//! Each export is reached through a small assembly trampoline that stores the driver's return address
+//! (`[rsp]` on entry) in the calling thread's KPCR (`gs:[0x200]`) and jumps to the Rust implementation,
+//! so a violation can name the call site as an RVA of the image.
+
+pub mod dbg;
+pub mod hal;
+pub mod ke;
+pub mod pcw;
+pub mod pool;
+pub mod ps;
+pub mod rtl;
+
+use crate::{cpu, loader, violations};
+use std::collections::HashMap;
+
+/// Defines `$trampoline`, which records the caller in the KPCR and tail-jumps to `$implementation`.
+macro_rules! trampoline {
+    ($trampoline:ident => $implementation:path) => {
+        core::arch::global_asm!(
+            ".pushsection .text.kernel_double_trampolines,\"ax\",@progbits",
+            ".p2align 4",
+            concat!(".globl ", stringify!($trampoline)),
+            concat!(stringify!($trampoline), ":"),
+            "mov r11, qword ptr [rsp]",
+            "mov qword ptr gs:[0x200], r11",
+            "jmp {implementation}",
+            ".popsection",
+            implementation = sym $implementation,
+        );
+    };
+}
+
+macro_rules! exports {
+    ($($module:literal $name:literal $trampoline:ident => $implementation:path;)*) => {
+        $( trampoline!($trampoline => $implementation); )*
+        unsafe extern "C" {
+            $( fn $trampoline(); )*
+        }
+        /// (module, routine, address) of every export.
+        fn table() -> Vec<(&'static str, &'static str, usize)> {
+            vec![$( ($module, $name, $trampoline as *const () as usize), )*]
+        }
+    };
+}
+
+exports! {
+    "ntoskrnl.exe" "DbgPrintEx" kd_DbgPrintEx => dbg::dbg_print_ex;
+    "ntoskrnl.exe" "ExAllocatePool2" kd_ExAllocatePool2 => pool::ex_allocate_pool2;
+    "ntoskrnl.exe" "ExFreePoolWithTag" kd_ExFreePoolWithTag => pool::ex_free_pool_with_tag;
+    "ntoskrnl.exe" "KeBugCheckEx" kd_KeBugCheckEx => dbg::ke_bug_check_ex;
+    "ntoskrnl.exe" "KeClearEvent" kd_KeClearEvent => ke::ke_clear_event;
+    "ntoskrnl.exe" "KeGetProcessorNumberFromIndex" kd_KeGetProcessorNumberFromIndex => ke::ke_get_processor_number_from_index;
+    "ntoskrnl.exe" "KeInitializeEvent" kd_KeInitializeEvent => ke::ke_initialize_event;
+    "ntoskrnl.exe" "KeIpiGenericCall" kd_KeIpiGenericCall => ke::ke_ipi_generic_call;
+    "ntoskrnl.exe" "KeQueryActiveProcessorCountEx" kd_KeQueryActiveProcessorCountEx => ke::ke_query_active_processor_count_ex;
+    "ntoskrnl.exe" "KeSetEvent" kd_KeSetEvent => ke::ke_set_event;
+    "ntoskrnl.exe" "KeWaitForSingleObject" kd_KeWaitForSingleObject => ke::ke_wait_for_single_object;
+    "ntoskrnl.exe" "ObReferenceObjectByHandle" kd_ObReferenceObjectByHandle => ps::ob_reference_object_by_handle;
+    "ntoskrnl.exe" "ObfDereferenceObject" kd_ObfDereferenceObject => ps::obf_dereference_object;
+    "ntoskrnl.exe" "PcwAddInstance" kd_PcwAddInstance => pcw::pcw_add_instance;
+    "ntoskrnl.exe" "PcwCloseInstance" kd_PcwCloseInstance => pcw::pcw_close_instance;
+    "ntoskrnl.exe" "PcwCreateInstance" kd_PcwCreateInstance => pcw::pcw_create_instance;
+    "ntoskrnl.exe" "PcwRegister" kd_PcwRegister => pcw::pcw_register;
+    "ntoskrnl.exe" "PcwUnregister" kd_PcwUnregister => pcw::pcw_unregister;
+    "ntoskrnl.exe" "PsCreateSystemThread" kd_PsCreateSystemThread => ps::ps_create_system_thread;
+    "ntoskrnl.exe" "PsTerminateSystemThread" kd_PsTerminateSystemThread => ps::ps_terminate_system_thread;
+    "ntoskrnl.exe" "RtlUpcaseUnicodeChar" kd_RtlUpcaseUnicodeChar => rtl::rtl_upcase_unicode_char;
+    "ntoskrnl.exe" "ZwClose" kd_ZwClose => ps::zw_close;
+    "ntoskrnl.exe" "memcpy" kd_memcpy => rtl::memcpy;
+    "ntoskrnl.exe" "memset" kd_memset => rtl::memset;
+    "HAL.dll" "HalAllocateHardwareCounters" kd_HalAllocateHardwareCounters => hal::hal_allocate_hardware_counters;
+    "HAL.dll" "HalFreeHardwareCounters" kd_HalFreeHardwareCounters => hal::hal_free_hardware_counters;
+    "HAL.dll" "KeQueryPerformanceCounter" kd_KeQueryPerformanceCounter => hal::ke_query_performance_counter;
+}
+
+/// Routines by (module, name), modules compared case-insensitively (the driver names `HAL.dll`,
+/// windows-sys `hal.dll`).
+#[derive(Clone, Debug)]
+pub struct Registry {
+    routines: HashMap<(String, String), usize>,
+}
+
+impl Registry {
+    /// Every export of the fake kernel.
+    pub fn kernel() -> Registry {
+        let routines = table()
+            .into_iter()
+            .map(|(module, name, address)| ((module.to_ascii_lowercase(), name.to_string()), address))
+            .collect();
+        Registry { routines }
+    }
+
+    /// This registry without `module!name` (for tests of the loader's error reporting).
+    pub fn without(mut self, module: &str, name: &str) -> Registry {
+        self.routines.remove(&(module.to_ascii_lowercase(), name.to_string()));
+        self
+    }
+
+    /// The address bound for `module!name`.
+    pub fn resolve(&self, module: &str, name: &str) -> Option<usize> {
+        self.routines.get(&(module.to_ascii_lowercase(), name.to_string())).copied()
+    }
+
+    /// Every (module, name) provided.
+    pub fn names(&self) -> Vec<(String, String)> {
+        let mut names: Vec<_> = self.routines.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+/// The calling thread's state on entry to an export.
+pub(crate) struct Call {
+    pub kpcr: &'static cpu::Kpcr,
+    pub export: &'static str,
+    /// The driver's return address as an image RVA.
+    pub caller_rva: Option<u64>,
+}
+
+impl Call {
+    /// Records a violation at this call.
+    pub fn violation(&self, message: String) {
+        violations::record(self.export, self.caller_rva, message);
+    }
+}
+
+/// Entry to export `export`, documented for IRQL <= `max_irql`: records a violation if called above it.
+pub(crate) fn enter(export: &'static str, max_irql: u8) -> Call {
+    let kpcr = cpu::current();
+    let caller_rva = loader::rva_of(kpcr.last_caller());
+    let call = Call { kpcr, export, caller_rva };
+    let irql = kpcr.irql();
+    if irql > max_irql {
+        call.violation(format!("called at IRQL {irql}, above its maximum {max_irql}"));
+    }
+    call
+}
+
+/// A UNICODE_STRING as the driver passes it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct UnicodeString {
+    pub length: u16,
+    pub maximum_length: u16,
+    pub buffer: *const u16,
+}
+
+impl UnicodeString {
+    /// Views `units` (which must outlive every use of the result).
+    pub fn from_units(units: &[u16]) -> UnicodeString {
+        let bytes = (units.len() * 2) as u16;
+        UnicodeString { length: bytes, maximum_length: bytes, buffer: units.as_ptr() }
+    }
+}
+
+/// The code units of a driver-supplied UNICODE_STRING, or why it is invalid.
+///
+/// # Safety
+/// `string` must be null or point to a UNICODE_STRING whose Buffer holds Length bytes.
+pub(crate) unsafe fn units_of(string: *const UnicodeString) -> Result<Vec<u16>, &'static str> {
+    // SAFETY: null or valid by the contract.
+    let Some(string) = (unsafe { string.as_ref() }) else { return Err("NULL UNICODE_STRING") };
+    if string.length % 2 != 0 {
+        return Err("odd Length");
+    }
+    if string.length > string.maximum_length {
+        return Err("Length above MaximumLength");
+    }
+    if string.length == 0 {
+        return Ok(Vec::new());
+    }
+    if string.buffer.is_null() {
+        return Err("NULL Buffer");
+    }
+    // SAFETY: Buffer holds Length bytes by the contract.
+    Ok(unsafe { std::slice::from_raw_parts(string.buffer, usize::from(string.length / 2)) }.to_vec())
+}

@@ -1,0 +1,382 @@
+//! The PE loader: maps a driver image at a base other than its preferred one, applies its base
+//! relocations, binds every import by name to the double's exports, protects each section according to
+//! its characteristics (never writable and executable at once) and, after DriverEntry, makes the
+//! discardable INIT section inaccessible, as Driver Verifier does.
+
+use crate::exports::Registry;
+use goblin::pe::PE;
+use std::fmt;
+use std::sync::RwLock;
+
+const IMAGE_SCN_MEM_EXECUTE: u32 = 0x2000_0000;
+const IMAGE_SCN_MEM_READ: u32 = 0x4000_0000;
+const IMAGE_SCN_MEM_WRITE: u32 = 0x8000_0000;
+const IMAGE_REL_BASED_ABSOLUTE: u16 = 0;
+const IMAGE_REL_BASED_DIR64: u16 = 10;
+const PAGE: usize = 4096;
+
+/// Why an image could not be loaded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// The file is not a PE32+ image the loader can map.
+    Malformed(String),
+    /// Imports no export of the registry provides, every one of them, as `module!name`.
+    UnresolvedImports(Vec<String>),
+    /// A section asks to be writable and executable at once.
+    WritableAndExecutable(String),
+    /// mmap or mprotect failed.
+    Os(String),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Malformed(why) => write!(f, "malformed image: {why}"),
+            LoadError::UnresolvedImports(names) => write!(f, "unresolved imports: {}", names.join(", ")),
+            LoadError::WritableAndExecutable(name) => write!(f, "section {name} is writable and executable"),
+            LoadError::Os(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// One mapped section.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub name: String,
+    pub rva: usize,
+    /// Mapped length, rounded up to whole pages.
+    pub length: usize,
+    pub protection: libc::c_int,
+    pub discarded: bool,
+}
+
+/// A mapped, relocated, bound and protected image.
+#[derive(Debug)]
+pub struct Image {
+    base: usize,
+    size: usize,
+    entry_rva: usize,
+    preferred_base: u64,
+    sections: Vec<Section>,
+    unmap_on_drop: bool,
+}
+
+/// Where the loaded image is, for RVAs in violation reports and for the trap handler.
+#[derive(Clone)]
+struct Layout {
+    base: usize,
+    size: usize,
+    sections: Vec<Section>,
+}
+
+static LAYOUT: RwLock<Option<Layout>> = RwLock::new(None);
+
+fn bad(why: impl Into<String>) -> LoadError {
+    LoadError::Malformed(why.into())
+}
+
+impl Image {
+    /// Loads the image in `bytes`, binding its imports to `registry`.
+    pub fn load(bytes: &[u8], registry: &Registry) -> Result<Image, LoadError> {
+        let pe = PE::parse(bytes).map_err(|error| bad(error.to_string()))?;
+        if !pe.is_64 {
+            return Err(bad("not a PE32+ image"));
+        }
+        let optional = pe.header.optional_header.ok_or_else(|| bad("no optional header"))?;
+        let fields = optional.windows_fields;
+        if !(fields.section_alignment as usize).is_multiple_of(PAGE) {
+            return Err(bad(format!(
+                "section alignment {:#x} is not a multiple of a page",
+                fields.section_alignment
+            )));
+        }
+        let size = (fields.size_of_image as usize).div_ceil(PAGE) * PAGE;
+        let headers = fields.size_of_headers as usize;
+        if headers > size || headers > bytes.len() {
+            return Err(bad("headers larger than the image"));
+        }
+        let base = map_anywhere_but(size, pe.image_base)?;
+        let mut image = Image {
+            base,
+            size,
+            entry_rva: pe.entry as usize,
+            preferred_base: pe.image_base,
+            sections: Vec::new(),
+            unmap_on_drop: true,
+        };
+        // SAFETY: the mapping is `size` writable bytes and `headers` <= size, <= bytes.len().
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base as *mut u8, headers) };
+        for section in &pe.sections {
+            let name = section.name().unwrap_or("?").to_string();
+            let rva = section.virtual_address as usize;
+            // Raw data beyond VirtualSize is file padding; a VirtualSize of 0 means the raw size.
+            let raw = match section.virtual_size {
+                0 => section.size_of_raw_data,
+                virtual_size => section.size_of_raw_data.min(virtual_size),
+            } as usize;
+            let virtual_size = (section.virtual_size as usize).max(raw);
+            let file_offset = section.pointer_to_raw_data as usize;
+            if !rva.is_multiple_of(PAGE) || rva + virtual_size > size || file_offset + raw > bytes.len() {
+                return Err(bad(format!("section {name} lies outside the image or the file")));
+            }
+            // SAFETY: both ranges were bounds-checked just above; the mapping is writable.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr().add(file_offset), (base + rva) as *mut u8, raw)
+            };
+            let characteristics = section.characteristics;
+            let (read, write, execute) = (
+                characteristics & IMAGE_SCN_MEM_READ != 0,
+                characteristics & IMAGE_SCN_MEM_WRITE != 0,
+                characteristics & IMAGE_SCN_MEM_EXECUTE != 0,
+            );
+            if write && execute {
+                return Err(LoadError::WritableAndExecutable(name));
+            }
+            let protection = match (read || execute, write, execute) {
+                (_, true, _) => libc::PROT_READ | libc::PROT_WRITE,
+                (_, _, true) => libc::PROT_READ | libc::PROT_EXEC,
+                (true, _, _) => libc::PROT_READ,
+                _ => libc::PROT_NONE,
+            };
+            image.sections.push(Section {
+                name,
+                rva,
+                length: virtual_size.div_ceil(PAGE) * PAGE,
+                protection,
+                discarded: false,
+            });
+        }
+        let delta = (base as u64).wrapping_sub(pe.image_base);
+        if let Some(directory) = optional.data_directories.get_base_relocation_table() {
+            image.relocate(directory.virtual_address as usize, directory.size as usize, delta)?;
+        }
+        if let Some(directory) = optional.data_directories.get_import_table() {
+            image.bind(directory.virtual_address as usize, directory.size as usize, registry)?;
+        }
+        image.protect()?;
+        *LAYOUT.write().unwrap() = Some(Layout { base, size, sections: image.sections.clone() });
+        Ok(image)
+    }
+
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn preferred_base(&self) -> u64 {
+        self.preferred_base
+    }
+
+    /// The entry point's address (DriverEntry).
+    pub fn entry_point(&self) -> usize {
+        self.base + self.entry_rva
+    }
+
+    pub fn sections(&self) -> &[Section] {
+        &self.sections
+    }
+
+    /// Keeps the mapping after this value is dropped (when driver code may still run).
+    pub fn leak_on_drop(&mut self) {
+        self.unmap_on_drop = false;
+    }
+
+    fn check_range(&self, rva: usize, length: usize) -> Result<(), LoadError> {
+        if rva.checked_add(length).is_none_or(|end| end > self.size) {
+            return Err(bad(format!("range {rva:#x}+{length:#x} outside the image")));
+        }
+        Ok(())
+    }
+
+    fn read_u32(&self, rva: usize) -> Result<u32, LoadError> {
+        self.check_range(rva, 4)?;
+        // SAFETY: in bounds of the mapping (checked), which is readable and writable while loading.
+        Ok(unsafe { std::ptr::read_unaligned((self.base + rva) as *const u32) })
+    }
+
+    fn read_u64(&self, rva: usize) -> Result<u64, LoadError> {
+        self.check_range(rva, 8)?;
+        // SAFETY: as in read_u32.
+        Ok(unsafe { std::ptr::read_unaligned((self.base + rva) as *const u64) })
+    }
+
+    fn write_u64(&self, rva: usize, value: u64) -> Result<(), LoadError> {
+        self.check_range(rva, 8)?;
+        // SAFETY: as in read_u32.
+        unsafe { std::ptr::write_unaligned((self.base + rva) as *mut u64, value) };
+        Ok(())
+    }
+
+    fn c_string(&self, rva: usize) -> Result<String, LoadError> {
+        let mut text = Vec::new();
+        for offset in rva..self.size {
+            // SAFETY: offset < size: inside the mapping.
+            let byte = unsafe { *((self.base + offset) as *const u8) };
+            if byte == 0 {
+                return Ok(String::from_utf8_lossy(&text).into_owned());
+            }
+            text.push(byte);
+        }
+        Err(bad(format!("unterminated string at {rva:#x}")))
+    }
+
+    /// Applies the base relocation blocks at `rva` (IMAGE_BASE_RELOCATION + 16-bit entries).
+    fn relocate(&self, rva: usize, length: usize, delta: u64) -> Result<(), LoadError> {
+        let end = rva + length;
+        let mut block = rva;
+        while block + 8 <= end {
+            let page = self.read_u32(block)? as usize;
+            let block_size = self.read_u32(block + 4)? as usize;
+            if block_size < 8 || block + block_size > end {
+                return Err(bad(format!("bad relocation block at {block:#x}")));
+            }
+            for entry in (block + 8..block + block_size).step_by(2) {
+                self.check_range(entry, 2)?;
+                // SAFETY: in bounds (checked).
+                let entry = unsafe { std::ptr::read_unaligned((self.base + entry) as *const u16) };
+                match entry >> 12 {
+                    IMAGE_REL_BASED_ABSOLUTE => {}
+                    IMAGE_REL_BASED_DIR64 => {
+                        let target = page + usize::from(entry & 0xFFF);
+                        self.write_u64(target, self.read_u64(target)?.wrapping_add(delta))?;
+                    }
+                    other => return Err(bad(format!("unsupported relocation type {other}"))),
+                }
+            }
+            block += block_size;
+        }
+        Ok(())
+    }
+
+    /// Binds every import by name; fails listing every name the registry lacks.
+    fn bind(&self, rva: usize, _length: usize, registry: &Registry) -> Result<(), LoadError> {
+        let mut missing = Vec::new();
+        for descriptor in (rva..).step_by(20) {
+            let lookup = self.read_u32(descriptor)? as usize;
+            let name = self.read_u32(descriptor + 12)? as usize;
+            let address_table = self.read_u32(descriptor + 16)? as usize;
+            if lookup == 0 && name == 0 && address_table == 0 {
+                break;
+            }
+            let module = self.c_string(name)?;
+            let lookup = if lookup == 0 { address_table } else { lookup };
+            for index in 0.. {
+                let thunk = self.read_u64(lookup + 8 * index)?;
+                if thunk == 0 {
+                    break;
+                }
+                if thunk & (1 << 63) != 0 {
+                    missing.push(format!("{module}!#{} (by ordinal)", thunk & 0xFFFF));
+                    continue;
+                }
+                // IMAGE_IMPORT_BY_NAME: a 16-bit hint, then the name.
+                let routine = self.c_string((thunk & 0x7FFF_FFFF) as usize + 2)?;
+                match registry.resolve(&module, &routine) {
+                    Some(address) => self.write_u64(address_table + 8 * index, address as u64)?,
+                    None => missing.push(format!("{module}!{routine}")),
+                }
+            }
+        }
+        if missing.is_empty() { Ok(()) } else { Err(LoadError::UnresolvedImports(missing)) }
+    }
+
+    fn protect(&self) -> Result<(), LoadError> {
+        mprotect(self.base, PAGE, libc::PROT_READ, "headers")?;
+        for section in &self.sections {
+            mprotect(self.base + section.rva, section.length, section.protection, &section.name)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the INIT section inaccessible (after DriverEntry has returned). Returns whether there was one.
+    pub fn discard_init(&mut self) -> Result<bool, LoadError> {
+        let mut found = false;
+        for section in self.sections.iter_mut().filter(|section| section.name == "INIT") {
+            mprotect(self.base + section.rva, section.length, libc::PROT_NONE, "INIT")?;
+            section.discarded = true;
+            found = true;
+        }
+        if let Some(layout) = LAYOUT.write().unwrap().as_mut().filter(|layout| layout.base == self.base) {
+            layout.sections = self.sections.clone();
+        }
+        Ok(found)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let mut layout = LAYOUT.write().unwrap();
+        if layout.as_ref().is_some_and(|layout| layout.base == self.base) {
+            *layout = None;
+        }
+        if self.unmap_on_drop {
+            // SAFETY: the mapping was made by map_anywhere_but with this size and nothing refers to it
+            // (the owner decided no driver code can run any more).
+            unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+        }
+    }
+}
+
+/// Maps `size` bytes of zeroed, read-write memory at an address other than `preferred`.
+fn map_anywhere_but(size: usize, preferred: u64) -> Result<usize, LoadError> {
+    // SAFETY: an anonymous private mapping with no address hint: touches no existing memory.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(LoadError::Os(format!("mmap: {}", std::io::Error::last_os_error())));
+    }
+    // Kernel images prefer an address in the upper half, which user space never gets; still check.
+    if base as u64 == preferred {
+        return Err(LoadError::Os("mmap returned the preferred base".into()));
+    }
+    Ok(base as usize)
+}
+
+fn mprotect(address: usize, length: usize, protection: libc::c_int, what: &str) -> Result<(), LoadError> {
+    // SAFETY: the range lies inside the image mapping this loader owns (rounded to pages).
+    let result = unsafe { libc::mprotect(address as *mut libc::c_void, length, protection) };
+    if result != 0 {
+        return Err(LoadError::Os(format!("mprotect({what}): {}", std::io::Error::last_os_error())));
+    }
+    Ok(())
+}
+
+/// `address` as an RVA of the loaded image, if it lies in it.
+pub fn rva_of(address: u64) -> Option<u64> {
+    let layout = LAYOUT.try_read().ok()?;
+    let layout = layout.as_ref()?;
+    let base = layout.base as u64;
+    (address >= base && address < base + layout.size as u64).then(|| address - base)
+}
+
+/// " in SECTION" (and ", discarded") for an address in the image, for fault reports.
+pub fn section_note(address: u64) -> String {
+    let Ok(layout) = LAYOUT.try_read() else { return String::new() };
+    let Some(layout) = layout.as_ref() else { return String::new() };
+    let rva = address.wrapping_sub(layout.base as u64) as usize;
+    layout
+        .sections
+        .iter()
+        .find(|section| rva >= section.rva && rva < section.rva + section.length)
+        .map(|section| {
+            format!(
+                " in {}{}",
+                section.name,
+                if section.discarded { ", discarded after DriverEntry" } else { "" }
+            )
+        })
+        .unwrap_or_default()
+}

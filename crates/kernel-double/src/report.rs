@@ -1,0 +1,70 @@
+//! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
+
+use crate::cpu::msr;
+use crate::exports::{hal, pcw, pool, ps};
+use crate::violations::{self, Violation};
+use std::fmt;
+
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub leaked_pool: Vec<pool::Allocation>,
+    pub registrations: Vec<pcw::CountersetInfo>,
+    pub live_system_threads: usize,
+    pub open_handles: usize,
+    pub live_objects: usize,
+    pub hal_owner: Option<hal::Owner>,
+    pub msr_writes: usize,
+    pub violations: Vec<Violation>,
+}
+
+impl Report {
+    /// The state now.
+    pub fn now() -> Report {
+        Report {
+            leaked_pool: pool::outstanding(),
+            registrations: pcw::registrations(),
+            live_system_threads: ps::live_system_threads(),
+            open_handles: ps::open_handles(),
+            live_objects: ps::live_objects(),
+            hal_owner: hal::owner(),
+            msr_writes: msr::writes().len(),
+            violations: violations::all(),
+        }
+    }
+
+    /// Whether nothing is left behind and nothing was violated.
+    pub fn is_clean(&self) -> bool {
+        self.leaked_pool.is_empty()
+            && self.registrations.is_empty()
+            && self.live_system_threads == 0
+            && self.open_handles == 0
+            && self.live_objects == 0
+            && self.hal_owner.is_none()
+            && self.violations.is_empty()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "leaked pool: {} allocations", self.leaked_pool.len())?;
+        for allocation in &self.leaked_pool {
+            writeln!(
+                f,
+                "  {:#x}: {} bytes, tag {:?}",
+                allocation.address,
+                allocation.size,
+                allocation.tag_text()
+            )?;
+        }
+        writeln!(f, "registrations left: {:?}", self.registrations)?;
+        writeln!(f, "live system threads: {}", self.live_system_threads)?;
+        writeln!(f, "open handles: {}, referenced objects: {}", self.open_handles, self.live_objects)?;
+        writeln!(f, "HAL counters owner: {:?}", self.hal_owner)?;
+        writeln!(f, "MSR writes: {}", self.msr_writes)?;
+        writeln!(f, "violations: {}", self.violations.len())?;
+        for violation in &self.violations {
+            writeln!(f, "  {violation}")?;
+        }
+        Ok(())
+    }
+}
