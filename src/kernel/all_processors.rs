@@ -4,8 +4,10 @@
 //! returns when every processor has finished. The driver uses it to program, read and stop the PMU:
 //! * one call reaches every processor (also beyond 64, in several groups), so one collect costs one
 //!   call, whatever the processor count;
-//! * IPI_LEVEL is above PROFILE_LEVEL, so the overflow interrupt cannot run in the middle of a read
-//!   on that processor: a read there is exact without any retry;
+//! * it runs above DISPATCH_LEVEL on every processor at once, so no thread can be scheduled between
+//!   two processors' reads. On x64 IPI_LEVEL (14) is *below* PROFILE_LEVEL (15, wdm.h), so the
+//!   overflow interrupt can still arrive in the middle of a read: the read protocol (pmu/fold.rs)
+//!   detects that and retries;
 //! * nothing is allocated and no thread is moved between processors (per-processor DPCs would need a
 //!   DPC object per processor and a wait; changing thread affinity would take a context switch per
 //!   processor).

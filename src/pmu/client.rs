@@ -10,7 +10,8 @@
 //! * The overflow handler reaches the per-processor counters through [`PMI_TARGET`], published before
 //!   the counters are owned with an interrupt and withdrawn after they are freed.
 //! * Each processor's counters are read and written only on that processor, inside the all-processor
-//!   call (IPI_LEVEL, PMI masked) or by its overflow handler.
+//!   call (IPI_LEVEL, which the PMI at PROFILE_LEVEL can interrupt: the read protocol retries) or by
+//!   its overflow handler.
 
 use super::events::{CounterPlan, Event, plan_with_pmi};
 use super::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement, ProcessorCounters};

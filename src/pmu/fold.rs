@@ -21,7 +21,8 @@
 //! - the **overflow handler** ([`ProcessorCounters::fold`]), which the HAL calls at PROFILE_LEVEL on
 //!   the processor that overflowed with the IA32_PERF_GLOBAL_STATUS bits, and which clears those status
 //!   bits itself after the handler returns;
-//! - **readers** on the same processor: inside an all-processor IPI (IPI_LEVEL, the PMI is masked) or
+//! - **readers** on the same processor: inside an all-processor IPI (IPI_LEVEL 14, which on x64 is below
+//!   PROFILE_LEVEL 15: the PMI can interrupt it) or
 //!   from a DPC (DISPATCH_LEVEL, the PMI can interrupt it anywhere; and an IPI reader can interrupt a
 //!   DPC reader);
 //! - **collectors** on any processor, which read the published values ([`ProcessorCounters::snapshot`])
@@ -60,8 +61,9 @@
 //!
 //! *How many attempts.* A rejected attempt needs a wrap or a handler run of that counter inside it, a
 //! few hundred cycles, while wraps are 2^W events apart; each wrap can therefore spoil at most two
-//! attempts (its own, and its interrupt's). With the PMI masked (IPI reader) only the wrap can, so two
-//! attempts always suffice; [`DEFAULT_MAX_ATTEMPTS`] is 4. When every attempt is rejected anyway (a
+//! attempts (its own, and its interrupt's), so three attempts always suffice (two where the PMI cannot
+//! interrupt the reader; the driver's IPI reader runs at IPI_LEVEL, below PROFILE_LEVEL on x64, so it
+//! can); [`DEFAULT_MAX_ATTEMPTS`] is 4. When every attempt is rejected anyway (a
 //! broken hypervisor PMU, say), [`ProcessorCounters::read_counter`] reports the last value again and
 //! counts the fallback, instead of looping at raised IRQL.
 //!
