@@ -459,8 +459,9 @@ fn every_file_the_inf_names_is_in_the_package() {
     let catalog = inf.section("Version").and_then(|version| version.value("CatalogFile")).unwrap_or("");
     let missing: Vec<&String> = named.iter().filter(|file| !package.contains(*file)).collect();
     assert!(missing.is_empty(), "the INF names {missing:?}, not in the package {package:?}");
-    // The catalog is the one exception: only the Windows/WDK flow makes it (inf2cat + signtool).
+    // The catalog, which pnputil requires: crates/driver-catalog makes it (inf2cat's job).
     assert_eq!(catalog, "pmupcw.cat");
+    assert!(package.contains(catalog), "the INF's catalog {catalog} is not in the package {package:?}");
 }
 
 #[test]
@@ -524,7 +525,6 @@ fn inf_checker_reports_a_device_driver_layout() {
 // Scripts
 
 const SCRIPT_FILE_VARIABLE: &str = "$PackageFiles";
-const SCRIPT_WDK_ONLY_VARIABLE: &str = "$WdkOnlyPackageFiles";
 /// Extensions of package files a script may name as `pmupcw.<extension>`.
 const PACKAGE_EXTENSIONS: &[&str] = &["cat", "cer", "inf", "man", "pdb", "sys"];
 
@@ -583,13 +583,9 @@ fn check_script(text: &str, package: &BTreeSet<String>) -> Vec<String> {
             problems.push(format!("{SCRIPT_FILE_VARIABLE} names {file}, which is not in the package"));
         }
     }
-    let wdk_only = script_hashtable(text, SCRIPT_WDK_ONLY_VARIABLE).unwrap_or_default();
     for name in named_in_script(text) {
-        let declared_here = declared.iter().chain(&wdk_only).any(|file| file.eq_ignore_ascii_case(&name));
-        if !declared_here {
-            problems.push(format!(
-                "names {name} without declaring it in {SCRIPT_FILE_VARIABLE} (or {SCRIPT_WDK_ONLY_VARIABLE})"
-            ));
+        if !declared.iter().any(|file| file.eq_ignore_ascii_case(&name)) {
+            problems.push(format!("names {name} without declaring it in {SCRIPT_FILE_VARIABLE}"));
         }
     }
     problems

@@ -5,6 +5,8 @@
 #   pmupcw.pdb  symbols
 #   pmupcw.man  the counter manifest (lodctr /m:)
 #   pmupcw.inf  the installation INF, stamped from inf/pmupcw.inx (see stamp_inf below)
+#   pmupcw.cat  the catalog (inf2cat's job, crates/driver-catalog): hashes of pmupcw.inf and the files
+#               it names, signed with the test certificate; pnputil requires it
 #   *.ps1       scripts/windows/: install, uninstall, Driver Verifier (run on the test machine)
 # The test certificate is made once under target/test-certificate/ and reused until deleted.
 # Prints the .sys size and the build time. Run through `cargo make package`.
@@ -68,9 +70,23 @@ stamp_inf() {
 stamp_inf inf/pmupcw.inx "$package_dir/pmupcw.inf"
 # The Windows-side scripts (scripts/windows/*.ps1) travel with the package they install.
 cp scripts/windows/*.ps1 "$package_dir/"
+# The catalog pnputil /add-driver requires (inf2cat + signtool in the WDK flow): SHA-256 hashes of
+# pmupcw.inf and of the files its [SourceDisksFiles] name, signed with the test certificate. Made last,
+# because it hashes the final bytes of the signed .sys and the stamped INF.
+cargo build --release --locked -p driver-catalog
+catalog_tmp=$(mktemp -d)
+target/release/driver-catalog --inf "$package_dir/pmupcw.inf" --out "$catalog_tmp/pmupcw.cat" >/dev/null
+osslsigncode sign -certs "$cert_dir/pmupcw-test.pem" -key "$cert_dir/pmupcw-test.key" -h sha256 \
+    -in "$catalog_tmp/pmupcw.cat" -out "$package_dir/pmupcw.cat" >/dev/null
+rm -rf "$catalog_tmp"
 
 osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -in "$package_dir/pmupcw.sys" >/dev/null \
     || { echo "package: the signed pmupcw.sys does not verify" >&2; exit 1; }
+osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -in "$package_dir/pmupcw.cat" >/dev/null \
+    || { echo "package: the signed pmupcw.cat does not verify" >&2; exit 1; }
+osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -catalog "$package_dir/pmupcw.cat" \
+    -in "$package_dir/pmupcw.sys" >/dev/null \
+    || { echo "package: pmupcw.sys is not covered by pmupcw.cat" >&2; exit 1; }
 
 printf 'package: %s\n' "$package_dir"
 printf 'package: pmupcw.sys %d bytes (release, signed)\n' "$(stat -c %s "$package_dir/pmupcw.sys")"

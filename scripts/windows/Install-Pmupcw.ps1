@@ -41,11 +41,7 @@ $PackageFiles = @{
     Driver          = 'pmupcw.sys'
     UninstallScript = 'Uninstall-Pmupcw.ps1'
     VerifierScript  = 'Enable-Verifier.ps1'
-}
-# Package files only the Windows/WDK flow produces (inf2cat + signtool): the Linux package step has no
-# catalog tool, so its package lacks them (tests/deployment.rs checks nothing else is named).
-$WdkOnlyPackageFiles = @{
-    Catalog = 'pmupcw.cat'
+    Catalog         = 'pmupcw.cat'
 }
 $ServiceName = 'pmupcw'
 $SmokeCounter = '\Hardware Counters(*)\Instructions Retired/sec'
@@ -102,12 +98,11 @@ try {
     $null = Get-PackagePath $PackageFiles.Manifest
     # pnputil installs a driver package only with a catalog signed by a trusted certificate: check it
     # before changing anything.
-    $catalog = Join-Path $PackageDir $WdkOnlyPackageFiles.Catalog
+    $catalog = Join-Path $PackageDir $PackageFiles.Catalog
     if (-not (Test-Path -LiteralPath $catalog -PathType Leaf)) {
-        throw ("$($WdkOnlyPackageFiles.Catalog) is missing from $PackageDir. pnputil installs a driver package only " +
-            "with its signed catalog, which the Windows/WDK flow makes (inf2cat + signtool: " +
-            "'cargo make package --features wdk', or the pmupcw-package artifact of the Windows CI job); " +
-            "the Linux package step cannot make one. With the WDK on this machine: " +
+        throw ("$($PackageFiles.Catalog) is missing from $PackageDir. pnputil installs a driver package only " +
+            "with its signed catalog, which both package flows make ('cargo make package' on Linux, " +
+            "'cargo make package --features wdk' with the WDK). With the WDK on this machine: " +
             "inf2cat /driver:. /os:10_X64, then sign pmupcw.cat with signtool (/fd sha256) and a code-signing " +
             "certificate you import into Root and TrustedPublisher.")
     }
