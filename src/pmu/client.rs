@@ -271,7 +271,11 @@ impl CountSource for PmuClient {
         let snapshot = processor.counters.snapshot();
         let mut counts =
             EventCounts { overflow_interrupts: snapshot.overflow_interrupts, ..EventCounts::default() };
-        let Some(plan) = self.plan() else { return counts };
+        // A plan's slots depend only on the model (the PMI bits change control values, not placement):
+        // between sessions, and while one is being opened or closed, report the last values, so counts
+        // never drop back to 0 while the counters are released.
+        let plan = self.plan().or_else(|| self.model().map(|model| plan_with_pmi(&model, false)));
+        let Some(plan) = plan else { return counts };
         for (slot, assignment) in plan.iter().enumerate() {
             let value = snapshot.values[slot];
             match assignment.event {
