@@ -15,6 +15,7 @@
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+pub mod consumer;
 pub mod cpu;
 pub mod driver;
 pub mod exports;

@@ -60,6 +60,8 @@ pub struct Image {
     entry_rva: usize,
     preferred_base: u64,
     sections: Vec<Section>,
+    /// RVAs of the `cpuid` instructions rewritten to `ud2` (see [`crate::cpu::cpuid`]).
+    cpuid_sites: Vec<usize>,
     unmap_on_drop: bool,
 }
 
@@ -104,6 +106,7 @@ impl Image {
             entry_rva: pe.entry as usize,
             preferred_base: pe.image_base,
             sections: Vec::new(),
+            cpuid_sites: Vec::new(),
             unmap_on_drop: true,
         };
         // SAFETY: the mapping is `size` writable bytes and `headers` <= size, <= bytes.len().
@@ -155,6 +158,7 @@ impl Image {
         if let Some(directory) = optional.data_directories.get_import_table() {
             image.bind(directory.virtual_address as usize, directory.size as usize, registry)?;
         }
+        image.rewrite_cpuid(&pe)?;
         image.protect()?;
         *LAYOUT.write().unwrap() = Some(Layout { base, size, sections: image.sections.clone() });
         Ok(image)
@@ -179,6 +183,70 @@ impl Image {
 
     pub fn sections(&self) -> &[Section] {
         &self.sections
+    }
+
+    /// RVAs of the `cpuid` instructions rewritten to `ud2`, in address order.
+    pub fn cpuid_sites(&self) -> &[usize] {
+        &self.cpuid_sites
+    }
+
+    /// 0F A2 byte pairs left in executable sections after rewriting (0 when every `cpuid` was found
+    /// through `.pdata`, unless such a pair sits inside another instruction).
+    pub fn cpuid_bytes_left(&self) -> usize {
+        self.sections
+            .iter()
+            .filter(|section| section.protection & libc::PROT_EXEC != 0 && !section.discarded)
+            .map(|section| {
+                // SAFETY: an executable section is mapped readable for its whole length.
+                let code = unsafe {
+                    std::slice::from_raw_parts((self.base + section.rva) as *const u8, section.length)
+                };
+                crate::cpu::cpuid::unlisted_cpuid_bytes(code)
+            })
+            .sum()
+    }
+
+    /// Rewrites every `cpuid` (0F A2) in the functions `.pdata` lists into `ud2` (0F 0B), decoding each
+    /// RUNTIME_FUNCTION range with iced-x86. Runs while the mapping is still writable.
+    fn rewrite_cpuid(&mut self, pe: &PE) -> Result<(), LoadError> {
+        use iced_x86::{Code, Decoder, DecoderOptions};
+        let Some(exceptions) = pe.exception_data.as_ref() else { return Ok(()) };
+        let mut sites = Vec::new();
+        for function in exceptions.functions() {
+            let function = function.map_err(|error| bad(format!(".pdata: {error}")))?;
+            let (begin, end) = (function.begin_address as usize, function.end_address as usize);
+            if begin >= end {
+                continue;
+            }
+            self.check_range(begin, end - begin)?;
+            let executable = self.sections.iter().any(|section| {
+                section.protection & libc::PROT_EXEC != 0
+                    && begin >= section.rva
+                    && end <= section.rva + section.length
+            });
+            if !executable {
+                return Err(bad(format!(
+                    ".pdata range {begin:#x}..{end:#x} is not in an executable section"
+                )));
+            }
+            // SAFETY: in bounds (checked); the mapping is readable and writable while loading.
+            let code = unsafe { std::slice::from_raw_parts((self.base + begin) as *const u8, end - begin) };
+            let mut decoder = Decoder::with_ip(64, code, (self.base + begin) as u64, DecoderOptions::NONE);
+            for instruction in &mut decoder {
+                if instruction.code() == Code::Cpuid {
+                    sites.push(instruction.ip() as usize - self.base);
+                }
+            }
+        }
+        sites.sort_unstable();
+        sites.dedup();
+        for &rva in &sites {
+            // SAFETY: a decoded 2-byte instruction inside the image; the mapping is writable.
+            unsafe { std::ptr::copy_nonoverlapping([0x0F, 0x0B].as_ptr(), (self.base + rva) as *mut u8, 2) };
+            crate::cpu::cpuid::add_site((self.base + rva) as u64);
+        }
+        self.cpuid_sites = sites;
+        Ok(())
     }
 
     /// Keeps the mapping after this value is dropped (when driver code may still run).
@@ -315,6 +383,7 @@ impl Drop for Image {
             *layout = None;
         }
         if self.unmap_on_drop {
+            crate::cpu::cpuid::remove_sites(self.base as u64, self.size as u64);
             // SAFETY: the mapping was made by map_anywhere_but with this size and nothing refers to it
             // (the owner decided no driver code can run any more).
             unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };

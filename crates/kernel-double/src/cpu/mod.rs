@@ -6,8 +6,15 @@
 //! thread-local storage and never touch GS, so setting GS's base with `arch_prctl(ARCH_SET_GS)` is safe
 //! (the `gs_is_free_for_the_kpcr` unit test checks it). A thread created by `clone` inherits its
 //! parent's GS base, so every thread that runs driver code installs its own KPCR with [`enter`].
+//!
+//! The processors present the CPU model chosen with [`cpuid::set_model`] (CPUID sites rewritten at load
+//! time and emulated by [`trap`]) and each has a virtual PMU behind its MSRs ([`pmu`], [`msr`]), whose
+//! counters advance when a test steps the processor's workload and whose overflow interrupts reach the
+//! handler the driver registered with HalAllocateHardwareCounters.
 
+pub mod cpuid;
 pub mod msr;
+pub mod pmu;
 pub mod topology;
 pub mod trap;
 

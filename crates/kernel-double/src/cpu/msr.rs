@@ -1,14 +1,16 @@
-//! The model-specific registers of every virtual processor. For now only storage: no architectural
-//! PMU semantics yet. A write while the driver does not own the PMU (HalAllocateHardwareCounters) is a
-//! violation.
+//! The model-specific registers of every virtual processor. The chosen CPU model's PMU registers are
+//! the virtual PMU ([`super::pmu`]); any other MSR is plain storage. A write while the driver does not
+//! own the PMU (HalAllocateHardwareCounters) is a violation, and so is a write the hardware would
+//! refuse (the read-only global status).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 static REGISTERS: Mutex<Option<HashMap<(u32, u32), u64>>> = Mutex::new(None);
 static WRITES: Mutex<Vec<MsrWrite>> = Mutex::new(Vec::new());
 static PMU_OWNED: AtomicBool = AtomicBool::new(false);
+static READS: AtomicUsize = AtomicUsize::new(0);
 
 /// One wrmsr the driver executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,27 +30,48 @@ pub fn pmu_owned() -> bool {
     PMU_OWNED.load(Ordering::SeqCst)
 }
 
-/// rdmsr on `processor`: the last value written, 0 if never written.
+/// rdmsr executed so far (every MSR, any processor).
+pub fn reads() -> usize {
+    READS.load(Ordering::SeqCst)
+}
+
+/// rdmsr on `processor`: the virtual PMU's register, or the last value written, 0 if never written.
 pub fn read(processor: u32, msr: u32) -> u64 {
+    READS.fetch_add(1, Ordering::SeqCst);
+    if let Some(value) = super::pmu::read(processor, msr) {
+        return value;
+    }
     let registers = REGISTERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     registers.as_ref().and_then(|map| map.get(&(processor, msr)).copied()).unwrap_or(0)
 }
 
-/// wrmsr on `processor`. Returns whether the PMU was owned (the caller records a violation if not).
-pub fn write(processor: u32, msr: u32, value: u64) -> bool {
+/// wrmsr on `processor`. Returns why the write breaks a rule (the caller records a violation): made
+/// without owning the PMU, or refused by the hardware. The write takes effect either way, except a
+/// refused one.
+pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
     let pmu_owned = pmu_owned();
-    REGISTERS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert((processor, msr), value);
+    let refused = match super::pmu::write(processor, msr, value) {
+        Some(result) => result.err(),
+        None => {
+            REGISTERS
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert((processor, msr), value);
+            None
+        }
+    };
     WRITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(MsrWrite {
         processor,
         msr,
         value,
         pmu_owned,
     });
-    pmu_owned
+    match (refused, pmu_owned) {
+        (Some(why), _) => Err(format!("MSR {msr:#x} on processor {processor}: {why}")),
+        (None, false) => Err(format!("MSR {msr:#x} written on processor {processor} without owning the PMU")),
+        (None, true) => Ok(()),
+    }
 }
 
 /// Every wrmsr so far.

@@ -3,7 +3,13 @@
 //! thread's virtual processor, writes the result into the saved registers and resumes after it.
 //!
 //! Emulated: `mov r64, cr8` / `mov cr8, r64` (the IRQL), `rdmsr` / `wrmsr` (the virtual processor's MSR
-//! map; a write without PMU ownership is a violation), `cli` / `sti` (the virtual interrupt flag).
+//! map; a write without PMU ownership is a violation), `rdpmc` (the virtual PMU's counters; Linux
+//! leaves CR4.PCE clear for a process without perf mappings, so it faults), `cli` / `sti` (the virtual
+//! interrupt flag), and
+//! `cpuid`, which the loader rewrote into `ud2` (SIGILL) at the sites it found ([`super::cpuid`]): a
+//! `ud2` at a recorded site answers from the chosen CPU model, any other `ud2` is the driver's own abort.
+//! After each emulated instruction the virtual processor may take a pending overflow interrupt
+//! ([`super::pmu::interruptible_point`]).
 //! Anything else is a real crash or a touch of a discarded or protected page: the handler prints the
 //! faulting RIP as an image RVA, the address touched and the instruction, and aborts the process.
 //!
@@ -11,7 +17,7 @@
 //! the double's locks, so taking them here cannot deadlock; it may allocate for the same reason (the
 //! driver's code is never inside the host's malloc).
 
-use super::{Kpcr, current_if_any, msr};
+use super::{Kpcr, cpuid, current_if_any, msr, pmu};
 use crate::{loader, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;
@@ -19,17 +25,20 @@ use std::sync::Once;
 
 static INSTALL: Once = Once::new();
 
-/// Installs the SIGSEGV handler for the process (once).
+/// Installs the SIGSEGV and SIGILL handler for the process (once).
 pub fn install() {
     INSTALL.call_once(|| {
-        // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO signature.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_fault as *const () as usize;
-            action.sa_flags = libc::SA_SIGINFO;
-            libc::sigemptyset(&mut action.sa_mask);
-            let result = libc::sigaction(libc::SIGSEGV, &action, std::ptr::null_mut());
-            assert_eq!(result, 0, "sigaction(SIGSEGV) failed");
+        for signal in [libc::SIGSEGV, libc::SIGILL] {
+            // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO
+            // signature.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_fault as *const () as usize;
+                action.sa_flags = libc::SA_SIGINFO;
+                libc::sigemptyset(&mut action.sa_mask);
+                let result = libc::sigaction(signal, &action, std::ptr::null_mut());
+                assert_eq!(result, 0, "sigaction({signal}) failed");
+            }
         }
     });
 }
@@ -42,7 +51,7 @@ enum Emulated {
     Unsupported,
 }
 
-extern "C" fn on_fault(_signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo_t and ucontext_t to an SA_SIGINFO handler, for the
     // duration of the handler, and they describe this thread's interrupted state.
     let (address, context) = unsafe { ((*info).si_addr() as u64, &mut *context.cast::<libc::ucontext_t>()) };
@@ -59,10 +68,27 @@ extern "C" fn on_fault(_signal: libc::c_int, info: *mut libc::siginfo_t, context
             "privileged instruction on a thread with no virtual processor",
         );
     };
-    match emulate(&instruction, registers, kpcr, rip) {
+    let emulated = if signal == libc::SIGILL {
+        if instruction.code() == Code::Ud2 && cpuid::is_site(rip) {
+            let leaf = registers[libc::REG_RAX as usize] as u32;
+            let subleaf = registers[libc::REG_RCX as usize] as u32;
+            let [eax, ebx, ecx, edx] = cpuid::cpuid(leaf, subleaf);
+            registers[libc::REG_RAX as usize] = i64::from(eax);
+            registers[libc::REG_RBX as usize] = i64::from(ebx);
+            registers[libc::REG_RCX as usize] = i64::from(ecx);
+            registers[libc::REG_RDX as usize] = i64::from(edx);
+            Emulated::Done
+        } else {
+            fatal(rip, address, Some(&instruction), "illegal instruction (a ud2 is the driver's abort)")
+        }
+    } else {
+        emulate(&instruction, registers, kpcr, rip)
+    };
+    match emulated {
         Emulated::Done => {
             kpcr.count_emulated();
             registers[libc::REG_RIP as usize] = (rip + instruction.len() as u64) as i64;
+            pmu::interruptible_point(kpcr);
         }
         Emulated::Unsupported => {
             fatal(rip, address, Some(&instruction), "fault not caused by an emulated instruction")
@@ -121,14 +147,23 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             let msr = registers[libc::REG_RCX as usize] as u32;
             let low = registers[libc::REG_RAX as usize] as u64 & 0xFFFF_FFFF;
             let high = registers[libc::REG_RDX as usize] as u64 & 0xFFFF_FFFF;
-            let processor = kpcr.processor_index();
-            if !msr::write(processor, msr, high << 32 | low) {
-                violations::record(
-                    "wrmsr",
-                    loader::rva_of(rip),
-                    format!("MSR {msr:#x} written on processor {processor} without owning the PMU"),
-                );
+            if let Err(why) = msr::write(kpcr.processor_index(), msr, high << 32 | low) {
+                violations::record("wrmsr", loader::rva_of(rip), why);
             }
+        }
+        Code::Rdpmc => {
+            let ecx = registers[libc::REG_RCX as usize] as u32;
+            let processor = kpcr.processor_index();
+            let value = pmu::read_pmc(processor, ecx).unwrap_or_else(|| {
+                violations::record(
+                    "rdpmc",
+                    loader::rva_of(rip),
+                    format!("counter {ecx:#x} does not exist on processor {processor} (#GP)"),
+                );
+                0
+            });
+            registers[libc::REG_RAX as usize] = i64::from(value as u32);
+            registers[libc::REG_RDX as usize] = i64::from((value >> 32) as u32);
         }
         Code::Cli => kpcr.set_interrupts_enabled(false),
         Code::Sti => kpcr.set_interrupts_enabled(true),

@@ -2,7 +2,7 @@
 //! validation) and KeQueryPerformanceCounter (10 MHz, monotonic).
 
 use super::enter;
-use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr};
+use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
 use crate::status::*;
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -143,6 +143,9 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
     };
     *owner = Some(Owner::Driver { handle, overflow_handler });
     msr::set_pmu_owned(true);
+    if let Some(handler) = overflow_handler {
+        pmu::set_overflow_handler(Some((handler, handle)));
+    }
     // SAFETY: checked non-null.
     unsafe { handle_out.write(handle) };
     STATUS_SUCCESS
@@ -157,6 +160,8 @@ pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
     let mut owner = OWNER.lock().unwrap();
     match *owner {
         Some(Owner::Driver { handle: owned, .. }) if owned == handle => {
+            // No overflow handler runs after the free returns.
+            pmu::set_overflow_handler(None);
             *owner = None;
             msr::set_pmu_owned(false);
             STATUS_SUCCESS

@@ -5,7 +5,7 @@
 //! on Windows; one host mutex serialises all of them and one condition variable wakes waiters.
 
 use super::enter;
-use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, topology};
+use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, pmu, topology};
 use crate::status::*;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -221,7 +221,8 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
 
 /// `ULONG_PTR KeIpiGenericCall(PKIPI_BROADCAST_WORKER BroadcastFunction, ULONG_PTR Context)`: IRQL <=
 /// DISPATCH_LEVEL. Runs the worker on every virtual processor at IPI_LEVEL, one after the other on the
-/// calling host thread (switching its current virtual processor), and returns the last result.
+/// calling host thread (switching its current virtual processor and occupying it, see
+/// [`crate::cpu::pmu`]), and returns the last result.
 ///
 /// # Safety
 /// Called by driver code through its import table, with the arguments the routine documents.
@@ -238,13 +239,19 @@ pub unsafe extern "win64" fn ke_ipi_generic_call(worker: usize, context: usize) 
     let mut result = 0;
     for index in 0..topology::processor_count() {
         kpcr.set_processor(index);
+        // The processor runs one broadcast worker at a time, and takes its pending overflow interrupt
+        // between the worker's instructions (IPI_LEVEL is below PROFILE_LEVEL on x64).
+        let occupied = pmu::occupy(index, kpcr);
         let previous = kpcr.raise_irql(IPI_LEVEL);
+        pmu::interruptible_point(kpcr);
         result = worker(context);
         let after = kpcr.irql();
         if after != IPI_LEVEL {
             call.violation(format!("broadcast worker returned at IRQL {after} on processor {index}"));
         }
+        pmu::interruptible_point(kpcr);
         kpcr.set_irql(previous);
+        drop(occupied);
     }
     kpcr.set_processor(home);
     result

@@ -536,6 +536,12 @@ fn notify(counterset: &str, kind: u32, counter_mask: u64) -> Option<i32> {
     invoke(&registration, kind, &mut info)
 }
 
+/// The descriptors `counterset` registered, in registration order (the order of
+/// [`InstanceRecord::values`]); a consumer maps counter ids and CounterMask bits through them.
+pub fn descriptors(counterset: &str) -> Option<Vec<Descriptor>> {
+    find(counterset).map(|(_, registration)| registration.descriptors.clone())
+}
+
 /// PcwCallbackAddCounter: a query starts using the counters in `counter_mask`.
 pub fn add_counter(counterset: &str, counter_mask: u64) -> Option<i32> {
     notify(counterset, CALLBACK_ADD_COUNTER, counter_mask)

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod cpu_models;
+
 use kernel_double::driver::Driver;
 use kernel_double::report::Report;
 use std::path::{Path, PathBuf};
@@ -48,4 +50,57 @@ pub fn expected_processor_instances(groups: &[u32]) -> Vec<(String, u32)> {
         }
     }
     instances
+}
+
+pub const HARDWARE_COUNTERS: &str = "Hardware Counters";
+pub const DRIVER_STATUS: &str = "Hardware Counters Driver";
+/// Manifest id of the first 64-bit total (Instructions Retired) of a Hardware Counters instance; the
+/// seven totals follow in the virtual PMU's event order (kernel_double::cpu::pmu::RATES).
+pub const FIRST_TOTAL: usize = 7;
+/// Manifest id of the per-processor Overflow Interrupts counter.
+pub const OVERFLOW_INTERRUPTS: usize = 20;
+
+/// The driver's status counterset values: PMU State, Counters Owned, Overflow Interrupts, ...
+pub fn driver_status() -> Vec<u64> {
+    let (status, instances) =
+        kernel_double::exports::pcw::collect(DRIVER_STATUS, &kernel_double::exports::pcw::Query::default())
+            .expect("the status counterset is registered");
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    assert_eq!(instances.len(), 1, "{instances:?}");
+    instances[0].values.clone().expect("the status instance has data")
+}
+
+/// One collect of every Hardware Counters instance: per processor (by instance order), the seven totals
+/// and the overflow interrupt count.
+pub fn collect_totals() -> Vec<([u64; 7], u64)> {
+    let (status, instances) = kernel_double::exports::pcw::collect(
+        HARDWARE_COUNTERS,
+        &kernel_double::exports::pcw::Query::default(),
+    )
+    .expect("registered");
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    // Values come in descriptor order; find the counters by their manifest ids.
+    let descriptors = kernel_double::exports::pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
+    let position = |id: usize| {
+        descriptors
+            .iter()
+            .position(|descriptor| usize::from(descriptor.id) == id)
+            .unwrap_or_else(|| panic!("no counter with id {id}"))
+    };
+    let totals_at: [usize; 7] = std::array::from_fn(|event| position(FIRST_TOTAL + event));
+    let overflows_at = position(OVERFLOW_INTERRUPTS);
+    instances
+        .iter()
+        .map(|instance| {
+            let values = instance.values.as_ref().expect("collect returns data");
+            (totals_at.map(|at| values[at]), values[overflows_at])
+        })
+        .collect()
+}
+
+/// What the virtual PMU says each processor's seven totals must be.
+pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
+    (0..processors)
+        .map(|vp| std::array::from_fn(|event| kernel_double::cpu::pmu::counted(vp, event)))
+        .collect()
 }

@@ -1,0 +1,267 @@
+//! `pmupcw-run`: the consumer of issue 5 item 6. Loads the real, signed `pmupcw.sys` into the kernel
+//! double, starts a query on both countersets (AddCounter), samples them N times at an interval with
+//! PDH's semantics and prints typeperf's CSV, formats the last collect as PERF_OBJECT_TYPE blocks and
+//! prints the ExtCounterTestLevel 1 verdict, then stops the query (RemoveCounter), unloads the driver
+//! and prints the double's end-of-run report. Exits 1 on any violation, leak or invalid block.
+//!
+//! ```text
+//! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] [--cpu-model MODEL]
+//! ```
+//! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake`, `zen4`,
+//! `hyperv-no-pmu`, `no-pmu`. The workload: after each interval every virtual processor runs
+//! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
+//! processors' rates differ.
+//! The driver defaults to `$PMUPCW_PACKAGE_DIR/pmupcw.sys`, else target/package/pmupcw/pmupcw.sys
+//! (what `cargo make package` builds); the counter manifest is the packaged `pmupcw.man` next to it,
+//! else the one this binary was built with.
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn main() {
+    std::process::exit(run::main());
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn main() {
+    eprintln!("pmupcw-run needs the kernel double, which runs on x86_64 Linux only");
+    std::process::exit(2);
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod run {
+    use kernel_double::consumer::{self, Counterset, Sample, csv, perf_object};
+    use kernel_double::cpu::cpuid::{self, CpuModel};
+    use kernel_double::cpu::{pmu, topology};
+    use kernel_double::driver::Driver;
+    use kernel_double::exports::pcw;
+    use kernel_double::report::Report;
+    use kernel_double::status::STATUS_SUCCESS;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    const COUNTERSETS: [&str; 2] = ["Hardware Counters", "Hardware Counters Driver"];
+
+    struct Options {
+        driver: PathBuf,
+        samples: usize,
+        interval: Duration,
+        processors: Option<u32>,
+        model: &'static CpuModel,
+    }
+
+    fn model(name: &str) -> &'static CpuModel {
+        match name {
+            "skylake" => &cpuid::SKYLAKE,
+            "alder-lake" => &cpuid::ALDER_LAKE_P,
+            "zen4" => &cpuid::ZEN4,
+            "hyperv-no-pmu" => &cpuid::HYPERV_GUEST_NO_PMU,
+            "no-pmu" => &cpuid::NO_PMU,
+            other => usage(&format!("unknown CPU model {other:?}")),
+        }
+    }
+
+    fn usage(why: &str) -> ! {
+        eprintln!("pmupcw-run: {why}");
+        eprintln!(
+            "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
+             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu]"
+        );
+        std::process::exit(2);
+    }
+
+    fn options() -> Options {
+        let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let directory = std::env::var_os("PMUPCW_PACKAGE_DIR")
+            .map_or_else(|| repository.join("target/package/pmupcw"), PathBuf::from);
+        let mut options = Options {
+            driver: directory.join("pmupcw.sys"),
+            samples: 3,
+            interval: Duration::from_millis(1000),
+            processors: None,
+            model: &cpuid::SKYLAKE,
+        };
+        let mut arguments = std::env::args().skip(1);
+        while let Some(argument) = arguments.next() {
+            let mut value =
+                || arguments.next().unwrap_or_else(|| usage(&format!("{argument} needs a value")));
+            let number =
+                |text: String| text.parse::<u64>().unwrap_or_else(|_| usage(&format!("bad number {text:?}")));
+            match argument.as_str() {
+                "--driver" => options.driver = PathBuf::from(value()),
+                "--samples" => options.samples = number(value()).max(1) as usize,
+                "--interval-ms" => options.interval = Duration::from_millis(number(value())),
+                "--processors" => options.processors = Some(number(value()).clamp(1, 128) as u32),
+                "--cpu-model" => options.model = model(&value()),
+                "--help" | "-h" => usage("help"),
+                other => usage(&format!("unknown argument {other:?}")),
+            }
+        }
+        options
+    }
+
+    fn host() -> String {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|name| name.trim().to_uppercase())
+            .ok()
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "LOCALHOST".into())
+    }
+
+    pub fn main() -> i32 {
+        let options = options();
+        if let Some(processors) = options.processors {
+            topology::configure(processors, processors.min(64));
+        }
+        cpuid::set_model(options.model);
+        println!("# CPU model: {}, {} virtual processors", options.model.name, topology::processor_count());
+        let manifest_path = options.driver.with_file_name("pmupcw.man");
+        let manifest = match std::fs::read_to_string(&manifest_path) {
+            Ok(text) => consumer::parse_manifest(&manifest_path.display().to_string(), &text),
+            Err(_) => Ok(consumer::manifest()),
+        };
+        let manifest = match manifest {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                eprintln!("pmupcw-run: {error}");
+                return 1;
+            }
+        };
+        let mut driver = match Driver::load(&options.driver) {
+            Ok(driver) => driver,
+            Err(error) => {
+                eprintln!("pmupcw-run: loading {}: {error}", options.driver.display());
+                eprintln!("pmupcw-run: build it with `cargo make package` (bash scripts/linux/package.sh)");
+                return 1;
+            }
+        };
+        println!("# loaded {} at {:#x}", options.driver.display(), driver.image().base());
+        let status = driver.driver_entry();
+        println!("# DriverEntry: {status:#x}");
+        let mut failed = status != STATUS_SUCCESS;
+        if !failed {
+            failed |= consume(&manifest, &options);
+        }
+        let unloaded = driver.unload();
+        println!("# DriverUnload: {}", if unloaded { "called" } else { "none set" });
+        let report = Report::now();
+        println!("# kernel double report:");
+        for line in report.to_string().lines() {
+            println!("#   {line}");
+        }
+        failed |= !report.is_clean();
+        println!("# result: {}", if failed { "FAIL" } else { "PASS" });
+        i32::from(failed)
+    }
+
+    /// The query: returns true if something failed.
+    fn consume(manifest: &counter_manifest::Manifest, options: &Options) -> bool {
+        let mut sets = Vec::new();
+        for name in COUNTERSETS {
+            match Counterset::open(manifest, name) {
+                Ok(set) => sets.push(set),
+                Err(error) => {
+                    eprintln!("pmupcw-run: {error}");
+                    return true;
+                }
+            }
+        }
+        let mut failed = false;
+        for set in &sets {
+            match consumer::enumerate(set) {
+                Ok(instances) => {
+                    let names: Vec<String> =
+                        instances.iter().map(|(name, id)| format!("{name:?}={id}")).collect();
+                    println!("# {}: {} instances: {}", set.name, instances.len(), names.join(" "));
+                }
+                Err(error) => {
+                    eprintln!("pmupcw-run: {error}");
+                    failed = true;
+                }
+            }
+            let status = pcw::add_counter(&set.name, set.full_mask());
+            println!("# AddCounter({:?}, {:#x}): {status:x?}", set.name, set.full_mask());
+            failed |= status != Some(STATUS_SUCCESS);
+        }
+        let host = host();
+        let mut previous: Vec<Option<Sample>> = vec![None; sets.len()];
+        let mut columns = Vec::new();
+        let mut paths = Vec::new();
+        let mut rows = Vec::new();
+        for round in 0..options.samples {
+            if round > 0 {
+                std::thread::sleep(options.interval);
+                for vp in 0..topology::processor_count() {
+                    pmu::step(vp, 100_000 * u64::from(vp + 1));
+                }
+            }
+            let mut values = Vec::new();
+            let mut stamp = None;
+            for (index, set) in sets.iter().enumerate() {
+                let sample = match consumer::sample(set) {
+                    Ok(sample) => sample,
+                    Err(error) => {
+                        eprintln!("pmupcw-run: {error}");
+                        return true;
+                    }
+                };
+                if round == 0 {
+                    let set_columns = consumer::columns(set, &sample);
+                    paths.extend(set_columns.iter().map(|column| consumer::path(&host, set, column)));
+                    columns.push(set_columns);
+                }
+                stamp.get_or_insert(sample.unix_millis);
+                values.extend(consumer::values(set, &columns[index], previous[index].as_ref(), &sample));
+                previous[index] = Some(sample);
+            }
+            rows.push(csv::row(&csv::timestamp(stamp.unwrap_or(0)), &values));
+        }
+        print!("{}", csv::document(&paths, &rows, "\n"));
+
+        let objects: Vec<Vec<u8>> = sets
+            .iter()
+            .zip(&previous)
+            .filter_map(|(set, sample)| sample.as_ref().map(|sample| consumer::object_data(set, sample)))
+            .map(|object| perf_object::format_object(&object))
+            .collect();
+        let total: usize = objects.iter().map(Vec::len).sum();
+        let mut buffer = perf_object::GuardedBuffer::new(total.next_multiple_of(4096));
+        let result = perf_object::collect_into(&mut buffer, &objects);
+        let faults = perf_object::validate_collect(&buffer, &result);
+        println!();
+        println!(
+            "# PERF_OBJECT_TYPE: {} objects, {} bytes ({}), ExtCounterTestLevel 1: {}",
+            result.num_object_types,
+            result.total_bytes,
+            objects.iter().map(|object| format!("{} bytes", object.len())).collect::<Vec<_>>().join(" + "),
+            if faults.is_empty() { "valid".to_string() } else { format!("{} faults", faults.len()) }
+        );
+        for fault in &faults {
+            println!("#   {fault}");
+        }
+        failed |= !faults.is_empty();
+        let last = previous.iter().flatten().next();
+        let header = perf_object::DataBlockHeader {
+            system_name: host.clone(),
+            unix_millis: last.map_or(0, |sample| sample.unix_millis),
+            perf_time: last.map_or(0, |sample| sample.time),
+            perf_freq: last.map_or(0, |sample| sample.frequency),
+        };
+        let block = perf_object::format_data_block(&header, &objects);
+        let faults = perf_object::validate_data_block(&block);
+        println!(
+            "# PERF_DATA_BLOCK: {} bytes, {}",
+            block.len(),
+            if faults.is_empty() { "valid".to_string() } else { format!("{} faults", faults.len()) }
+        );
+        for fault in &faults {
+            println!("#   {fault}");
+        }
+        failed |= !faults.is_empty();
+
+        for set in &sets {
+            let status = pcw::remove_counter(&set.name, set.full_mask());
+            println!("# RemoveCounter({:?}): {status:x?}", set.name);
+            failed |= status != Some(STATUS_SUCCESS);
+        }
+        failed
+    }
+}

@@ -1,0 +1,134 @@
+//! typeperf's CSV output (`typeperf ... -f CSV`, `../shared/FACTS.md` section 2): a blank line, then
+//! the header `"(PDH-CSV 4.0)","\\HOST\Set(Inst)\Counter",...`, then one row per sample,
+//! `"MM/DD/YYYY HH:MM:SS.mmm","123.000000",...`, with `" "` where a counter has no value (the first
+//! sample of a rate counter, or a PDH error status). Pure functions: the strings are the output.
+
+use super::pdh::Value;
+
+/// A quoted CSV field (a `"` inside is doubled).
+pub fn field(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// A full counter path: `\\HOST\Set(Instance)\Counter`, or `\\HOST\Set\Counter` for a
+/// single-instance counterset (`instance` None).
+pub fn counter_path(host: &str, counterset: &str, instance: Option<&str>, counter: &str) -> String {
+    match instance {
+        Some(instance) => format!("\\\\{host}\\{counterset}({instance})\\{counter}"),
+        None => format!("\\\\{host}\\{counterset}\\{counter}"),
+    }
+}
+
+/// The header line (without line end).
+pub fn header(paths: &[String]) -> String {
+    let mut fields = vec![field("(PDH-CSV 4.0)")];
+    fields.extend(paths.iter().map(|path| field(path)));
+    fields.join(",")
+}
+
+/// `MM/DD/YYYY HH:MM:SS.mmm` (UTC) of a time in milliseconds since the Unix epoch.
+pub fn timestamp(unix_millis: i64) -> String {
+    let days = unix_millis.div_euclid(86_400_000);
+    let in_day = unix_millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let (hours, minutes) = (in_day / 3_600_000, in_day / 60_000 % 60);
+    let (seconds, millis) = (in_day / 1000 % 60, in_day % 1000);
+    format!("{month:02}/{day:02}/{year:04} {hours:02}:{minutes:02}:{seconds:02}.{millis:03}")
+}
+
+/// (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// One value's field: `"123.000000"`, or `" "` when there is none.
+pub fn value(value: &Value) -> String {
+    match value {
+        Value::Value(number) => field(&format!("{number:.6}")),
+        Value::NoValue | Value::Status(_) => field(" "),
+    }
+}
+
+/// One sample's row (without line end).
+pub fn row(timestamp: &str, values: &[Value]) -> String {
+    let mut fields = vec![field(timestamp)];
+    fields.extend(values.iter().map(value));
+    fields.join(",")
+}
+
+/// The whole output: a blank line, the header, the rows, each line ended by `line_end` (typeperf
+/// writes `\r\n` on Windows).
+pub fn document(paths: &[String], rows: &[String], line_end: &str) -> String {
+    let mut text = String::from(line_end);
+    text.push_str(&header(paths));
+    text.push_str(line_end);
+    for row in rows {
+        text.push_str(row);
+        text.push_str(line_end);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::pdh::PDH_CALC_NEGATIVE_VALUE;
+
+    #[test]
+    fn counter_paths() {
+        assert_eq!(
+            counter_path("HOST", "Hardware Counters", Some("0,1"), "Instructions Retired/sec"),
+            r"\\HOST\Hardware Counters(0,1)\Instructions Retired/sec"
+        );
+        assert_eq!(
+            counter_path("HOST", "Hardware Counters Driver", None, "PMU State"),
+            r"\\HOST\Hardware Counters Driver\PMU State"
+        );
+    }
+
+    #[test]
+    fn header_line() {
+        let paths = [r"\\H\S(0,0)\C".to_string(), r"\\H\S\D".to_string()];
+        assert_eq!(header(&paths), r#""(PDH-CSV 4.0)","\\H\S(0,0)\C","\\H\S\D""#);
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp(0), "01/01/1970 00:00:00.000");
+        // 2026-11-22 01:05:09.042 UTC.
+        assert_eq!(timestamp(1_795_309_509_042), "11/22/2026 01:05:09.042");
+        // 2000-02-29 23:59:59.999 UTC (a leap day).
+        assert_eq!(timestamp(951_868_799_999), "02/29/2000 23:59:59.999");
+    }
+
+    #[test]
+    fn values_and_rows() {
+        assert_eq!(value(&Value::Value(123.0)), r#""123.000000""#);
+        assert_eq!(value(&Value::Value(0.0015)), r#""0.001500""#);
+        assert_eq!(value(&Value::NoValue), r#"" ""#);
+        assert_eq!(value(&Value::Status(PDH_CALC_NEGATIVE_VALUE)), r#"" ""#);
+        assert_eq!(
+            row("11/22/2026 01:05:09.042", &[Value::NoValue, Value::Value(4.5)]),
+            r#""11/22/2026 01:05:09.042"," ","4.500000""#
+        );
+    }
+
+    #[test]
+    fn documents_start_with_a_blank_line() {
+        let paths = [r"\\H\S\C".to_string()];
+        let rows = [row("01/01/1970 00:00:00.000", &[Value::Value(1.0)])];
+        assert_eq!(
+            document(&paths, &rows, "\r\n"),
+            "\r\n\"(PDH-CSV 4.0)\",\"\\\\H\\S\\C\"\r\n\"01/01/1970 00:00:00.000\",\"1.000000\"\r\n"
+        );
+    }
+}

@@ -1,0 +1,501 @@
+//! A consumer with PDH's semantics over the double's Performance Counter Library (issue 5, item 6).
+//!
+//! * [`Counterset::open`] pairs the descriptors the driver registered with the counter manifest
+//!   (`manifests/pmupcw.man`, parsed by `counter-manifest`): each counter's type, name, base counter
+//!   (the counter that follows a fraction) and `aggregate` attribute.
+//! * [`enumerate`] lists the instances (PcwCallbackEnumerateInstances); [`sample`] collects the raw
+//!   data of every counter (PcwCallbackCollectData with the full CounterMask) stamped with the
+//!   double's KeQueryPerformanceCounter clock (10 MHz).
+//! * [`values`] computes what PDH displays from two samples ([`pdh`]), `_Total` included for a
+//!   `multipleAggregate` counterset (perflib aggregates the raw values per the counter's `aggregate`;
+//!   `undefined` gives `_Total` no value).
+//! * [`csv`] prints typeperf's CSV; [`perf_object`] formats a sample as PERF_OBJECT_TYPE blocks and
+//!   validates them with the ExtCounterTestLevel 1 checks.
+
+pub mod csv;
+pub mod pdh;
+pub mod perf_object;
+
+use crate::exports::hal;
+use crate::exports::pcw::{self, Descriptor, InstanceRecord, Query};
+use counter_manifest::{CounterType, DetailLevel, Instances, Manifest, SetIds, assign_string_ids};
+use pdh::{Aggregate, Raw, Value};
+use perf_object::{CounterDefinition, ObjectData, ObjectInstances};
+
+/// The manifest the driver was built from, embedded at compile time.
+pub const MANIFEST_TEXT: &str = include_str!("../../../../manifests/pmupcw.man");
+/// The name perflib gives the aggregate instance.
+pub const TOTAL: &str = "_Total";
+/// pdhmsg.h: the instance is not there (any more).
+pub const PDH_CSTATUS_NO_INSTANCE: u32 = 0x8000_07D1;
+
+/// Parses a counter manifest.
+pub fn parse_manifest(file: &str, text: &str) -> Result<Manifest, String> {
+    counter_manifest::parse(file, text).map_err(|error| format!("{error:?}"))
+}
+
+/// The embedded `manifests/pmupcw.man`.
+pub fn manifest() -> Manifest {
+    parse_manifest("manifests/pmupcw.man", MANIFEST_TEXT).expect("the embedded manifest is valid")
+}
+
+/// One counter as a consumer needs it.
+#[derive(Clone, Debug)]
+pub struct Counter {
+    pub id: u32,
+    pub name: String,
+    pub ty: &'static CounterType,
+    pub aggregate: Aggregate,
+    /// The manifest's struct field: counters sharing one read the same data.
+    pub field: String,
+    pub detail_level: DetailLevel,
+    /// The string resource ids of its name and description (CTRPP's numbering; the title indexes a
+    /// PERF_COUNTER_DEFINITION carries once lodctr has registered them).
+    pub name_index: u32,
+    pub help_index: u32,
+    pub descriptor: Descriptor,
+    /// The index (in [`Counterset::counters`]) of the base counter, for fraction types.
+    pub base: Option<usize>,
+}
+
+impl Counter {
+    /// Whether PDH displays it (base counters are not).
+    pub fn is_displayed(&self) -> bool {
+        !self.ty.is_base
+    }
+}
+
+/// A registered counterset described by the manifest, counters in descriptor order.
+#[derive(Clone, Debug)]
+pub struct Counterset {
+    pub name: String,
+    pub instances: Instances,
+    pub name_index: u32,
+    pub help_index: u32,
+    pub counters: Vec<Counter>,
+}
+
+impl Counterset {
+    /// Pairs `descriptors` (registration order) with the manifest's counterset `name`: every descriptor
+    /// must be a manifest counter of the same size, and every manifest counter registered.
+    pub fn new(manifest: &Manifest, name: &str, descriptors: &[Descriptor]) -> Result<Counterset, String> {
+        let position = manifest
+            .counter_sets
+            .iter()
+            .position(|set| set.name == name)
+            .ok_or_else(|| format!("the manifest has no counterset {name:?}"))?;
+        let set = &manifest.counter_sets[position];
+        let sets: Vec<SetIds> = manifest
+            .counter_sets
+            .iter()
+            .map(|set| SetIds {
+                name_id: set.name_id,
+                description_id: set.description_id,
+                counters: set.counters.iter().map(|c| (c.name_id, c.description_id)).collect(),
+            })
+            .collect();
+        let ids = &assign_string_ids(manifest.provider.resource_base, &sets)[position];
+        let mut counters = Vec::new();
+        for descriptor in descriptors {
+            let (at, counter) = set
+                .counters
+                .iter()
+                .enumerate()
+                .find(|(_, counter)| counter.id == u32::from(descriptor.id))
+                .ok_or_else(|| {
+                    format!("{name}: registered counter id {} is not in the manifest", descriptor.id)
+                })?;
+            if u32::from(descriptor.size) != counter.ty.size {
+                return Err(format!(
+                    "{name}: counter {} registered with size {}, its type {} has {}",
+                    counter.id, descriptor.size, counter.ty.name, counter.ty.size
+                ));
+            }
+            counters.push(Counter {
+                id: counter.id,
+                name: counter.name.clone(),
+                ty: counter.ty,
+                aggregate: Aggregate::parse(counter.aggregate.as_deref()),
+                field: counter.field.clone(),
+                detail_level: counter.detail_level,
+                name_index: ids.counters[at].name,
+                help_index: ids.counters[at].description,
+                descriptor: *descriptor,
+                base: None,
+            });
+        }
+        if counters.len() != set.counters.len() {
+            return Err(format!(
+                "{name}: {} counters registered, the manifest has {}",
+                counters.len(),
+                set.counters.len()
+            ));
+        }
+        // PDH reads a fraction's base from the counter that follows it.
+        for index in 0..counters.len() {
+            if let Some(base_type) = counters[index].ty.base {
+                match counters.get(index + 1) {
+                    Some(next) if next.ty.name == base_type => counters[index].base = Some(index + 1),
+                    _ => {
+                        return Err(format!(
+                            "{name}: {} is not followed by its {base_type} counter",
+                            counters[index].name
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(Counterset {
+            name: name.to_string(),
+            instances: set.instances,
+            name_index: ids.set.name,
+            help_index: ids.set.description,
+            counters,
+        })
+    }
+
+    /// The registered counterset `name` (its descriptors read from the double's PCW).
+    pub fn open(manifest: &Manifest, name: &str) -> Result<Counterset, String> {
+        let descriptors = pcw::descriptors(name).ok_or_else(|| format!("{name:?} is not registered"))?;
+        Counterset::new(manifest, name, &descriptors)
+    }
+
+    /// The CounterMask of every counter.
+    pub fn full_mask(&self) -> u64 {
+        self.counters.iter().fold(0, |mask, counter| mask | 1u64 << counter.id)
+    }
+
+    /// Whether perflib adds a `_Total` instance.
+    pub fn has_total(&self) -> bool {
+        matches!(self.instances, Instances::MultipleAggregate | Instances::GlobalAggregate)
+    }
+
+    /// The index of the counter with id `id`.
+    pub fn index_of(&self, id: u32) -> Option<usize> {
+        self.counters.iter().position(|counter| counter.id == id)
+    }
+}
+
+/// The double's KeQueryPerformanceCounter: (ticks, frequency).
+pub fn performance_counter() -> (i64, i64) {
+    let mut frequency = 0i64;
+    // SAFETY: the export only writes the frequency through the valid pointer passed.
+    let ticks = unsafe { hal::ke_query_performance_counter(&mut frequency) };
+    (ticks, frequency)
+}
+
+fn unix_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+/// One collect of a counterset.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// KeQueryPerformanceCounter at collect time.
+    pub time: i64,
+    pub frequency: i64,
+    /// Wall-clock time of the collect (for typeperf's timestamps).
+    pub unix_millis: i64,
+    pub instances: Vec<InstanceRecord>,
+}
+
+impl Sample {
+    /// The raw values of instance `name`, `_Total` aggregated for a counterset that has one.
+    pub fn values_of(&self, set: &Counterset, name: &str) -> Option<Vec<Option<u64>>> {
+        if name == TOTAL && set.has_total() {
+            return Some(total(set, &self.instances));
+        }
+        let record = self.instances.iter().find(|record| record.name == name)?;
+        Some(values_or_zero(set, record).into_iter().map(Some).collect())
+    }
+}
+
+fn values_or_zero(set: &Counterset, record: &InstanceRecord) -> Vec<u64> {
+    record.values.clone().unwrap_or_else(|| vec![0; set.counters.len()])
+}
+
+/// The instances' names and ids (EnumerateInstances, every instance).
+pub fn enumerate(set: &Counterset) -> Result<Vec<(String, u32)>, String> {
+    let (status, records) = pcw::enumerate(&set.name, &Query::default())
+        .ok_or_else(|| format!("{:?} is not registered", set.name))?;
+    if status < 0 {
+        return Err(format!("{}: EnumerateInstances failed with {status:#x}", set.name));
+    }
+    Ok(records.into_iter().map(|record| (record.name, record.id)).collect())
+}
+
+/// Collects every counter of every instance, stamped with the double's clock.
+pub fn sample(set: &Counterset) -> Result<Sample, String> {
+    sample_with(set, &Query { counter_mask: set.full_mask(), ..Query::default() })
+}
+
+/// Collects with `query`, stamped with the double's clock.
+pub fn sample_with(set: &Counterset, query: &Query) -> Result<Sample, String> {
+    let (time, frequency) = performance_counter();
+    let unix_millis = unix_millis();
+    let (status, instances) =
+        pcw::collect(&set.name, query).ok_or_else(|| format!("{:?} is not registered", set.name))?;
+    if status < 0 {
+        return Err(format!("{}: CollectData failed with {status:#x}", set.name));
+    }
+    Ok(Sample { time, frequency, unix_millis, instances })
+}
+
+/// `_Total`'s raw values: each counter's aggregate over the instances (None: undefined).
+pub fn total(set: &Counterset, instances: &[InstanceRecord]) -> Vec<Option<u64>> {
+    let rows: Vec<Vec<u64>> = instances.iter().map(|record| values_or_zero(set, record)).collect();
+    set.counters
+        .iter()
+        .enumerate()
+        .map(|(index, counter)| {
+            let column: Vec<u64> = rows.iter().map(|row| row[index]).collect();
+            counter.aggregate.apply(&column)
+        })
+        .collect()
+}
+
+/// One displayed value: a counter of an instance (None for a single-instance counterset).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub instance: Option<String>,
+    /// Index in [`Counterset::counters`].
+    pub counter: usize,
+}
+
+/// What typeperf `"\Set(*)\*"` shows: every displayed counter of every instance of `first`, then of
+/// `_Total` (only its counters with a defined aggregate) for a counterset that has one.
+pub fn columns(set: &Counterset, first: &Sample) -> Vec<Column> {
+    let displayed: Vec<usize> = (0..set.counters.len()).filter(|&i| set.counters[i].is_displayed()).collect();
+    if !set.instances.is_multiple() {
+        return displayed.into_iter().map(|counter| Column { instance: None, counter }).collect();
+    }
+    let mut columns = Vec::new();
+    for record in &first.instances {
+        columns
+            .extend(displayed.iter().map(|&counter| Column { instance: Some(record.name.clone()), counter }));
+    }
+    if set.has_total() {
+        columns.extend(
+            displayed
+                .iter()
+                .filter(|&&counter| set.counters[counter].aggregate != Aggregate::Undefined)
+                .map(|&counter| Column { instance: Some(TOTAL.to_string()), counter }),
+        );
+    }
+    columns
+}
+
+/// A column's counter path.
+pub fn path(host: &str, set: &Counterset, column: &Column) -> String {
+    csv::counter_path(host, &set.name, column.instance.as_deref(), &set.counters[column.counter].name)
+}
+
+fn raw_of(set: &Counterset, sample: &Sample, column: &Column) -> Option<Raw> {
+    let name = column.instance.as_deref().unwrap_or("");
+    let values = if column.instance.is_none() {
+        let record = sample.instances.first()?;
+        values_or_zero(set, record).into_iter().map(Some).collect()
+    } else {
+        sample.values_of(set, name)?
+    };
+    let counter = &set.counters[column.counter];
+    Some(Raw {
+        value: values[column.counter]?,
+        base: match counter.base {
+            Some(base) => Some(values[base]?),
+            None => None,
+        },
+        time: sample.time,
+        frequency: sample.frequency,
+    })
+}
+
+/// The displayed value of each column from the previous sample (None: this is the first) and the
+/// current one.
+pub fn values(
+    set: &Counterset,
+    columns: &[Column],
+    previous: Option<&Sample>,
+    current: &Sample,
+) -> Vec<Value> {
+    columns
+        .iter()
+        .map(|column| match raw_of(set, current, column) {
+            None => Value::Status(PDH_CSTATUS_NO_INSTANCE),
+            Some(now) => {
+                let before = previous.and_then(|previous| raw_of(set, previous, column));
+                pdh::compute(set.counters[column.counter].ty, before.as_ref(), &now)
+            }
+        })
+        .collect()
+}
+
+/// The sample as a PERF_OBJECT_TYPE block's content (with `_Total` for a counterset that has one;
+/// undefined aggregates read 0 there). Title indexes are the manifest's string resource ids; on
+/// Windows lodctr assigns the real ones.
+pub fn object_data(set: &Counterset, sample: &Sample) -> ObjectData {
+    let counters = set
+        .counters
+        .iter()
+        .map(|counter| CounterDefinition {
+            name_index: counter.name_index,
+            help_index: counter.help_index,
+            detail_level: match counter.detail_level {
+                DetailLevel::Standard => perf_object::PERF_DETAIL_NOVICE,
+                DetailLevel::Advanced => perf_object::PERF_DETAIL_ADVANCED,
+            },
+            counter_type: counter.ty.value,
+            size: u32::from(counter.descriptor.size),
+        })
+        .collect();
+    let instances = if set.instances.is_multiple() {
+        let mut instances: Vec<(String, Vec<u64>)> = sample
+            .instances
+            .iter()
+            .map(|record| (record.name.clone(), values_or_zero(set, record)))
+            .collect();
+        if set.has_total() {
+            let total = total(set, &sample.instances).into_iter().map(|value| value.unwrap_or(0)).collect();
+            instances.push((TOTAL.to_string(), total));
+        }
+        ObjectInstances::Multiple(instances)
+    } else {
+        ObjectInstances::Single(
+            sample.instances.first().map_or_else(|| vec![0; set.counters.len()], |r| values_or_zero(set, r)),
+        )
+    };
+    ObjectData {
+        name_index: set.name_index,
+        help_index: set.help_index,
+        counters,
+        instances,
+        perf_time: sample.time,
+        perf_freq: sample.frequency,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptors(manifest: &Manifest, name: &str) -> Vec<Descriptor> {
+        let set = manifest.counter_sets.iter().find(|set| set.name == name).unwrap();
+        set.counters
+            .iter()
+            .map(|counter| {
+                let field = set.layout.field(&counter.field).unwrap();
+                Descriptor {
+                    id: counter.id as u16,
+                    struct_index: 0,
+                    offset: field.offset as u16,
+                    size: counter.ty.size as u16,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pairs_descriptors_with_the_manifest() {
+        let manifest = manifest();
+        let set =
+            Counterset::new(&manifest, "Hardware Counters", &descriptors(&manifest, "Hardware Counters"))
+                .unwrap();
+        assert_eq!(set.counters.len(), 21);
+        assert!(set.has_total());
+        assert_eq!(set.full_mask(), (1 << 21) - 1);
+        let ipc = set.index_of(14).unwrap();
+        assert_eq!(set.counters[ipc].ty.name, "perf_average_bulk");
+        assert_eq!(set.counters[ipc].base, Some(ipc + 1));
+        assert_eq!(set.counters[0].aggregate, Aggregate::Sum);
+        assert_eq!(set.counters[ipc].aggregate, Aggregate::Undefined);
+        let mut wrong = descriptors(&manifest, "Hardware Counters");
+        wrong[0].size = 4;
+        assert!(Counterset::new(&manifest, "Hardware Counters", &wrong).is_err());
+        assert!(Counterset::new(&manifest, "Hardware Counters", &wrong[1..]).is_err());
+    }
+
+    fn record(name: &str, values: Vec<u64>) -> InstanceRecord {
+        InstanceRecord { name: name.into(), id: 0, values: Some(values) }
+    }
+
+    #[test]
+    fn computes_rates_ratios_and_total() {
+        let manifest = manifest();
+        let set =
+            Counterset::new(&manifest, "Hardware Counters", &descriptors(&manifest, "Hardware Counters"))
+                .unwrap();
+        let mut first = vec![0u64; 21];
+        first[0] = 1000;
+        first[7] = 1000;
+        first[14] = 100;
+        first[15] = 100;
+        let mut second = first.clone();
+        second[0] = 3000;
+        second[7] = 3000;
+        second[14] = 400;
+        second[15] = 300;
+        let sample = |time, values: &Vec<u64>| Sample {
+            time,
+            frequency: 10_000_000,
+            unix_millis: 0,
+            instances: vec![record("0,0", values.clone()), record("0,1", values.clone())],
+        };
+        let (one, two) = (sample(10_000_000, &first), sample(20_000_000, &second));
+        let columns = columns(&set, &one);
+        // 18 displayed counters per instance (3 bases hidden); _Total has the 15 with an aggregate.
+        assert_eq!(columns.len(), 2 * 18 + 15);
+        let at = |instance: &str, id: u32| {
+            columns
+                .iter()
+                .position(|c| {
+                    c.instance.as_deref() == Some(instance) && c.counter == set.index_of(id).unwrap()
+                })
+                .unwrap()
+        };
+        let before = values(&set, &columns, None, &one);
+        assert_eq!(before[at("0,0", 0)], Value::NoValue);
+        assert_eq!(before[at("0,0", 7)], Value::Value(1000.0));
+        assert_eq!(before[at("_Total", 7)], Value::Value(2000.0));
+        let after = values(&set, &columns, Some(&one), &two);
+        assert_eq!(after[at("0,0", 0)], Value::Value(2000.0));
+        assert_eq!(after[at("_Total", 0)], Value::Value(4000.0));
+        assert_eq!(after[at("0,1", 14)], Value::Value(1.5));
+        assert!(!columns.iter().any(|c| c.instance.as_deref() == Some("_Total") && c.counter == 14));
+        let backwards = values(&set, &columns, Some(&two), &sample(30_000_000, &first));
+        assert_eq!(backwards[at("0,0", 0)], Value::Status(pdh::PDH_CALC_NEGATIVE_VALUE));
+        assert_eq!(
+            path("HOST", &set, &columns[0]),
+            r"\\HOST\Hardware Counters(0,0)\Instructions Retired/sec"
+        );
+    }
+
+    #[test]
+    fn formats_a_sample_that_validates() {
+        let manifest = manifest();
+        let set =
+            Counterset::new(&manifest, "Hardware Counters", &descriptors(&manifest, "Hardware Counters"))
+                .unwrap();
+        let status = Counterset::new(
+            &manifest,
+            "Hardware Counters Driver",
+            &descriptors(&manifest, "Hardware Counters Driver"),
+        )
+        .unwrap();
+        let sample = Sample {
+            time: 5,
+            frequency: 10_000_000,
+            unix_millis: 0,
+            instances: vec![record("0,0", vec![3; 21]), record("0,1", vec![4; 21])],
+        };
+        let single = Sample { instances: vec![record("", vec![1; 8])], ..sample.clone() };
+        let objects = [
+            perf_object::format_object(&object_data(&set, &sample)),
+            perf_object::format_object(&object_data(&status, &single)),
+        ];
+        let mut buffer = perf_object::GuardedBuffer::new(8192);
+        let result = perf_object::collect_into(&mut buffer, &objects);
+        assert_eq!(perf_object::validate_collect(&buffer, &result), []);
+    }
+}

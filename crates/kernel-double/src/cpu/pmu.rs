@@ -1,0 +1,551 @@
+//! The virtual PMU: one per virtual processor, behind the MSR map, for the chosen CPU model's layout.
+//!
+//! * Intel architectural semantics: IA32_PERFEVTSELx (EN bit 22, INT bit 20, USR 16 / OS 17),
+//!   IA32_FIXED_CTR_CTRL (4-bit fields: OS, USR, AnyThread, PMI), IA32_PERF_GLOBAL_CTRL (a counter
+//!   counts only when both its own enable and its global bit are set), W-bit counters, legacy IA32_PMCx
+//!   writes sign-extended from bit 31 (IA32_A_PMCx writes the full width), IA32_PERF_GLOBAL_STATUS set
+//!   on a wrap and read-only (a write is a violation), IA32_PERF_GLOBAL_OVF_CTRL clearing it.
+//! * AMD core counters: PerfCtl/PerfCtr at 0xC0010200+2i / +2i+1 (legacy aliases 0xC0010000+i /
+//!   0xC0010004+i for i < 4); with PerfMonV2, PerfCntrGlobalStatus / GlobalCtl / GlobalStatusClr at
+//!   0xC0000300..302 (a counter needs both its EN and its global bit); without it, EN alone enables a
+//!   counter and a wrap is reported nowhere (the driver extends such counters by polling).
+//!
+//! **Workload.** Counters advance only when the test steps a virtual processor ([`step`]): `units` of
+//! work make [`RATES`] events of each kind (instructions, core cycles, reference cycles, LLC
+//! references, LLC misses, branches, branch mispredicts). [`counted`] is the exact total each event's
+//! counter has accumulated since the driver first programmed it (including [`preload`] jumps): what the
+//! driver must report.
+//!
+//! **Overflow interrupts.** A wrap sets the counter's global status bit; if the counter's INT/PMI bit is
+//! set and the HAL has an overflow handler registered, the processor has a PMI pending. Each virtual
+//! processor has an *occupancy* lock standing for "this processor is executing something at raised
+//! IRQL": KeIpiGenericCall holds it while the broadcast worker runs on that processor. A pending PMI is
+//! delivered between instructions of whoever occupies the processor, at the points where the double
+//! regains control: after every trapped instruction (rdmsr, wrmsr, cr8, cli/sti, cpuid) and when the
+//! worker returns, provided the occupant's IRQL is below PROFILE_LEVEL (15, as on x64: so a PMI *does*
+//! interrupt an IPI_LEVEL (14) worker). When nobody occupies the processor, the stepping thread itself
+//! takes the occupancy and delivers the PMI as that processor. Delivery runs the registered handler at
+//! PROFILE_LEVEL with the processor's identity and the global status bits, then clears those status
+//! bits, as the HAL does. A processor is not stepped again until its PMI has been delivered (a real PMI
+//! arrives within a few hundred cycles, long before a 48-bit counter can wrap again).
+//!
+//! Limits: the interrupt cannot land *inside* a run of driver instructions that do not trap (between
+//! two plain loads, say); only at trap points. The driver's read protocol (rdmsr status, rdmsr counter,
+//! rdmsr status) traps at every step, so its windows are all exercised.
+
+use super::cpuid::{self, PmuKind};
+use super::{Kpcr, PROFILE_LEVEL, topology};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Events per workload unit, in the order of the driver's totals: instructions, core cycles,
+/// reference cycles, LLC references, LLC misses, branches, branch mispredicts.
+pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1];
+pub const EVENTS: usize = 7;
+pub const INSTRUCTIONS: usize = 0;
+pub const CORE_CYCLES: usize = 1;
+pub const REFERENCE_CYCLES: usize = 2;
+
+const IA32_PMC0: u32 = 0xC1;
+const IA32_A_PMC0: u32 = 0x4C1;
+const IA32_PERFEVTSEL0: u32 = 0x186;
+const IA32_FIXED_CTR0: u32 = 0x309;
+const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
+const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
+const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
+const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
+const AMD_PERF_EVT_SEL0: u32 = 0xC001_0000;
+const AMD_PERF_CTR0: u32 = 0xC001_0004;
+const AMD_PERF_CTL_CORE0: u32 = 0xC001_0200;
+const AMD_GLOBAL_STATUS: u32 = 0xC000_0300;
+const AMD_GLOBAL_CTL: u32 = 0xC000_0301;
+const AMD_GLOBAL_STATUS_CLR: u32 = 0xC000_0302;
+
+const EN: u64 = 1 << 22;
+const INT: u64 = 1 << 20;
+const USR_OS: u64 = 3 << 16;
+
+/// No PMI pending, one pending, one being delivered.
+const PMI_NONE: u8 = 0;
+const PMI_PENDING: u8 = 1;
+const PMI_DELIVERING: u8 = 2;
+
+/// One counter of one virtual processor.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counter {
+    value: u64,
+    /// IA32_PERFEVTSELx / PerfCtl (GP counters only).
+    control: u64,
+}
+
+#[derive(Debug, Default)]
+struct VpPmu {
+    gp: Vec<Counter>,
+    fixed: Vec<Counter>,
+    fixed_ctrl: u64,
+    global_ctrl: u64,
+    global_status: u64,
+    counted: [u64; EVENTS],
+}
+
+struct Processor {
+    pmu: Mutex<VpPmu>,
+    pmi: AtomicU8,
+    occupancy: Mutex<()>,
+    /// The KPCR address of the thread occupying the processor, 0 if none.
+    occupant: AtomicUsize,
+}
+
+struct Pmu {
+    kind: PmuKind,
+    processors: Vec<Processor>,
+}
+
+static PMU: OnceLock<Pmu> = OnceLock::new();
+static HANDLER: AtomicUsize = AtomicUsize::new(0);
+static HANDLE: AtomicUsize = AtomicUsize::new(0);
+static DELIVERING: AtomicUsize = AtomicUsize::new(0);
+static DELIVERED: AtomicU64 = AtomicU64::new(0);
+static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
+
+fn pmu() -> &'static Pmu {
+    PMU.get_or_init(|| {
+        let kind = cpuid::model().pmu;
+        let (gp, fixed) = match kind {
+            PmuKind::None => (0, 0),
+            PmuKind::Intel { gp, fixed, .. } => (gp, fixed),
+            PmuKind::Amd { counters, .. } => (counters, 0),
+        };
+        let processors = (0..topology::processor_count())
+            .map(|_| Processor {
+                pmu: Mutex::new(VpPmu {
+                    gp: vec![Counter::default(); usize::from(gp)],
+                    fixed: vec![Counter::default(); usize::from(fixed)],
+                    ..VpPmu::default()
+                }),
+                pmi: AtomicU8::new(PMI_NONE),
+                occupancy: Mutex::new(()),
+                occupant: AtomicUsize::new(0),
+            })
+            .collect();
+        Pmu { kind, processors }
+    })
+}
+
+fn processor(vp: u32) -> &'static Processor {
+    &pmu().processors[vp as usize]
+}
+
+fn lock(vp: u32) -> MutexGuard<'static, VpPmu> {
+    processor(vp).pmu.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn mask(width: u8) -> u64 {
+    if width >= 64 { u64::MAX } else { (1 << width) - 1 }
+}
+
+/// Which register a PMU MSR is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Register {
+    Gp(usize),
+    /// Intel IA32_PMCx: writes sign-extended from bit 31.
+    LegacyGp(usize),
+    Control(usize),
+    Fixed(usize),
+    FixedCtrl,
+    Status,
+    GlobalCtrl,
+    ClearStatus,
+}
+
+fn decode(kind: PmuKind, msr: u32) -> Option<Register> {
+    let index =
+        |base: u32, count: u8| (msr >= base && msr < base + u32::from(count)).then(|| (msr - base) as usize);
+    match kind {
+        PmuKind::None => None,
+        PmuKind::Intel { gp, fixed, .. } => {
+            if let Some(i) = index(IA32_PMC0, gp) {
+                return Some(Register::LegacyGp(i));
+            }
+            if let Some(i) = index(IA32_A_PMC0, gp) {
+                return Some(Register::Gp(i));
+            }
+            if let Some(i) = index(IA32_PERFEVTSEL0, gp) {
+                return Some(Register::Control(i));
+            }
+            if let Some(i) = index(IA32_FIXED_CTR0, fixed) {
+                return Some(Register::Fixed(i));
+            }
+            match msr {
+                IA32_FIXED_CTR_CTRL => Some(Register::FixedCtrl),
+                IA32_PERF_GLOBAL_STATUS => Some(Register::Status),
+                IA32_PERF_GLOBAL_CTRL => Some(Register::GlobalCtrl),
+                IA32_PERF_GLOBAL_OVF_CTRL => Some(Register::ClearStatus),
+                _ => None,
+            }
+        }
+        PmuKind::Amd { counters, perfmon_v2 } => {
+            if msr >= AMD_PERF_CTL_CORE0 && msr < AMD_PERF_CTL_CORE0 + 2 * u32::from(counters) {
+                let offset = msr - AMD_PERF_CTL_CORE0;
+                let i = (offset / 2) as usize;
+                return Some(if offset.is_multiple_of(2) { Register::Control(i) } else { Register::Gp(i) });
+            }
+            if let Some(i) = index(AMD_PERF_EVT_SEL0, counters.min(4)) {
+                return Some(Register::Control(i));
+            }
+            if let Some(i) = index(AMD_PERF_CTR0, counters.min(4)) {
+                return Some(Register::Gp(i));
+            }
+            match msr {
+                AMD_GLOBAL_STATUS if perfmon_v2 => Some(Register::Status),
+                AMD_GLOBAL_CTL if perfmon_v2 => Some(Register::GlobalCtrl),
+                AMD_GLOBAL_STATUS_CLR if perfmon_v2 => Some(Register::ClearStatus),
+                _ => None,
+            }
+        }
+    }
+}
+
+fn widths(kind: PmuKind) -> (u8, u8) {
+    match kind {
+        PmuKind::None => (0, 0),
+        PmuKind::Intel { gp_width, fixed_width, .. } => (gp_width, fixed_width),
+        PmuKind::Amd { .. } => (48, 0),
+    }
+}
+
+/// Whether `msr` is a register of the chosen model's PMU.
+pub fn is_pmu_msr(msr: u32) -> bool {
+    decode(pmu().kind, msr).is_some()
+}
+
+/// rdmsr of a PMU register on `vp`; `None` if `msr` is not one.
+pub(crate) fn read(vp: u32, msr: u32) -> Option<u64> {
+    let kind = pmu().kind;
+    let register = decode(kind, msr)?;
+    let state = lock(vp);
+    Some(match register {
+        Register::Gp(i) | Register::LegacyGp(i) => state.gp[i].value,
+        Register::Control(i) => state.gp[i].control,
+        Register::Fixed(i) => state.fixed[i].value,
+        Register::FixedCtrl => state.fixed_ctrl,
+        Register::Status => state.global_status,
+        Register::GlobalCtrl => state.global_ctrl,
+        Register::ClearStatus => 0,
+    })
+}
+
+/// rdpmc on `vp`: Intel ECX bit 30 selects fixed counter ECX[29:0], else general-purpose counter ECX;
+/// AMD ECX is the core counter number. `None` for a counter the model does not have (#GP on hardware).
+pub(crate) fn read_pmc(vp: u32, ecx: u32) -> Option<u64> {
+    let kind = pmu().kind;
+    let state = lock(vp);
+    let index = (ecx & 0x3FFF_FFFF) as usize;
+    match kind {
+        PmuKind::Intel { .. } if ecx & (1 << 30) != 0 => state.fixed.get(index).map(|counter| counter.value),
+        PmuKind::Intel { .. } | PmuKind::Amd { .. } => state.gp.get(index).map(|counter| counter.value),
+        PmuKind::None => None,
+    }
+}
+
+/// wrmsr of a PMU register on `vp`: `None` if `msr` is not one, `Some(Err(why))` if the write would
+/// fault on real hardware.
+pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>> {
+    let kind = pmu().kind;
+    let register = decode(kind, msr)?;
+    let (gp_width, fixed_width) = widths(kind);
+    let mut state = lock(vp);
+    match register {
+        Register::Gp(i) => state.gp[i].value = value & mask(gp_width),
+        Register::LegacyGp(i) => state.gp[i].value = (value as u32 as i32 as i64 as u64) & mask(gp_width),
+        Register::Control(i) => state.gp[i].control = value,
+        Register::Fixed(i) => state.fixed[i].value = value & mask(fixed_width),
+        Register::FixedCtrl => state.fixed_ctrl = value,
+        Register::GlobalCtrl => state.global_ctrl = value,
+        Register::ClearStatus => state.global_status &= !value,
+        Register::Status => return Some(Err(format!("write of {value:#x} to the read-only global status"))),
+    }
+    Some(Ok(()))
+}
+
+/// The event a GP counter's control selects (index into [`RATES`]), if it is one the workload makes.
+fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
+    let umask = (control >> 8) & 0xFF;
+    match kind {
+        PmuKind::Intel { .. } => match (control & 0xFF, umask) {
+            (0xC0, 0) => Some(0),
+            (0x3C, 0) => Some(1),
+            (0x3C, 1) => Some(2),
+            (0x2E, 0x4F) => Some(3),
+            (0x2E, 0x41) => Some(4),
+            (0xC4, 0) => Some(5),
+            (0xC5, 0) => Some(6),
+            _ => None,
+        },
+        PmuKind::Amd { .. } => match ((control & 0xFF) | ((control >> 32) & 0xF) << 8, umask) {
+            (0xC0, 0) => Some(0),
+            (0x76, 0) => Some(1),
+            (0x120, 0) => Some(2),
+            (0x60, 0xFF) => Some(3),
+            (0x64, 0x09) => Some(4),
+            (0xC2, 0) => Some(5),
+            (0xC3, 0) => Some(6),
+            _ => None,
+        },
+        PmuKind::None => None,
+    }
+}
+
+/// Advances every enabled counter of `vp` by `units` of work; returns the status bits that raised an
+/// interrupt request.
+fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
+    let (gp_width, fixed_width) = widths(kind);
+    let mut pmi = 0u64;
+    let mut wraps = 0u64;
+    // AMD without PerfMonV2 has no global control (each PerfCtl's EN alone enables) and no status.
+    let no_global = matches!(kind, PmuKind::Amd { perfmon_v2: false, .. });
+    let global_ctrl = if no_global { u64::MAX } else { state.global_ctrl };
+    let mut events: Vec<(usize, bool, u8, usize, bool)> = Vec::new(); // (event, is_fixed, bit, index, int)
+    for (i, counter) in state.gp.iter().enumerate() {
+        let enabled =
+            counter.control & EN != 0 && counter.control & USR_OS != 0 && global_ctrl & (1 << i) != 0;
+        if let (true, Some(event)) = (enabled, gp_event(kind, counter.control)) {
+            events.push((event, false, i as u8, i, counter.control & INT != 0));
+        }
+    }
+    for i in 0..state.fixed.len() {
+        let field = (state.fixed_ctrl >> (4 * i)) & 0xF;
+        let bit = 32 + i as u8;
+        if field & 3 != 0 && global_ctrl & (1 << bit) != 0 && i < 3 {
+            events.push((i, true, bit, i, field & 8 != 0));
+        }
+    }
+    for (event, fixed, bit, index, int) in events {
+        let increment = RATES[event] * units;
+        let (counter, width) =
+            if fixed { (&mut state.fixed[index], fixed_width) } else { (&mut state.gp[index], gp_width) };
+        assert!(increment < 1 << width, "a workload step must not wrap a {width}-bit counter twice");
+        let next = counter.value + increment;
+        counter.value = next & mask(width);
+        state.counted[event] = state.counted[event].wrapping_add(increment);
+        if next > mask(width) && !no_global {
+            wraps |= 1 << bit;
+            if int {
+                pmi |= 1 << bit;
+            }
+        }
+    }
+    state.global_status |= wraps;
+    pmi
+}
+
+/// Runs `units` of work on virtual processor `vp` (counters advance, wraps set status bits) and
+/// delivers the overflow interrupt this raises before returning (see the module docs). Called by
+/// tests, from any thread that is not running driver code.
+pub fn step(vp: u32, units: u64) {
+    let processor = processor(vp);
+    wait_delivered(vp);
+    let pmi = advance(pmu().kind, &mut lock(vp), units);
+    if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
+        processor.pmi.store(PMI_PENDING, Ordering::Release);
+        wait_delivered(vp);
+    }
+}
+
+/// Waits until `vp` has no PMI pending, delivering it on this thread when the processor is free.
+fn wait_delivered(vp: u32) {
+    let processor = processor(vp);
+    while processor.pmi.load(Ordering::Acquire) != PMI_NONE {
+        if let Ok(_occupied) = processor.occupancy.try_lock() {
+            let kpcr = super::current();
+            let (home, irql) = (kpcr.processor_index(), kpcr.irql());
+            kpcr.set_processor(vp);
+            processor.occupant.store(kpcr as *const Kpcr as usize, Ordering::Release);
+            deliver(vp, kpcr);
+            processor.occupant.store(0, Ordering::Release);
+            kpcr.set_processor(home);
+            kpcr.set_irql(irql);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Delivers `vp`'s pending PMI on the calling thread, which occupies `vp` (KPCR `kpcr`), if its IRQL
+/// lets it through. Returns whether it ran the handler.
+fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
+    let processor = processor(vp);
+    if kpcr.irql() >= PROFILE_LEVEL {
+        return false;
+    }
+    if processor
+        .pmi
+        .compare_exchange(PMI_PENDING, PMI_DELIVERING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return false;
+    }
+    DELIVERING.fetch_add(1, Ordering::SeqCst);
+    let handler = HANDLER.load(Ordering::SeqCst);
+    if handler != 0 {
+        let bits = lock(vp).global_status;
+        let previous = kpcr.raise_irql(PROFILE_LEVEL);
+        // SAFETY: the HAL's Overflow descriptor named a PHYSICAL_COUNTER_OVERFLOW_HANDLER,
+        // `VOID (*)(ULONGLONG OverflowBits, HANDLE OwningHandle)`, registered until HalFreeHardwareCounters,
+        // which waits for deliveries in progress.
+        let handler: extern "win64" fn(u64, usize) = unsafe { std::mem::transmute(handler) };
+        handler(bits, HANDLE.load(Ordering::SeqCst));
+        if kpcr.irql() != PROFILE_LEVEL {
+            crate::violations::record(
+                "overflow handler",
+                None,
+                format!("returned at IRQL {} on processor {vp}", kpcr.irql()),
+            );
+        }
+        kpcr.set_irql(previous);
+        lock(vp).global_status &= !bits;
+        DELIVERED.fetch_add(1, Ordering::Relaxed);
+    }
+    DELIVERING.fetch_sub(1, Ordering::SeqCst);
+    processor.pmi.store(PMI_NONE, Ordering::Release);
+    handler != 0
+}
+
+/// A trap point or the end of a broadcast worker on the thread of `kpcr`: delivers its processor's
+/// pending PMI if this thread occupies the processor and its IRQL is below PROFILE_LEVEL.
+pub(crate) fn interruptible_point(kpcr: &Kpcr) {
+    let Some(pmu) = PMU.get() else { return };
+    let vp = kpcr.processor_index();
+    let Some(processor) = pmu.processors.get(vp as usize) else { return };
+    if processor.pmi.load(Ordering::Acquire) == PMI_PENDING
+        && processor.occupant.load(Ordering::Acquire) == kpcr as *const Kpcr as usize
+        && deliver(vp, kpcr)
+    {
+        DELIVERED_TO_OCCUPANT.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Occupancy of a processor by a broadcast worker (KeIpiGenericCall).
+pub(crate) struct Occupied {
+    _guard: MutexGuard<'static, ()>,
+    processor: &'static Processor,
+}
+
+impl Drop for Occupied {
+    fn drop(&mut self) {
+        self.processor.occupant.store(0, Ordering::Release);
+    }
+}
+
+/// Makes the thread of `kpcr` the occupant of `vp` (waiting for another occupant to leave).
+pub(crate) fn occupy(vp: u32, kpcr: &Kpcr) -> Occupied {
+    let processor = processor(vp);
+    let guard = processor.occupancy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    processor.occupant.store(kpcr as *const Kpcr as usize, Ordering::Release);
+    Occupied { _guard: guard, processor }
+}
+
+/// The HAL registers (`Some((handler, handle))`) or withdraws the overflow handler. Withdrawing waits
+/// for deliveries in progress: no handler runs after HalFreeHardwareCounters returns.
+pub(crate) fn set_overflow_handler(handler: Option<(usize, usize)>) {
+    match handler {
+        Some((handler, handle)) => {
+            HANDLE.store(handle, Ordering::SeqCst);
+            HANDLER.store(handler, Ordering::SeqCst);
+        }
+        None => {
+            HANDLER.store(0, Ordering::SeqCst);
+            while DELIVERING.load(Ordering::SeqCst) != 0 {
+                std::thread::yield_now();
+            }
+            if let Some(pmu) = PMU.get() {
+                for processor in &pmu.processors {
+                    let _ = processor.pmi.compare_exchange(
+                        PMI_PENDING,
+                        PMI_NONE,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether `vp` has an overflow interrupt waiting for delivery.
+pub fn pending(vp: u32) -> bool {
+    processor(vp).pmi.load(Ordering::Acquire) == PMI_PENDING
+}
+
+/// Overflow interrupts delivered to the driver's handler so far.
+pub fn delivered() -> u64 {
+    DELIVERED.load(Ordering::Relaxed)
+}
+
+/// Of [`delivered`], those taken by the processor's occupant (a broadcast worker, between its
+/// instructions or as it returned) rather than by the stepping thread.
+pub fn delivered_to_occupant() -> u64 {
+    DELIVERED_TO_OCCUPANT.load(Ordering::Relaxed)
+}
+
+/// The exact number of `event` events `vp`'s counters have counted (plus [`preload`] jumps): what the
+/// driver must report for that processor once it has read the counters.
+pub fn counted(vp: u32, event: usize) -> u64 {
+    lock(vp).counted[event]
+}
+
+/// Sets the counter at `msr` of `vp` to `value` (masked to its width) as if it had counted the
+/// difference: a test's way to start a counter near its wrap point just after the driver programmed
+/// it. Panics if `msr` is not a counter of the model or the counter counts no workload event.
+pub fn preload(vp: u32, msr: u32, value: u64) {
+    let kind = pmu().kind;
+    let (gp_width, fixed_width) = widths(kind);
+    let mut state = lock(vp);
+    let (counter, width, event) = match decode(kind, msr) {
+        Some(Register::Gp(i) | Register::LegacyGp(i)) => {
+            let event = gp_event(kind, state.gp[i].control);
+            (&mut state.gp[i], gp_width, event)
+        }
+        Some(Register::Fixed(i)) => (&mut state.fixed[i], fixed_width, (i < 3).then_some(i)),
+        other => panic!("MSR {msr:#x} is not a counter ({other:?})"),
+    };
+    let event = event.unwrap_or_else(|| panic!("MSR {msr:#x} counts no workload event"));
+    let value = value & mask(width);
+    let jump = value.wrapping_sub(counter.value) & mask(width);
+    counter.value = value;
+    state.counted[event] = state.counted[event].wrapping_add(jump);
+}
+
+/// The counter MSRs of the model that are programmed to count a workload event on `vp` right now,
+/// with the event (index into [`RATES`]).
+pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
+    let kind = pmu().kind;
+    let state = lock(vp);
+    let mut counters = Vec::new();
+    for i in 0..state.fixed.len().min(3) {
+        if (state.fixed_ctrl >> (4 * i)) & 3 != 0 {
+            counters.push((IA32_FIXED_CTR0 + i as u32, i));
+        }
+    }
+    for (i, counter) in state.gp.iter().enumerate() {
+        if counter.control & EN != 0
+            && let Some(event) = gp_event(kind, counter.control)
+        {
+            let msr = match kind {
+                PmuKind::Amd { .. } => AMD_PERF_CTL_CORE0 + 2 * i as u32 + 1,
+                _ => IA32_PMC0 + i as u32,
+            };
+            counters.push((msr, event));
+        }
+    }
+    counters
+}
+
+/// Whether every PMU register of `vp` is zero (what a release must leave behind).
+pub fn all_zero(vp: u32) -> bool {
+    let state = lock(vp);
+    state.gp.iter().chain(&state.fixed).all(|counter| counter.value == 0 && counter.control == 0)
+        && state.fixed_ctrl == 0
+        && state.global_ctrl == 0
+        && state.global_status == 0
+}
