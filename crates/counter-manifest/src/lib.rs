@@ -28,7 +28,7 @@ pub use parse::{COUNTERS_NAMESPACE, MAX_COUNTER_ID, is_guid, parse};
 pub use rc_tool::{LLVM_RC_NAMES, RcTool, compile_rc, find_llvm_rc};
 pub use resources::{
     AssignedIds, ElementIds, SetIds, StringKind, StringResource, assign_string_ids, element_string_ids,
-    generate_rc, rc_string, string_resources, version_numbers,
+    generate_rc, manifest_string_ids, rc_string, string_resources, version_numbers,
 };
 pub use rust::generate_rust;
 pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};

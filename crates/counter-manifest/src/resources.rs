@@ -130,9 +130,8 @@ pub fn assign_string_ids(resource_base: u32, sets: &[SetIds]) -> Vec<AssignedIds
         .collect()
 }
 
-/// Every string of the manifest with its resource id, in string-table order (ascending id, as CTRPP
-/// writes them).
-pub fn string_resources(manifest: &Manifest) -> Vec<StringResource> {
+/// The string resource ids of every counterset of `manifest` and of its counters, in manifest order.
+pub fn manifest_string_ids(manifest: &Manifest) -> Vec<AssignedIds> {
     let ids: Vec<SetIds> = manifest
         .counter_sets
         .iter()
@@ -142,7 +141,13 @@ pub fn string_resources(manifest: &Manifest) -> Vec<StringResource> {
             counters: set.counters.iter().map(|c| (c.name_id, c.description_id)).collect(),
         })
         .collect();
-    let assigned = assign_string_ids(manifest.provider.resource_base, &ids);
+    assign_string_ids(manifest.provider.resource_base, &ids)
+}
+
+/// Every string of the manifest with its resource id, in string-table order (ascending id, as CTRPP
+/// writes them).
+pub fn string_resources(manifest: &Manifest) -> Vec<StringResource> {
+    let assigned = manifest_string_ids(manifest);
     let mut strings = Vec::new();
     for (s, (set, ids)) in manifest.counter_sets.iter().zip(&assigned).enumerate() {
         let mut push = |ids: &ElementIds, name: &str, description: &str, counter| {

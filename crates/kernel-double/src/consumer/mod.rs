@@ -18,7 +18,7 @@ pub mod perf_object;
 
 use crate::exports::hal;
 use crate::exports::pcw::{self, Descriptor, InstanceRecord, Query};
-use counter_manifest::{CounterType, DetailLevel, Instances, Manifest, SetIds, assign_string_ids};
+use counter_manifest::{CounterType, DetailLevel, Instances, Manifest, manifest_string_ids};
 use pdh::{Aggregate, Raw, Value};
 use perf_object::{CounterDefinition, ObjectData, ObjectInstances};
 
@@ -85,16 +85,7 @@ impl Counterset {
             .position(|set| set.name == name)
             .ok_or_else(|| format!("the manifest has no counterset {name:?}"))?;
         let set = &manifest.counter_sets[position];
-        let sets: Vec<SetIds> = manifest
-            .counter_sets
-            .iter()
-            .map(|set| SetIds {
-                name_id: set.name_id,
-                description_id: set.description_id,
-                counters: set.counters.iter().map(|c| (c.name_id, c.description_id)).collect(),
-            })
-            .collect();
-        let ids = &assign_string_ids(manifest.provider.resource_base, &sets)[position];
+        let ids = &manifest_string_ids(manifest)[position];
         let mut counters = Vec::new();
         for descriptor in descriptors {
             let (at, counter) = set
