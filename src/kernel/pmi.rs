@@ -36,15 +36,17 @@ impl<T> Target<T> {
     }
 }
 
-/// The current processor's system index, as KeGetCurrentProcessorNumber reads it on x64 (ntddk.h:
-/// `__readgsword(0x184)`, the KPRCB's Number): a load from the processor's own control region, no call.
+/// The current processor's system-wide index across groups, as KeGetCurrentProcessorIndex reads it
+/// on x64 (wdm.h, Windows 7 and later: `__readgsdword(0x1a4)`, the KPRCB's Number): a load from the
+/// processor's own control region, no call. (`gs:[0x184]` is the pre-group LegacyNumber byte, wrong
+/// beyond 256 processors.)
 #[inline(always)]
 pub fn current_processor_index() -> u32 {
-    let index: u16;
-    // SAFETY: in kernel mode on x64 Windows, GS points at the current processor's KPCR, whose word at
-    // 0x184 is its processor number. Reading it has no side effects.
+    let index: u32;
+    // SAFETY: in kernel mode on x64 Windows, GS points at the current processor's KPCR, whose dword at
+    // 0x1a4 is the processor index. Reading it has no side effects.
     unsafe {
-        core::arch::asm!("mov {0:x}, gs:[0x184]", out(reg) index, options(nostack, readonly, preserves_flags))
+        core::arch::asm!("mov {0:e}, gs:[0x1a4]", out(reg) index, options(nostack, readonly, preserves_flags))
     };
-    u32::from(index)
+    index
 }

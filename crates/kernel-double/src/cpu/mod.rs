@@ -1,7 +1,7 @@
 //! Virtual processors: every host thread that runs driver code has a current virtual processor
 //! (system index, group, number) and IRQL, kept in a fake KPCR that GS points at, as on x64 Windows.
 //!
-//! The driver reads its processor number with `mov r16, gs:[0x184]` (the KPRCB's Number) and its IRQL
+//! The driver reads its processor index with `mov r32, gs:[0x1a4]` (the KPRCB's Number) and its IRQL
 //! with `mov r64, cr8` (emulated by [`trap`]). Rust's std and glibc on x86_64 Linux use FS for
 //! thread-local storage and never touch GS, so setting GS's base with `arch_prctl(ARCH_SET_GS)` is safe
 //! (the `gs_is_free_for_the_kpcr` unit test checks it). A thread created by `clone` inherits its
@@ -30,8 +30,12 @@ pub const IPI_LEVEL: u8 = 14;
 pub const PROFILE_LEVEL: u8 = 15;
 pub const HIGH_LEVEL: u8 = 15;
 
-/// Offset of the processor number word the driver reads with `gs:[0x184]`.
-pub const KPCR_PROCESSOR_NUMBER: usize = 0x184;
+/// Offset of the KPRCB's LegacyNumber byte (`KeGetCurrentProcessorNumber` before Windows 7:
+/// `__readgsbyte(0x184)`).
+pub const KPCR_LEGACY_NUMBER: usize = 0x184;
+/// Offset of the KPRCB's Number, the system-wide processor index (`KeGetCurrentProcessorIndex` in
+/// wdm.h: `__readgsdword(0x1a4)`), which the driver's overflow handler reads.
+pub const KPCR_PROCESSOR_INDEX: usize = 0x1A4;
 /// Offset where each export trampoline stores the driver's return address (`mov gs:[0x200], r11`).
 pub const KPCR_LAST_CALLER: usize = 0x200;
 
@@ -40,10 +44,13 @@ pub const KPCR_LAST_CALLER: usize = 0x200;
 /// same thread (never concurrently with other threads).
 #[repr(C, align(4096))]
 pub struct Kpcr {
-    _reserved: [u8; KPCR_PROCESSOR_NUMBER],
+    _reserved: [u8; KPCR_LEGACY_NUMBER],
+    /// KPRCB.LegacyNumber: the index, as a byte (meaningful below 256 processors).
+    legacy_number: AtomicU8,
+    _reserved1: [u8; KPCR_PROCESSOR_INDEX - KPCR_LEGACY_NUMBER - 1],
     /// KPRCB.Number: the current processor's system index.
-    processor_number: AtomicU16,
-    _reserved2: [u8; KPCR_LAST_CALLER - KPCR_PROCESSOR_NUMBER - 2],
+    processor_index: AtomicU32,
+    _reserved2: [u8; KPCR_LAST_CALLER - KPCR_PROCESSOR_INDEX - 4],
     /// Written by the export trampolines: the return address of the driver's last kernel call.
     last_caller: AtomicU64,
     irql: AtomicU8,
@@ -56,7 +63,8 @@ pub struct Kpcr {
 }
 
 const _: () = {
-    assert!(std::mem::offset_of!(Kpcr, processor_number) == KPCR_PROCESSOR_NUMBER);
+    assert!(std::mem::offset_of!(Kpcr, legacy_number) == KPCR_LEGACY_NUMBER);
+    assert!(std::mem::offset_of!(Kpcr, processor_index) == KPCR_PROCESSOR_INDEX);
     assert!(std::mem::offset_of!(Kpcr, last_caller) == KPCR_LAST_CALLER);
     assert!(std::mem::size_of::<Kpcr>() == 4096);
 };
@@ -64,9 +72,11 @@ const _: () = {
 impl Kpcr {
     fn new() -> Kpcr {
         Kpcr {
-            _reserved: [0; KPCR_PROCESSOR_NUMBER],
-            processor_number: AtomicU16::new(0),
-            _reserved2: [0; KPCR_LAST_CALLER - KPCR_PROCESSOR_NUMBER - 2],
+            _reserved: [0; KPCR_LEGACY_NUMBER],
+            legacy_number: AtomicU8::new(0),
+            _reserved1: [0; KPCR_PROCESSOR_INDEX - KPCR_LEGACY_NUMBER - 1],
+            processor_index: AtomicU32::new(0),
+            _reserved2: [0; KPCR_LAST_CALLER - KPCR_PROCESSOR_INDEX - 4],
             last_caller: AtomicU64::new(0),
             irql: AtomicU8::new(PASSIVE_LEVEL),
             interrupts_enabled: AtomicBool::new(true),
@@ -81,13 +91,17 @@ impl Kpcr {
         self.irql.load(Ordering::Relaxed)
     }
 
+    /// Sets the IRQL. Every change goes through here or [`Kpcr::raise_irql`], which tell the loader
+    /// (Force IRQL Checking trims pageable sections at DISPATCH_LEVEL and above).
     pub fn set_irql(&self, irql: u8) {
-        self.irql.store(irql, Ordering::Relaxed);
+        self.raise_irql(irql);
     }
 
     /// Raises (or sets) the IRQL, returning the previous one.
     pub fn raise_irql(&self, irql: u8) -> u8 {
-        self.irql.swap(irql, Ordering::Relaxed)
+        let previous = self.irql.swap(irql, Ordering::Relaxed);
+        crate::loader::irql_changed(previous, irql);
+        previous
     }
 
     pub fn interrupts_enabled(&self) -> bool {
@@ -113,7 +127,8 @@ impl Kpcr {
         let (group, number) = topology::number_from_index(index)
             .unwrap_or_else(|| panic!("virtual processor {index} does not exist"));
         self.index.store(index, Ordering::Relaxed);
-        self.processor_number.store(index as u16, Ordering::Relaxed);
+        self.legacy_number.store(index.min(255) as u8, Ordering::Relaxed);
+        self.processor_index.store(index, Ordering::Relaxed);
         self.group.store(group, Ordering::Relaxed);
         self.number.store(number, Ordering::Relaxed);
     }
@@ -204,10 +219,10 @@ mod tests {
         let text = format!("{}", VALUE.with(Cell::get));
         let joined = std::thread::spawn(move || text.len()).join().unwrap();
         assert_eq!(joined, 1);
-        let word: u16;
-        // SAFETY: GS points at this thread's KPCR page; 0x184 is inside it.
-        unsafe { std::arch::asm!("mov {0:x}, gs:[0x184]", out(reg) word, options(nostack, readonly)) };
-        assert_eq!(word, 0);
+        let index: u32;
+        // SAFETY: GS points at this thread's KPCR page; 0x1a4 is inside it.
+        unsafe { std::arch::asm!("mov {0:e}, gs:[0x1a4]", out(reg) index, options(nostack, readonly)) };
+        assert_eq!(index, 0);
         assert_eq!(gs_base(), kpcr as *const Kpcr as u64);
     }
 }

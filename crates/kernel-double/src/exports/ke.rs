@@ -319,9 +319,10 @@ mod tests {
     static SEEN: Mutex<Vec<(u16, u8)>> = Mutex::new(Vec::new());
 
     extern "win64" fn worker(context: usize) -> usize {
-        let number: u16;
+        let index: u32;
         // SAFETY: the calling thread's GS points at its KPCR (cpu::enter), as the driver's would.
-        unsafe { std::arch::asm!("mov {0:x}, gs:[0x184]", out(reg) number, options(nostack, readonly)) };
+        unsafe { std::arch::asm!("mov {0:e}, gs:[0x1a4]", out(reg) index, options(nostack, readonly)) };
+        let number = index as u16;
         SEEN.lock().unwrap().push((number, cpu::current().irql()));
         context + usize::from(number)
     }
