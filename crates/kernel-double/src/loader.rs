@@ -2,11 +2,21 @@
 //! relocations, binds every import by name to the double's exports, protects each section according to
 //! its characteristics (never writable and executable at once) and, after DriverEntry, makes the
 //! discardable INIT section inaccessible, as Driver Verifier does.
+//!
+//! **Force IRQL Checking** (Driver Verifier): the image's pageable sections (named `PAGE*`) are trimmed,
+//! made inaccessible, whenever a virtual processor raises its IRQL to DISPATCH_LEVEL or above (any IRQL
+//! change goes through the KPCR: `mov cr8`, spin locks, broadcast workers, overflow interrupts; see
+//! [`irql_changed`]), and made accessible again when no processor is at DISPATCH_LEVEL or above. A
+//! fault on a trimmed page ([`pageable_fault`]) is a violation when the faulting processor's IRQL is
+//! DISPATCH_LEVEL or above (Windows would bug-check 0xD1/0xA; the trap handler reports the RVA and
+//! aborts); below it, the page is simply paged back in and the instruction retried, as the memory
+//! manager would. A driver without `PAGE*` sections pays nothing.
 
 use crate::exports::Registry;
 use goblin::pe::PE;
 use std::fmt;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock};
 
 const IMAGE_SCN_MEM_EXECUTE: u32 = 0x2000_0000;
 const IMAGE_SCN_MEM_READ: u32 = 0x4000_0000;
@@ -74,6 +84,128 @@ struct Layout {
 }
 
 static LAYOUT: RwLock<Option<Layout>> = RwLock::new(None);
+
+/// Force IRQL Checking's state: the pageable sections of the loaded image and whether they are trimmed.
+struct Pageable {
+    /// (address, length, protection when paged in) of every `PAGE*` section.
+    regions: Vec<(usize, usize, libc::c_int)>,
+    trimmed: bool,
+}
+
+static PAGEABLE: Mutex<Pageable> = Mutex::new(Pageable { regions: Vec::new(), trimmed: false });
+/// Whether the loaded image has pageable sections (the fast path of [`irql_changed`] without).
+static HAS_PAGEABLE: AtomicBool = AtomicBool::new(false);
+/// Threads whose virtual IRQL is DISPATCH_LEVEL or above.
+static RAISED: AtomicUsize = AtomicUsize::new(0);
+/// Times pageable sections were trimmed, and paged back in after a fault below DISPATCH_LEVEL.
+static TRIMS: AtomicUsize = AtomicUsize::new(0);
+static PAGE_INS: AtomicUsize = AtomicUsize::new(0);
+
+fn pageable() -> std::sync::MutexGuard<'static, Pageable> {
+    PAGEABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Pageable {
+    fn set_trimmed(&mut self, trimmed: bool) {
+        if self.trimmed == trimmed {
+            return;
+        }
+        for &(address, length, protection) in &self.regions {
+            let protection = if trimmed { libc::PROT_NONE } else { protection };
+            // SAFETY: a section of the loaded image's mapping, page-aligned and rounded to pages.
+            unsafe { libc::mprotect(address as *mut libc::c_void, length, protection) };
+        }
+        self.trimmed = trimmed;
+        if trimmed {
+            TRIMS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Called on every change of a thread's virtual IRQL (by [`crate::cpu::Kpcr`]): trims the pageable
+/// sections when a processor reaches DISPATCH_LEVEL, pages them back in when none is there any more.
+pub(crate) fn irql_changed(old: u8, new: u8) {
+    use crate::cpu::DISPATCH_LEVEL;
+    let (was, is) = (old >= DISPATCH_LEVEL, new >= DISPATCH_LEVEL);
+    if was == is {
+        return;
+    }
+    let raised = if is {
+        RAISED.fetch_add(1, Ordering::AcqRel) + 1
+    } else {
+        RAISED.fetch_sub(1, Ordering::AcqRel).saturating_sub(1)
+    };
+    if !HAS_PAGEABLE.load(Ordering::Acquire) {
+        return;
+    }
+    let mut state = pageable();
+    if is {
+        state.set_trimmed(true);
+    } else if raised == 0 && RAISED.load(Ordering::Acquire) == 0 {
+        state.set_trimmed(false);
+    }
+}
+
+/// What a fault at an address in the image's pageable sections means.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PageableFault {
+    /// Not on a trimmed pageable page: some other fault.
+    NotPageable,
+    /// Below DISPATCH_LEVEL: paged back in; retry the instruction.
+    PagedIn,
+    /// At DISPATCH_LEVEL or above: what to report.
+    Violation(String),
+}
+
+/// The trap handler's question for a SIGSEGV at `address` on a thread at `irql`.
+pub fn pageable_fault(address: u64, irql: u8) -> PageableFault {
+    if !HAS_PAGEABLE.load(Ordering::Acquire) {
+        return PageableFault::NotPageable;
+    }
+    let address = address as usize;
+    let mut state = pageable();
+    let inside = state.regions.iter().any(|&(start, length, _)| address >= start && address < start + length);
+    if !inside || !state.trimmed {
+        return PageableFault::NotPageable;
+    }
+    if irql >= crate::cpu::DISPATCH_LEVEL {
+        return PageableFault::Violation(format!("pageable code/data touched at IRQL {irql}"));
+    }
+    state.set_trimmed(false);
+    PAGE_INS.fetch_add(1, Ordering::Relaxed);
+    PageableFault::PagedIn
+}
+
+/// (times the pageable sections were trimmed, times they were paged back in on a fault below
+/// DISPATCH_LEVEL), since the process started.
+pub fn pageable_statistics() -> (usize, usize) {
+    (TRIMS.load(Ordering::Relaxed), PAGE_INS.load(Ordering::Relaxed))
+}
+
+/// Registers the pageable sections of the image at `base`, trimmed at once if a processor is raised.
+fn set_pageable(base: usize, sections: &[Section]) {
+    let mut state = pageable();
+    state.trimmed = false;
+    state.regions = sections
+        .iter()
+        .filter(|section| section.name.starts_with("PAGE"))
+        .map(|section| (base + section.rva, section.length, section.protection))
+        .collect();
+    HAS_PAGEABLE.store(!state.regions.is_empty(), Ordering::Release);
+    if !state.regions.is_empty() && RAISED.load(Ordering::Acquire) > 0 {
+        state.set_trimmed(true);
+    }
+}
+
+/// Forgets the pageable sections of the image at `base` (unloaded).
+fn clear_pageable(base: usize) {
+    let mut state = pageable();
+    if state.regions.first().is_some_and(|&(address, _, _)| address >= base) {
+        HAS_PAGEABLE.store(false, Ordering::Release);
+        state.regions.clear();
+        state.trimmed = false;
+    }
+}
 
 fn bad(why: impl Into<String>) -> LoadError {
     LoadError::Malformed(why.into())
@@ -161,6 +293,7 @@ impl Image {
         image.rewrite_cpuid(&pe)?;
         image.protect()?;
         *LAYOUT.write().unwrap() = Some(Layout { base, size, sections: image.sections.clone() });
+        set_pageable(base, &image.sections);
         Ok(image)
     }
 
@@ -381,6 +514,7 @@ impl Drop for Image {
         let mut layout = LAYOUT.write().unwrap();
         if layout.as_ref().is_some_and(|layout| layout.base == self.base) {
             *layout = None;
+            clear_pageable(self.base);
         }
         if self.unmap_on_drop {
             crate::cpu::cpuid::remove_sites(self.base as u64, self.size as u64);

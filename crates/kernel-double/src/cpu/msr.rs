@@ -1,7 +1,10 @@
 //! The model-specific registers of every virtual processor. The chosen CPU model's PMU registers are
 //! the virtual PMU ([`super::pmu`]); any other MSR is plain storage. A write while the driver does not
 //! own the PMU (HalAllocateHardwareCounters) is a violation, and so is a write the hardware would
-//! refuse (the read-only global status).
+//! refuse (the read-only global status). A PMU register that some processor has but the chosen model
+//! lacks (a counter beyond the model's count, the other vendor's registers, any PMU register of a model
+//! without one, such as a Hyper-V guest without passthrough) does not exist: reading or writing it
+//! would #GP, so either is a violation, a read returns 0 and a write is dropped.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,14 +33,44 @@ pub fn pmu_owned() -> bool {
     PMU_OWNED.load(Ordering::SeqCst)
 }
 
+/// Whether `msr` is a performance-monitoring register of any processor the double knows: Intel
+/// architectural perfmon with up to 8 general and 4 fixed counters, AMD's core counters (legacy and
+/// PerfCtrExtCore) and PerfMonV2's global registers.
+fn is_any_pmu_msr(msr: u32) -> bool {
+    matches!(
+        msr,
+        0xC1..=0xC8
+            | 0x4C1..=0x4C8
+            | 0x186..=0x18D
+            | 0x309..=0x30C
+            | 0x38D..=0x390
+            | 0xC001_0000..=0xC001_0007
+            | 0xC001_0200..=0xC001_020B
+            | 0xC000_0300..=0xC000_0302
+    )
+}
+
+/// Whether `msr` exists on the chosen CPU model: `Err(why)` for a PMU register the model lacks (#GP on
+/// the real machine).
+pub fn check_exists(msr: u32) -> Result<(), String> {
+    if is_any_pmu_msr(msr) && !super::pmu::is_pmu_msr(msr) {
+        return Err(format!("does not exist on {} (#GP)", super::cpuid::model().name));
+    }
+    Ok(())
+}
+
 /// rdmsr executed so far (every MSR, any processor).
 pub fn reads() -> usize {
     READS.load(Ordering::SeqCst)
 }
 
-/// rdmsr on `processor`: the virtual PMU's register, or the last value written, 0 if never written.
+/// rdmsr on `processor`: the virtual PMU's register, or the last value written, 0 if never written
+/// (or if the register does not exist: see [`check_exists`]).
 pub fn read(processor: u32, msr: u32) -> u64 {
     READS.fetch_add(1, Ordering::SeqCst);
+    if check_exists(msr).is_err() {
+        return 0;
+    }
     if let Some(value) = super::pmu::read(processor, msr) {
         return value;
     }
@@ -50,16 +83,19 @@ pub fn read(processor: u32, msr: u32) -> u64 {
 /// refused one.
 pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
     let pmu_owned = pmu_owned();
-    let refused = match super::pmu::write(processor, msr, value) {
-        Some(result) => result.err(),
-        None => {
-            REGISTERS
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .get_or_insert_with(HashMap::new)
-                .insert((processor, msr), value);
-            None
-        }
+    let refused = match check_exists(msr) {
+        Err(missing) => Some(missing),
+        Ok(()) => match super::pmu::write(processor, msr, value) {
+            Some(result) => result.err(),
+            None => {
+                REGISTERS
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .insert((processor, msr), value);
+                None
+            }
+        },
     };
     WRITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(MsrWrite {
         processor,

@@ -18,12 +18,16 @@
 //! driver's code is never inside the host's malloc).
 
 use super::{Kpcr, cpuid, current_if_any, msr, pmu};
+use crate::exports::pool;
 use crate::{loader, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;
 use std::sync::Once;
 
 static INSTALL: Once = Once::new();
+/// siginfo's si_code for a page fault on a page whose protection refuses the access (asm-generic
+/// siginfo.h; the libc crate does not export it).
+const SEGV_ACCERR: libc::c_int = 2;
 
 /// Installs the SIGSEGV and SIGILL handler for the process (once).
 pub fn install() {
@@ -57,6 +61,14 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     let (address, context) = unsafe { ((*info).si_addr() as u64, &mut *context.cast::<libc::ucontext_t>()) };
     let registers = &mut context.uc_mcontext.gregs;
     let rip = registers[libc::REG_RIP as usize] as u64;
+    // SAFETY: as above.
+    let code = unsafe { (*info).si_code };
+    // A page fault on a mapped page the protection refuses (not the #GP of a privileged instruction,
+    // which arrives as SI_KERNEL with no address): maybe a trimmed pageable page or a guard page.
+    if signal == libc::SIGSEGV && code == SEGV_ACCERR && checked_fault(rip, address) {
+        // Paged back in: returning retries the instruction.
+        return;
+    }
     let Some(instruction) = decode_at(rip) else {
         fatal(rip, address, None, "the faulting instruction is not readable (discarded or unmapped code)");
     };
@@ -94,6 +106,24 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
             fatal(rip, address, Some(&instruction), "fault not caused by an emulated instruction")
         }
     }
+}
+
+/// The faults Driver Verifier's checks provoke on purpose: a trimmed pageable page touched (Force IRQL
+/// Checking, [`loader::pageable_fault`]: paged back in below DISPATCH_LEVEL, fatal at or above it) and
+/// a special pool guard page ([`pool::describe_guard_fault`]: fatal). Returns true if the page was
+/// paged back in (retry the instruction), false if the fault is neither.
+fn checked_fault(rip: u64, address: u64) -> bool {
+    let irql = current_if_any().map_or(super::PASSIVE_LEVEL, Kpcr::irql);
+    let (at, why) = match loader::pageable_fault(address, irql) {
+        loader::PageableFault::PagedIn => return true,
+        loader::PageableFault::Violation(why) => ("Force IRQL Checking", why),
+        loader::PageableFault::NotPageable => match pool::describe_guard_fault(address) {
+            Some(why) => ("special pool", why),
+            None => return false,
+        },
+    };
+    violations::record(at, loader::rva_of(rip), why.clone());
+    fatal(rip, address, decode_at(rip).as_ref(), &why);
 }
 
 /// Decodes the instruction at `rip`, copying its bytes with process_vm_readv so that unreadable code
@@ -139,6 +169,14 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
         }
         Code::Rdmsr => {
             let msr = registers[libc::REG_RCX as usize] as u32;
+            if let Err(why) = msr::check_exists(msr) {
+                let processor = kpcr.processor_index();
+                violations::record(
+                    "rdmsr",
+                    loader::rva_of(rip),
+                    format!("MSR {msr:#x} on processor {processor}: {why}"),
+                );
+            }
             let value = msr::read(kpcr.processor_index(), msr);
             registers[libc::REG_RAX as usize] = i64::from(value as u32);
             registers[libc::REG_RDX as usize] = i64::from((value >> 32) as u32);

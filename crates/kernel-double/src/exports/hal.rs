@@ -1,5 +1,17 @@
 //! HalAllocateHardwareCounters / HalFreeHardwareCounters (one owner at a time, resource list
 //! validation) and KeQueryPerformanceCounter (10 MHz, monotonic).
+//!
+//! **Hyper-V.** In a Hyper-V guest without PMU passthrough HalAllocateHardwareCounters still succeeds,
+//! though there are no counters behind the handle: the double does the same whatever CPU model is
+//! presented (with [`crate::cpu::cpuid::PmuKind::None`] any access to a PMU register the model lacks
+//! is then a violation, as it would #GP on the real machine). A driver must decide from CPUID, before
+//! calling the HAL, whether there is a PMU at all; [`allocation_calls`] lets a test check it never asked.
+//!
+//! **Fault injection.** [`fail_allocation`] makes the call with a given sequence number (see
+//! [`allocation_calls`]) fail with a chosen status and a NULL handle, after the arguments have been
+//! validated and without changing the owner: STATUS_INSUFFICIENT_RESOURCES (another client owns the
+//! counters), STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER (a HAL that does not take the resource
+//! list or its Overflow descriptor), or any other status.
 
 use super::enter;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
@@ -40,6 +52,61 @@ pub enum Owner {
 
 static OWNER: Mutex<Option<Owner>> = Mutex::new(None);
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
+static ALLOCATIONS: FaultPlan = FaultPlan::new();
+
+/// Fault injection for one export: counts its calls and fails those with chosen 0-based sequence
+/// numbers, each with its own status. Shared by the exports that support injection (PCW, threads).
+pub(crate) struct FaultPlan {
+    state: Mutex<(u64, Vec<(u64, i32)>)>,
+}
+
+impl FaultPlan {
+    pub(crate) const fn new() -> FaultPlan {
+        FaultPlan { state: Mutex::new((0, Vec::new())) }
+    }
+
+    /// Counts a call; returns the status to fail it with, if one was injected for it.
+    pub(crate) fn next(&self) -> Option<i32> {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let index = state.0;
+        state.0 += 1;
+        let position = state.1.iter().position(|&(at, _)| at == index)?;
+        Some(state.1.swap_remove(position).1)
+    }
+
+    /// Makes call `index` (0-based, counting every call so far) fail with `status`.
+    pub(crate) fn fail(&self, index: u64, status: i32) {
+        assert!(status < 0, "an injected failure needs an error status, not {status:#x}");
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).1.push((index, status));
+    }
+
+    /// Forgets every injected failure not yet taken.
+    pub(crate) fn clear(&self) {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).1.clear();
+    }
+
+    /// Calls made so far.
+    pub(crate) fn calls(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).0
+    }
+}
+
+/// HalAllocateHardwareCounters calls made so far (valid or not): the sequence numbers
+/// [`fail_allocation`] takes.
+pub fn allocation_calls() -> u64 {
+    ALLOCATIONS.calls()
+}
+
+/// Makes HalAllocateHardwareCounters call number `index` (0-based, see [`allocation_calls`]) fail with
+/// `status` and a NULL handle. Several calls may be set to fail; each failure is used once.
+pub fn fail_allocation(index: u64, status: i32) {
+    ALLOCATIONS.fail(index, status);
+}
+
+/// Forgets the HalAllocateHardwareCounters failures not yet injected.
+pub fn clear_allocation_failures() {
+    ALLOCATIONS.clear();
+}
 
 /// The current owner.
 pub fn owner() -> Option<Owner> {
@@ -106,7 +173,8 @@ unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>
 /// `NTSTATUS HalAllocateHardwareCounters(PGROUP_AFFINITY GroupAffinity, ULONG GroupCount,
 /// PPHYSICAL_COUNTER_RESOURCE_LIST ResourceList, PHANDLE CounterSetHandle)`: PASSIVE_LEVEL. One owner
 /// at a time: STATUS_INSUFFICIENT_RESOURCES and a NULL handle while another client owns the counters.
-/// Succeeds on this host's hypervisor with no usable counters, as Hyper-V does.
+/// Succeeds even when the CPU model has no counters, as Hyper-V does in a guest without PMU
+/// passthrough. An injected failure ([`fail_allocation`]) is returned after the arguments are checked.
 ///
 /// # Safety
 /// Called by driver code through its import table, with the arguments the routine documents.
@@ -117,6 +185,7 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
     handle_out: *mut usize,
 ) -> i32 {
     let call = enter("HalAllocateHardwareCounters", PASSIVE_LEVEL);
+    let injected = ALLOCATIONS.next();
     if handle_out.is_null() {
         call.violation("NULL CounterSetHandle".into());
         return STATUS_INVALID_PARAMETER;
@@ -132,6 +201,9 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
         Ok(handler) => handler,
         Err(status) => return status,
     };
+    if let Some(status) = injected {
+        return status;
+    }
     let mut owner = OWNER.lock().unwrap();
     if owner.is_some() {
         return STATUS_INSUFFICIENT_RESOURCES;

@@ -12,6 +12,7 @@ pub mod pcw;
 pub mod pool;
 pub mod ps;
 pub mod rtl;
+pub mod spinlock;
 
 use crate::{cpu, loader, violations};
 use std::collections::HashMap;
@@ -51,11 +52,15 @@ exports! {
     "ntoskrnl.exe" "ExAllocatePool2" kd_ExAllocatePool2 => pool::ex_allocate_pool2;
     "ntoskrnl.exe" "ExFreePoolWithTag" kd_ExFreePoolWithTag => pool::ex_free_pool_with_tag;
     "ntoskrnl.exe" "KeBugCheckEx" kd_KeBugCheckEx => dbg::ke_bug_check_ex;
+    "ntoskrnl.exe" "KeAcquireSpinLockAtDpcLevel" kd_KeAcquireSpinLockAtDpcLevel => spinlock::ke_acquire_spin_lock_at_dpc_level;
+    "ntoskrnl.exe" "KeAcquireSpinLockRaiseToDpc" kd_KeAcquireSpinLockRaiseToDpc => spinlock::ke_acquire_spin_lock_raise_to_dpc;
     "ntoskrnl.exe" "KeClearEvent" kd_KeClearEvent => ke::ke_clear_event;
     "ntoskrnl.exe" "KeGetProcessorNumberFromIndex" kd_KeGetProcessorNumberFromIndex => ke::ke_get_processor_number_from_index;
     "ntoskrnl.exe" "KeInitializeEvent" kd_KeInitializeEvent => ke::ke_initialize_event;
     "ntoskrnl.exe" "KeIpiGenericCall" kd_KeIpiGenericCall => ke::ke_ipi_generic_call;
     "ntoskrnl.exe" "KeQueryActiveProcessorCountEx" kd_KeQueryActiveProcessorCountEx => ke::ke_query_active_processor_count_ex;
+    "ntoskrnl.exe" "KeReleaseSpinLock" kd_KeReleaseSpinLock => spinlock::ke_release_spin_lock;
+    "ntoskrnl.exe" "KeReleaseSpinLockFromDpcLevel" kd_KeReleaseSpinLockFromDpcLevel => spinlock::ke_release_spin_lock_from_dpc_level;
     "ntoskrnl.exe" "KeSetEvent" kd_KeSetEvent => ke::ke_set_event;
     "ntoskrnl.exe" "KeWaitForSingleObject" kd_KeWaitForSingleObject => ke::ke_wait_for_single_object;
     "ntoskrnl.exe" "ObReferenceObjectByHandle" kd_ObReferenceObjectByHandle => ps::ob_reference_object_by_handle;

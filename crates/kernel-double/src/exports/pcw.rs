@@ -5,7 +5,14 @@
 //! PcwRegister validates and copies the registration (version, name, descriptors); instances and
 //! PcwAddInstance validate their data blocks against the descriptors, ids and names (unique ignoring
 //! case); PcwUnregister waits for running callbacks and refuses new ones.
+//!
+//! Fault injection: [`fail_register`] and [`fail_create_instance`] make the call with a given sequence
+//! number ([`register_calls`], [`create_instance_calls`]) fail with a chosen status, after the
+//! arguments are validated and with nothing registered or created. PCW's own failures are
+//! STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or the instance) and
+//! STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup on either.
 
+use super::hal::FaultPlan;
 use super::{UnicodeString, enter, rtl, units_of};
 use crate::cpu::{self, APC_LEVEL, PASSIVE_LEVEL};
 use crate::status::*;
@@ -108,6 +115,35 @@ struct Tables {
 }
 
 static TABLES: Mutex<Option<Tables>> = Mutex::new(None);
+static REGISTER_FAULTS: FaultPlan = FaultPlan::new();
+static CREATE_INSTANCE_FAULTS: FaultPlan = FaultPlan::new();
+
+/// PcwRegister calls made so far: the sequence numbers [`fail_register`] takes.
+pub fn register_calls() -> u64 {
+    REGISTER_FAULTS.calls()
+}
+
+/// Makes PcwRegister call number `index` (0-based, see [`register_calls`]) fail with `status`.
+pub fn fail_register(index: u64, status: i32) {
+    REGISTER_FAULTS.fail(index, status);
+}
+
+/// PcwCreateInstance calls made so far: the sequence numbers [`fail_create_instance`] takes.
+pub fn create_instance_calls() -> u64 {
+    CREATE_INSTANCE_FAULTS.calls()
+}
+
+/// Makes PcwCreateInstance call number `index` (0-based, see [`create_instance_calls`]) fail with
+/// `status`.
+pub fn fail_create_instance(index: u64, status: i32) {
+    CREATE_INSTANCE_FAULTS.fail(index, status);
+}
+
+/// Forgets the PcwRegister and PcwCreateInstance failures not yet injected.
+pub fn clear_failures() {
+    REGISTER_FAULTS.clear();
+    CREATE_INSTANCE_FAULTS.clear();
+}
 /// The IRQL callbacks run at: PASSIVE_LEVEL as perflib does, or higher to provoke IRQL checks.
 static CALLBACK_IRQL: AtomicU8 = AtomicU8::new(PASSIVE_LEVEL);
 
@@ -214,6 +250,7 @@ pub unsafe extern "win64" fn pcw_register(
     info: *const RegistrationInformation,
 ) -> i32 {
     let call = enter("PcwRegister", APC_LEVEL);
+    let injected = REGISTER_FAULTS.next();
     if handle_out.is_null() || info.is_null() {
         call.violation("NULL Registration or Info".into());
         return STATUS_INVALID_PARAMETER;
@@ -260,6 +297,9 @@ pub unsafe extern "win64" fn pcw_register(
             call.violation(format!("counter id {} twice", descriptor.id));
             return STATUS_INVALID_PARAMETER_2;
         }
+    }
+    if let Some(status) = injected {
+        return status;
     }
     let name_text = String::from_utf16_lossy(&name);
     let key = upcased(&name);
@@ -341,6 +381,7 @@ pub unsafe extern "win64" fn pcw_create_instance(
     data: *const Data,
 ) -> i32 {
     let call = enter("PcwCreateInstance", APC_LEVEL);
+    let injected = CREATE_INSTANCE_FAULTS.next();
     if instance_out.is_null() {
         call.violation("NULL Instance".into());
         return STATUS_INVALID_PARAMETER;
@@ -358,6 +399,9 @@ pub unsafe extern "win64" fn pcw_create_instance(
         Ok(blocks) => blocks,
         Err(status) => return status,
     };
+    if let Some(status) = injected {
+        return status;
+    }
     let result = with_tables(|tables| {
         let Some(owner) = tables.registrations.get(&registration) else { return Err(STATUS_INVALID_HANDLE) };
         check_blocks(&owner.descriptors, &blocks)?;

@@ -1,9 +1,17 @@
 //! ExAllocatePool2 / ExFreePoolWithTag with Driver Verifier's pool tracking: every allocation's tag and
 //! size, frees with the wrong tag, double frees and frees of unknown addresses, and a leak report.
+//!
+//! **Special pool** (Driver Verifier's, for every allocation): each block gets its own mapping whose
+//! last page is a no-access guard page, and the block ends against it: a block below a page is placed
+//! at the end of its page, at ExAllocatePool2's 16-byte alignment, so at most 15 bytes of slack lie
+//! between its end and the guard; a block of a page or more starts on a page boundary. Touching the
+//! guard page faults, and the trap handler reports it ([`guard_fault`]) as an access past the end of
+//! the allocation, naming its tag, size and the driver's instruction, then aborts the process (Verifier's
+//! bug check 0xCD). The slack is filled with a pattern checked on free, which catches writes past the
+//! end that stop short of the guard page (a violation, as Verifier's 0xC1).
 
 use super::enter;
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL};
-use std::alloc::Layout;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -13,6 +21,9 @@ const POOL_FLAG_NON_PAGED_EXECUTE: u64 = 0x80;
 const POOL_FLAG_PAGED: u64 = 0x100;
 /// Every flag ExAllocatePool2 documents (wdm.h POOL_FLAG_*, required and optional).
 const POOL_FLAG_KNOWN: u64 = 0x1 | 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100;
+const PAGE: usize = 4096;
+/// What the slack between a block's end and its guard page holds until the block is freed.
+const SLACK_PATTERN: u8 = 0xCD;
 
 /// One live allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +40,25 @@ impl Allocation {
         String::from_utf8_lossy(&self.tag.to_le_bytes()).into_owned()
     }
 
-    fn layout(&self) -> Layout {
-        layout(self.size)
+    /// The special pool mapping holding the block: (start, length including the guard page).
+    fn mapping(&self) -> (usize, usize) {
+        let pages = self.size.max(1).div_ceil(PAGE);
+        let guard = self.guard_page();
+        (guard - pages * PAGE, (pages + 1) * PAGE)
+    }
+
+    /// The no-access page right after the block (and its slack).
+    pub fn guard_page(&self) -> usize {
+        if self.size >= PAGE {
+            self.address + self.size.div_ceil(PAGE) * PAGE
+        } else {
+            self.address + self.size.max(1).next_multiple_of(16)
+        }
+    }
+
+    /// The slack bytes between the block's end and its guard page.
+    fn slack(&self) -> std::ops::Range<usize> {
+        self.address + self.size..self.guard_page()
     }
 }
 
@@ -50,10 +78,64 @@ fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
     f(POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Pool::default))
 }
 
-/// ExAllocatePool2's alignment: 16 bytes below a page, a page from a page up.
-fn layout(size: usize) -> Layout {
-    let align = if size >= 4096 { 4096 } else { 16 };
-    Layout::from_size_align(size.max(1), align).expect("pool size overflow")
+/// Maps a special pool block of `size` bytes (ExAllocatePool2's alignment: 16 bytes below a page, a
+/// page from a page up) ending against a guard page; returns its address, or null.
+fn map_block(size: usize) -> *mut u8 {
+    let pages = size.max(1).div_ceil(PAGE);
+    let length = (pages + 1) * PAGE;
+    // SAFETY: an anonymous private mapping with no address hint: touches no existing memory.
+    let start = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            length,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if start == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    let guard = start as usize + pages * PAGE;
+    // SAFETY: the last page of the mapping just made.
+    if unsafe { libc::mprotect(guard as *mut libc::c_void, PAGE, libc::PROT_NONE) } != 0 {
+        // SAFETY: the mapping just made, which nothing else refers to.
+        unsafe { libc::munmap(start, length) };
+        return std::ptr::null_mut();
+    }
+    let address = if size >= PAGE { start as usize } else { guard - size.max(1).next_multiple_of(16) };
+    address as *mut u8
+}
+
+/// The live allocation whose guard page holds `address`, if any: what the trap handler asks about a
+/// fault it cannot emulate. Takes the pool lock (the faulting thread runs driver code, which never
+/// holds it).
+pub fn guard_fault(address: u64) -> Option<Allocation> {
+    let address = address as usize;
+    let pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    pool.as_ref()?
+        .live
+        .values()
+        .find(|allocation| {
+            let guard = allocation.guard_page();
+            address >= guard && address < guard + PAGE
+        })
+        .copied()
+}
+
+/// The description of a special pool guard page fault at `address`, if it is one, for the fault report.
+pub fn describe_guard_fault(address: u64) -> Option<String> {
+    guard_fault(address).map(|allocation| {
+        format!(
+            "special pool: access past the end of a {}-byte allocation tagged {:?} at {:#x} ({} bytes \
+             past its end, in the guard page)",
+            allocation.size,
+            allocation.tag_text(),
+            allocation.address,
+            address as usize - (allocation.address + allocation.size)
+        )
+    })
 }
 
 /// Every allocation not yet freed (the leak report at unload).
@@ -101,22 +183,18 @@ pub unsafe extern "win64" fn ex_allocate_pool2(flags: u64, size: usize, tag: u32
     if fail || size > (1 << 32) {
         return std::ptr::null_mut();
     }
-    let layout = layout(size);
-    // SAFETY: the layout has a non-zero size.
-    let memory = unsafe {
-        if flags & POOL_FLAG_UNINITIALIZED != 0 {
-            let memory = std::alloc::alloc(layout);
-            if !memory.is_null() {
-                // Uninitialised pool is not zero on Windows: make reliance on zeroes visible.
-                memory.write_bytes(0xA5, layout.size());
-            }
-            memory
-        } else {
-            std::alloc::alloc_zeroed(layout)
-        }
-    };
+    let memory = map_block(size);
     if !memory.is_null() {
         let allocation = Allocation { address: memory as usize, size, tag, flags };
+        // The mapping is zeroed. Uninitialised pool is not zero on Windows: make reliance on zeroes
+        // visible.
+        if flags & POOL_FLAG_UNINITIALIZED != 0 {
+            // SAFETY: the block's `size` bytes lie in the writable part of the new mapping.
+            unsafe { memory.write_bytes(0xA5, size) };
+        }
+        let slack = allocation.slack();
+        // SAFETY: the slack lies between the block and the guard page, in the writable mapping.
+        unsafe { (slack.start as *mut u8).write_bytes(SLACK_PATTERN, slack.len()) };
         with_pool(|pool| {
             pool.freed.remove(&allocation.address);
             pool.live.insert(allocation.address, allocation);
@@ -150,9 +228,22 @@ pub unsafe extern "win64" fn ex_free_pool_with_tag(address: *mut u8, tag: u32) {
                     allocation.tag_text()
                 ));
             }
-            // SAFETY: the address came from the allocator with exactly this layout and is freed once
-            // (removed from the live set above).
-            unsafe { std::alloc::dealloc(address as *mut u8, allocation.layout()) };
+            let slack = allocation.slack();
+            // SAFETY: the slack is mapped and readable until the munmap below.
+            let slack_bytes = unsafe { std::slice::from_raw_parts(slack.start as *const u8, slack.len()) };
+            if let Some(first) = slack_bytes.iter().position(|&byte| byte != SLACK_PATTERN) {
+                call.violation(format!(
+                    "special pool: the {}-byte allocation tagged {:?} at {address:#x} was written past its \
+                     end (at +{:#x}), found when it was freed",
+                    allocation.size,
+                    allocation.tag_text(),
+                    allocation.size + first
+                ));
+            }
+            let (start, length) = allocation.mapping();
+            // SAFETY: the block's own mapping, freed once (removed from the live set above); the driver
+            // must not touch it again (if it does, the fault is reported as a crash).
+            unsafe { libc::munmap(start as *mut libc::c_void, length) };
         }
         Err(true) => call.violation(format!("double free of {address:#x}")),
         Err(false) => call.violation(format!("free of {address:#x}, which is not a pool allocation")),
@@ -186,17 +277,43 @@ mod tests {
             ex_free_pool_with_tag(0x1234 as *mut u8, TAG);
             ex_free_pool_with_tag(page, u32::from_le_bytes(*b"Othr"));
             assert_eq!(outstanding().len(), before);
+
+            // Special pool: a 24-byte block ends 8 bytes before its guard page (16-byte alignment).
+            let block = ex_allocate_pool2(POOL_FLAG_NON_PAGED, 24, TAG);
+            let guard = block as u64 + 32;
+            assert_eq!(guard % 4096, 0);
+            assert_eq!(guard_fault(guard + 100).map(|allocation| allocation.size), Some(24));
+            assert!(guard_fault(guard - 1).is_none());
+            let described = describe_guard_fault(guard).unwrap();
+            assert!(described.contains("24-byte allocation tagged \"Test\""), "{described}");
+            assert!(described.contains("8 bytes past its end"), "{described}");
+            assert!(!readable(guard), "the guard page is no-access");
+            assert!(readable(guard - 1));
+            // A write into the slack is found when the block is freed.
+            block.add(26).write(0);
+            ex_free_pool_with_tag(block, TAG);
         }
         let messages: Vec<String> = violations::take()
             .into_iter()
             .filter(|violation| violation.at.starts_with("Ex"))
             .map(|violation| violation.message)
             .collect();
-        assert_eq!(messages.len(), 5, "{messages:#?}");
+        assert_eq!(messages.len(), 6, "{messages:#?}");
         assert!(messages[0].contains("invalid pool flags"));
         assert!(messages[1].contains("pool tag 0"));
         assert!(messages[2].contains("double free"));
         assert!(messages[3].contains("not a pool allocation"));
         assert!(messages[4].contains("allocated with tag") && messages[4].contains("Test"));
+        assert!(messages[5].contains("24-byte allocation tagged \"Test\""), "{}", messages[5]);
+        assert!(messages[5].contains("written past its end (at +0x1a)"), "{}", messages[5]);
+    }
+
+    /// Whether this process can read the byte at `address` (without faulting).
+    fn readable(address: u64) -> bool {
+        let mut byte = 0u8;
+        let local = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
+        let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 1 };
+        // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
+        unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
     }
 }

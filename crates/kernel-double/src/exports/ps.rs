@@ -35,6 +35,37 @@ struct Objects {
 static OBJECTS: Mutex<Option<Objects>> = Mutex::new(None);
 static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
+static CREATE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+
+/// PsCreateSystemThread calls made so far: the sequence numbers [`fail_create_system_thread`] takes.
+pub fn create_system_thread_calls() -> u64 {
+    CREATE_FAULTS.calls()
+}
+
+/// Makes PsCreateSystemThread call number `index` (0-based, see [`create_system_thread_calls`]) fail
+/// with `status` (STATUS_INSUFFICIENT_RESOURCES is what the kernel returns when it cannot create a
+/// thread), creating no thread and no handle.
+pub fn fail_create_system_thread(index: u64, status: i32) {
+    CREATE_FAULTS.fail(index, status);
+}
+
+/// Forgets the PsCreateSystemThread failures not yet injected.
+pub fn clear_create_system_thread_failures() {
+    CREATE_FAULTS.clear();
+}
+
+static REFERENCE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+
+/// ObReferenceObjectByHandle calls made so far: the sequence numbers [`fail_reference`] takes.
+pub fn reference_calls() -> u64 {
+    REFERENCE_FAULTS.calls()
+}
+
+/// Makes ObReferenceObjectByHandle call number `index` (0-based, see [`reference_calls`]) fail with
+/// `status`, taking no reference.
+pub fn fail_reference(index: u64, status: i32) {
+    REFERENCE_FAULTS.fail(index, status);
+}
 
 fn with_objects<R>(f: impl FnOnce(&mut Objects) -> R) -> R {
     f(OBJECTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Objects::default))
@@ -136,12 +167,16 @@ pub unsafe extern "win64" fn ps_create_system_thread(
     context: usize,
 ) -> i32 {
     let call = enter("PsCreateSystemThread", PASSIVE_LEVEL);
+    let injected = CREATE_FAULTS.next();
     if handle_out.is_null() || start == 0 {
         call.violation("NULL ThreadHandle or StartRoutine".into());
         return STATUS_INVALID_PARAMETER;
     }
     if process != 0 {
         call.violation("a driver's system thread must be created with a NULL ProcessHandle".into());
+    }
+    if let Some(status) = injected {
+        return status;
     }
     let id = NEXT_THREAD.fetch_add(1, Ordering::SeqCst);
     let object = Box::into_raw(Box::new(ThreadObject {
@@ -227,9 +262,13 @@ pub unsafe extern "win64" fn ob_reference_object_by_handle(
     _information: usize,
 ) -> i32 {
     let call = enter("ObReferenceObjectByHandle", PASSIVE_LEVEL);
+    let injected = REFERENCE_FAULTS.next();
     if object_out.is_null() {
         call.violation("NULL Object".into());
         return STATUS_INVALID_PARAMETER;
+    }
+    if let Some(status) = injected {
+        return status;
     }
     let object = with_objects(|objects| {
         let object = *objects.handles.get(&handle)?;

@@ -1,0 +1,301 @@
+//! What the kernel double costs, and what the real driver executes inside it:
+//!
+//! * the double's wall-clock cost per collect (a PcwCallbackCollectData of every Hardware Counters
+//!   instance through the real driver, counters owned) on 4 and 64 virtual processors, and per overflow
+//!   interrupt delivery (a `pmu::step` that wraps one counter, minus the same step without a wrap);
+//!   averaged over many calls, after a warm-up;
+//! * the driver's instructions per collect on 64 virtual processors, and per overflow bit, counted by
+//!   single-stepping: the measured call runs with EFLAGS.TF set, every instruction raises SIGTRAP, and
+//!   the handler counts those whose next RIP lies in the driver image. An instruction the double
+//!   emulates (rdmsr, wrmsr, cr8, cpuid) faults instead of trapping, and the one after it runs before
+//!   the next trap, so the count adds one per emulated instruction (the KPCR's emulation counter).
+//!   The per-bit figure is the slope of the handler's instructions (one delivery on one processor) over
+//!   1..=7 counters wrapping at once; the fixed part is the intercept.
+//!
+//! Each measurement runs in its own process (the double's state is per process): this binary re-runs
+//! itself with `KD_BENCH_CASE` set and prints a table of what the cases report. The image is
+//! `$PMUPCW_PACKAGE_DIR/pmupcw.sys` (default target/package/pmupcw/pmupcw.sys), built by
+//! `cargo make package`. Run with `cargo bench -p kernel-double --bench double`.
+
+use kernel_double::cpu::{self, cpuid, pmu, topology};
+use kernel_double::driver::Driver;
+use kernel_double::exports::pcw;
+use kernel_double::status::STATUS_SUCCESS;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{self, Command};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+const CASE: &str = "KD_BENCH_CASE";
+const HARDWARE_COUNTERS: &str = "Hardware Counters";
+
+fn image_path() -> PathBuf {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::env::var_os("PMUPCW_PACKAGE_DIR")
+        .map_or_else(|| repository.join("target/package/pmupcw"), PathBuf::from)
+        .join("pmupcw.sys")
+}
+
+fn fail(message: String) -> ! {
+    eprintln!("double: {message}");
+    process::exit(1);
+}
+
+/// Loads the driver on `processors` virtual Skylake processors and starts a query (counters owned).
+fn start(processors: u32) -> Driver {
+    topology::configure(processors, 64);
+    cpuid::set_model(&cpuid::SKYLAKE);
+    let image = image_path();
+    if !image.is_file() {
+        fail(format!("{} is missing: run `cargo make package` first", image.display()));
+    }
+    let mut driver = Driver::load(&image).unwrap_or_else(|error| fail(format!("loading: {error}")));
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    cpu::enter(0);
+    assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    driver
+}
+
+fn stop(mut driver: Driver) {
+    assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    let violations = kernel_double::violations::all();
+    if !violations.is_empty() {
+        fail(format!("violations: {violations:?}"));
+    }
+}
+
+fn collect() {
+    let (status, instances) =
+        pcw::collect(HARDWARE_COUNTERS, &pcw::Query::default()).expect("Hardware Counters registered");
+    assert_eq!(status, STATUS_SUCCESS);
+    black_box(instances);
+}
+
+/// Prints one result line for the parent: `RESULT <key> <value>`.
+fn report(key: &str, value: f64) {
+    println!("RESULT {key} {value}");
+}
+
+// --- Single-stepping ---------------------------------------------------------------------------------
+
+static IMAGE_START: AtomicUsize = AtomicUsize::new(0);
+static IMAGE_END: AtomicUsize = AtomicUsize::new(0);
+static IN_IMAGE: AtomicU64 = AtomicU64::new(0);
+static ALL: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_trap(_signal: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: an SA_SIGINFO handler's context is this thread's interrupted ucontext_t.
+    let rip = unsafe { (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RIP as usize] };
+    let rip = rip as usize;
+    ALL.fetch_add(1, Ordering::Relaxed);
+    if rip >= IMAGE_START.load(Ordering::Relaxed) && rip < IMAGE_END.load(Ordering::Relaxed) {
+        IN_IMAGE.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn install_trap_counter(driver: &Driver) {
+    IMAGE_START.store(driver.image().base(), Ordering::SeqCst);
+    IMAGE_END.store(driver.image().base() + driver.image().size(), Ordering::SeqCst);
+    // SAFETY: a zeroed sigaction with an SA_SIGINFO handler that only touches atomics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_trap as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGTRAP, &action, std::ptr::null_mut()), 0);
+    }
+}
+
+/// Runs `f` single-stepped on this thread; returns (driver instructions, all instructions traced).
+#[inline(never)]
+fn single_stepped(f: impl FnOnce()) -> (u64, u64) {
+    let kpcr = cpu::current();
+    let emulated = kpcr.emulated_instructions();
+    IN_IMAGE.store(0, Ordering::SeqCst);
+    ALL.store(0, Ordering::SeqCst);
+    // SAFETY: sets and clears the trap flag of this thread; SIGTRAP is handled by on_trap, which
+    // resumes. pushfq/popfq use the stack below rsp, which asm! without `nostack` allows.
+    unsafe { std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
+    f();
+    // SAFETY: as above.
+    unsafe { std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
+    let emulated = kpcr.emulated_instructions() - emulated;
+    (IN_IMAGE.load(Ordering::SeqCst) + emulated, ALL.load(Ordering::SeqCst))
+}
+
+// --- Cases -------------------------------------------------------------------------------------------
+
+fn case_collect_time(processors: u32, iterations: u32) {
+    let driver = start(processors);
+    for _ in 0..iterations / 10 + 1 {
+        collect();
+    }
+    let emulated = cpu::current().emulated_instructions();
+    let started = Instant::now();
+    for _ in 0..iterations {
+        collect();
+    }
+    let elapsed = started.elapsed();
+    let traps = (cpu::current().emulated_instructions() - emulated) as f64 / f64::from(iterations);
+    report(&format!("collect_ns_{processors}"), elapsed.as_nanos() as f64 / f64::from(iterations));
+    report(&format!("collect_traps_{processors}"), traps);
+    stop(driver);
+}
+
+fn case_pmi_time(iterations: u32) {
+    let driver = start(4);
+    let (instructions, _) =
+        *pmu::programmed_counters(0).iter().find(|(_, event)| *event == pmu::INSTRUCTIONS).unwrap();
+    let delivered = pmu::delivered();
+    let timed = |wrap: bool| {
+        let mut total = 0u128;
+        for _ in 0..iterations {
+            pmu::preload(0, instructions, if wrap { (1 << 48) - 1 } else { 1 });
+            let started = Instant::now();
+            pmu::step(0, 1);
+            total += started.elapsed().as_nanos();
+        }
+        total as f64 / f64::from(iterations)
+    };
+    let _ = timed(true);
+    let _ = timed(false);
+    let with = timed(true);
+    let without = timed(false);
+    assert_eq!(pmu::delivered() - delivered, 2 * u64::from(iterations), "one interrupt per wrapping step");
+    report("step_with_pmi_ns", with);
+    report("step_without_pmi_ns", without);
+    report("pmi_ns", with - without);
+    stop(driver);
+}
+
+fn case_collect_instructions(processors: u32) {
+    let driver = start(processors);
+    install_trap_counter(&driver);
+    collect();
+    let runs = 2;
+    let mut driver_total = 0;
+    let mut all_total = 0;
+    for _ in 0..runs {
+        let (in_driver, all) = single_stepped(collect);
+        driver_total += in_driver;
+        all_total += all;
+    }
+    report(&format!("collect_driver_instructions_{processors}"), (driver_total / runs) as f64);
+    report(&format!("collect_all_instructions_{processors}"), (all_total / runs) as f64);
+    stop(driver);
+}
+
+fn case_pmi_instructions() {
+    let driver = start(4);
+    install_trap_counter(&driver);
+    let counters = pmu::programmed_counters(0);
+    let mut points = Vec::new();
+    for bits in 1..=counters.len() {
+        let delivered = pmu::delivered();
+        for &(msr, _) in &counters[..bits] {
+            pmu::preload(0, msr, (1 << 48) - 1);
+        }
+        let (in_driver, _) = single_stepped(|| pmu::step(0, 1));
+        assert_eq!(pmu::delivered() - delivered, 1, "one interrupt for {bits} wrapping counters");
+        report(&format!("pmi_driver_instructions_{bits}_bits"), in_driver as f64);
+        points.push((bits as f64, in_driver as f64));
+    }
+    // Least-squares line through (bits, instructions).
+    let n = points.len() as f64;
+    let (sx, sy) = points.iter().fold((0.0, 0.0), |(sx, sy), (x, y)| (sx + x, sy + y));
+    let (sxx, sxy) = points.iter().fold((0.0, 0.0), |(sxx, sxy), (x, y)| (sxx + x * x, sxy + x * y));
+    let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    report("pmi_instructions_per_bit", slope);
+    report("pmi_instructions_fixed", (sy - slope * sx) / n);
+    stop(driver);
+}
+
+fn run_case(case: &str) {
+    match case {
+        "collect_time_4" => case_collect_time(4, 20_000),
+        "collect_time_64" => case_collect_time(64, 2_000),
+        "pmi_time" => case_pmi_time(20_000),
+        "collect_instructions_4" => case_collect_instructions(4),
+        "collect_instructions_64" => case_collect_instructions(64),
+        "pmi_instructions" => case_pmi_instructions(),
+        other => fail(format!("unknown case {other}")),
+    }
+}
+
+const CASES: [&str; 6] = [
+    "collect_time_4",
+    "collect_time_64",
+    "pmi_time",
+    "collect_instructions_4",
+    "collect_instructions_64",
+    "pmi_instructions",
+];
+
+fn main() {
+    if let Ok(case) = std::env::var(CASE) {
+        run_case(&case);
+        return;
+    }
+    let executable = std::env::current_exe().unwrap_or_else(|error| fail(format!("current_exe: {error}")));
+    let mut results: Vec<(String, f64)> = Vec::new();
+    for case in CASES {
+        let started = Instant::now();
+        let output = Command::new(&executable)
+            .env(CASE, case)
+            .output()
+            .unwrap_or_else(|error| fail(format!("running case {case}: {error}")));
+        if !output.status.success() {
+            eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+            fail(format!("case {case} failed: {}", output.status));
+        }
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let mut words = line.split_whitespace();
+            if let (Some("RESULT"), Some(key), Some(value)) = (words.next(), words.next(), words.next()) {
+                results.push((key.to_string(), value.parse().unwrap_or(f64::NAN)));
+            }
+        }
+        eprintln!("double: case {case} took {:.2?}", started.elapsed());
+    }
+    let get =
+        |key: &str| results.iter().find(|(name, _)| name == key).map(|(_, value)| *value).unwrap_or(f64::NAN);
+    println!("Kernel double on {} (Skylake model, release build of the double)", image_path().display());
+    println!();
+    println!("| measurement | 4 VPs | 64 VPs |");
+    println!("|---|---:|---:|");
+    println!(
+        "| collect, wall clock (ns, average) | {:.0} | {:.0} |",
+        get("collect_ns_4"),
+        get("collect_ns_64")
+    );
+    println!(
+        "| collect, emulated instructions (traps) | {:.0} | {:.0} |",
+        get("collect_traps_4"),
+        get("collect_traps_64")
+    );
+    println!(
+        "| collect, driver instructions (single-stepped) | {:.0} | {:.0} |",
+        get("collect_driver_instructions_4"),
+        get("collect_driver_instructions_64")
+    );
+    println!(
+        "| collect, all instructions single-stepped (driver + double, signal handlers excluded) | {:.0} | {:.0} |",
+        get("collect_all_instructions_4"),
+        get("collect_all_instructions_64")
+    );
+    println!();
+    println!("| overflow interrupt | value |");
+    println!("|---|---:|");
+    println!("| step with one PMI delivered (ns, average) | {:.0} |", get("step_with_pmi_ns"));
+    println!("| same step without a wrap (ns, average) | {:.0} |", get("step_without_pmi_ns"));
+    println!("| the double's cost per PMI delivery (ns) | {:.0} |", get("pmi_ns"));
+    for bits in 1..=7 {
+        println!(
+            "| driver instructions, one PMI with {bits} overflow bit(s) | {:.0} |",
+            get(&format!("pmi_driver_instructions_{bits}_bits"))
+        );
+    }
+    println!("| driver instructions per overflow bit (slope) | {:.1} |", get("pmi_instructions_per_bit"));
+    println!("| driver instructions per PMI, fixed (intercept) | {:.1} |", get("pmi_instructions_fixed"));
+}
