@@ -43,6 +43,7 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "PsTerminateSystemThread",
             "RtlUpcaseUnicodeChar",
             "ZwClose",
+            "ZwWaitForSingleObject",
             "memcpy",
             "memset",
         ],

@@ -98,16 +98,20 @@ impl<W: Periodic + 'static> SystemThread<W> {
         let status = unsafe {
             ObReferenceObjectByHandle(handle, SYNCHRONIZE, 0, KERNEL_MODE, &mut thread, core::ptr::null_mut())
         };
-        // SAFETY: the handle is ours and closed once; the thread keeps running.
-        unsafe { ntoskrnl_imports::ZwClose(handle) };
         if status < 0 {
-            // Without a reference the thread cannot be waited for, and `shared` must outlive it: stop it
-            // and keep its memory (a leak, but never a use after free). Referencing a handle this driver
-            // has just created with full access does not fail in practice.
+            // Without a reference the thread cannot be waited for later: stop it now and wait for it
+            // through its handle, so it has ended before `shared` (and what its work holds) is freed
+            // and before a failed DriverEntry lets the image be unmapped.
             stop(&shared);
-            core::mem::forget(shared);
+            // SAFETY: the kernel handle just created; no timeout: the thread ends once it sees stop.
+            unsafe { ntoskrnl_imports::ZwWaitForSingleObject(handle, 0, core::ptr::null()) };
+            // SAFETY: the handle is ours and closed once.
+            unsafe { ntoskrnl_imports::ZwClose(handle) };
             return Err(status);
         }
+        // SAFETY: the handle is ours and closed once; the referenced thread object keeps the thread
+        // waitable.
+        unsafe { ntoskrnl_imports::ZwClose(handle) };
         Ok(SystemThread { thread, shared })
     }
 }

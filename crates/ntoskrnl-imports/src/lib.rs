@@ -17,6 +17,7 @@
 //! ULONG  DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)   any IRQL <= DIRQL
 //! WCHAR  RtlUpcaseUnicodeChar(WCHAR SourceCharacter)                     any IRQL
 //! NTSTATUS ZwClose(HANDLE Handle)                                         PASSIVE_LEVEL
+//! NTSTATUS ZwWaitForSingleObject(HANDLE, BOOLEAN, PLARGE_INTEGER)         PASSIVE_LEVEL
 //! ```
 #![no_std]
 
@@ -45,6 +46,10 @@ unsafe extern "system" {
 
     /// `NTSTATUS ZwClose(HANDLE Handle)`: closes a kernel handle. PASSIVE_LEVEL.
     pub fn ZwClose(handle: *mut core::ffi::c_void) -> i32;
+
+    /// `NTSTATUS ZwWaitForSingleObject(HANDLE Handle, BOOLEAN Alertable, PLARGE_INTEGER Timeout)`:
+    /// waits on the object behind a kernel handle. PASSIVE_LEVEL.
+    pub fn ZwWaitForSingleObject(handle: *mut core::ffi::c_void, alertable: u8, timeout: *const i64) -> i32;
 }
 
 /// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.

@@ -74,6 +74,7 @@ exports! {
     "ntoskrnl.exe" "PsTerminateSystemThread" kd_PsTerminateSystemThread => ps::ps_terminate_system_thread;
     "ntoskrnl.exe" "RtlUpcaseUnicodeChar" kd_RtlUpcaseUnicodeChar => rtl::rtl_upcase_unicode_char;
     "ntoskrnl.exe" "ZwClose" kd_ZwClose => ps::zw_close;
+    "ntoskrnl.exe" "ZwWaitForSingleObject" kd_ZwWaitForSingleObject => ps::zw_wait_for_single_object;
     "ntoskrnl.exe" "memcpy" kd_memcpy => rtl::memcpy;
     "ntoskrnl.exe" "memset" kd_memset => rtl::memset;
     "HAL.dll" "HalAllocateHardwareCounters" kd_HalAllocateHardwareCounters => hal::hal_allocate_hardware_counters;

@@ -321,3 +321,24 @@ pub unsafe extern "win64" fn zw_close(handle: usize) -> i32 {
         }
     }
 }
+
+/// `NTSTATUS ZwWaitForSingleObject(HANDLE Handle, BOOLEAN Alertable, PLARGE_INTEGER Timeout)`:
+/// PASSIVE_LEVEL. Waits on the object behind a kernel handle (here: a system thread, signalled when it
+/// ends), with KeWaitForSingleObject's semantics.
+///
+/// # Safety
+/// Called by driver code through its import table, with the arguments the routine documents.
+pub unsafe extern "win64" fn zw_wait_for_single_object(
+    handle: usize,
+    alertable: u8,
+    timeout: *const i64,
+) -> i32 {
+    let call = enter("ZwWaitForSingleObject", PASSIVE_LEVEL);
+    let Some(object) = with_objects(|objects| objects.handles.get(&handle).copied()) else {
+        call.violation(format!("wait on {handle:#x}, which is not an open handle"));
+        return STATUS_INVALID_HANDLE;
+    };
+    // SAFETY: the handle names a live dispatcher object (a thread object this double created); the
+    // timeout pointer is the driver's, as KeWaitForSingleObject documents it.
+    unsafe { super::ke::ke_wait_for_single_object(object as *mut DispatcherHeader, 0, 0, alertable, timeout) }
+}
