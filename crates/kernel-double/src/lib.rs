@@ -1,14 +1,17 @@
-//! A kernel double: runs the real `pmupcw.sys` inside a Linux process (issue 5, first slice).
+//! A kernel double: runs the real `pmupcw.sys` inside a Linux process.
 //!
 //! * [`loader`] maps the PE image at a non-preferred base, relocates it, binds its imports by name to
 //!   the fake exports of [`exports`], protects each section and discards `INIT` after DriverEntry.
 //! * [`cpu`] gives every host thread that runs driver code a virtual processor (index, group, number,
 //!   IRQL) behind a fake KPCR reached through GS, and [`cpu::trap`] emulates the privileged
-//!   instructions (cr8, rdmsr, wrmsr, cli, sti) that fault in user mode.
+//!   instructions (cr8, rdmsr, wrmsr, rdpmc, cli, sti, and the rewritten cpuid) that fault in user mode,
+//!   against a chosen CPU model and a virtual PMU per processor.
 //! * [`exports`] implements the ntoskrnl and HAL routines the driver imports, each checking the
 //!   maximum IRQL it is documented for; [`violations`] collects what the checks find.
 //! * [`driver`] calls DriverEntry and DriverUnload with a fake DRIVER_OBJECT, and [`report`] gathers
 //!   the end-of-run state (leaks, registrations, threads, handles, violations).
+//! * [`consumer`] reads the countersets as PDH does and prints typeperf CSV and PERF_OBJECT_TYPE blocks
+//!   (the `pmupcw-run` binary, `cargo make run`).
 //!
 //! The double's state is per process (signal handler, GS, the fake kernel's tables): run one scenario
 //! per process (cargo-nextest does; with plain `cargo test` each test file holds one test).
