@@ -9,7 +9,7 @@
 //! `cpuid`, which the loader rewrote into `ud2` (SIGILL) at the sites it found ([`super::cpuid`]): a
 //! `ud2` at a recorded site answers from the chosen CPU model, any other `ud2` is the driver's own abort.
 //! After each emulated instruction the virtual processor may take a pending overflow interrupt
-//! ([`super::pmu::interruptible_point`]).
+//! (`pmu::interruptible_point`).
 //! Anything else is a real crash or a touch of a discarded or protected page: the handler prints the
 //! faulting RIP as an image RVA, the address touched and the instruction, and aborts the process.
 //!
