@@ -6,8 +6,8 @@
 //! **Force IRQL Checking** (Driver Verifier): the image's pageable sections (named `PAGE*`) are trimmed,
 //! made inaccessible, whenever a virtual processor raises its IRQL to DISPATCH_LEVEL or above (any IRQL
 //! change goes through the KPCR: `mov cr8`, spin locks, broadcast workers, overflow interrupts; see
-//! [`irql_changed`]), and made accessible again when no processor is at DISPATCH_LEVEL or above. A
-//! fault on a trimmed page ([`pageable_fault`]) is a violation when the faulting processor's IRQL is
+//! `irql_changed`), and made accessible again when no processor is at DISPATCH_LEVEL or above. A
+//! fault on a trimmed page (`pageable_fault`) is a violation when the faulting processor's IRQL is
 //! DISPATCH_LEVEL or above (Windows would bug-check 0xD1/0xA; the trap handler reports the RVA and
 //! aborts); below it, the page is simply paged back in and the instruction retried, as the memory
 //! manager would. A driver without `PAGE*` sections pays nothing.
