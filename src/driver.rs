@@ -4,7 +4,7 @@
 use crate::counters::{driver_status, hardware_counters};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
-use crate::kernel::system_thread::{Periodic, SystemThread};
+use crate::kernel::system_thread::{Periodic, SystemThread, Waker};
 use crate::kernel::{NtStatus, clock, processors};
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::{CountSource, EventCounts, HardwareCounters};
@@ -36,6 +36,9 @@ impl Periodic for SharedPmu {
     }
     fn tick(&self) {
         self.0.tick();
+    }
+    fn attach(&self, waker: Option<Waker>) {
+        self.0.attach(waker);
     }
 }
 

@@ -23,10 +23,31 @@ const KERNEL_MODE: i8 = 0;
 /// Work the thread does.
 pub trait Periodic: Sync {
     /// How long to sleep before the next [`Periodic::tick`], in 100 ns units; `None` sleeps until
-    /// stopped or woken.
+    /// stopped or woken (see [`Periodic::attach`]).
     fn next_tick(&self) -> Option<u64>;
     /// Runs at PASSIVE_LEVEL on the housekeeping thread.
     fn tick(&self);
+    /// Receives the [`Waker`] that makes the thread re-read [`Periodic::next_tick`] at once, when the
+    /// thread starts, and `None` before it ends: after `attach(None)` returns, the work must not use
+    /// the waker any more.
+    fn attach(&self, waker: Option<Waker>);
+}
+
+/// Wakes the housekeeping thread so that it re-reads its schedule. Valid until detached (see
+/// [`Periodic::attach`]). KeSetEvent: callable at IRQL <= DISPATCH_LEVEL.
+pub struct Waker(*const KEVENT);
+
+// SAFETY: a pointer to a kernel event in pool memory, which KeSetEvent may signal from any thread; the
+// owner detaches it before the memory is freed.
+unsafe impl Send for Waker {}
+// SAFETY: as above; `wake` only signals.
+unsafe impl Sync for Waker {}
+
+impl Waker {
+    pub fn wake(&self) {
+        // SAFETY: the event is initialised and alive while the waker is attached (Periodic::attach).
+        unsafe { KeSetEvent(self.0.cast_mut(), 0, false) };
+    }
 }
 
 /// State shared with the thread, in non-paged pool at a fixed address.
@@ -68,6 +89,7 @@ impl<W: Periodic + 'static> SystemThread<W> {
         let mut attributes: OBJECT_ATTRIBUTES = unsafe { core::mem::zeroed() };
         attributes.Length = core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32;
         attributes.Attributes = OBJ_KERNEL_HANDLE;
+        shared.work.attach(Some(Waker(&shared.wake)));
         let mut handle: HANDLE = core::ptr::null_mut();
         let context = (&*shared as *const Shared<W>).cast::<c_void>();
         let start: unsafe extern "system" fn(*const c_void) = thread_main::<W>;
@@ -90,6 +112,7 @@ impl<W: Periodic + 'static> SystemThread<W> {
             )
         };
         if status < 0 {
+            shared.work.attach(None);
             return Err(status);
         }
         let mut thread: *mut c_void = core::ptr::null_mut();
@@ -102,6 +125,7 @@ impl<W: Periodic + 'static> SystemThread<W> {
             // Without a reference the thread cannot be waited for later: stop it now and wait for it
             // through its handle, so it has ended before `shared` (and what its work holds) is freed
             // and before a failed DriverEntry lets the image be unmapped.
+            shared.work.attach(None);
             stop(&shared);
             // SAFETY: the kernel handle just created; no timeout: the thread ends once it sees stop.
             unsafe { ntoskrnl_imports::ZwWaitForSingleObject(handle, 0, core::ptr::null()) };
@@ -118,6 +142,8 @@ impl<W: Periodic + 'static> SystemThread<W> {
 
 impl<W: Periodic + 'static> Drop for SystemThread<W> {
     fn drop(&mut self) {
+        // The work may outlive the thread (it can be shared): it stops using the waker first.
+        self.shared.work.attach(None);
         stop(&self.shared);
         // SAFETY: the referenced thread object is signalled when the thread has terminated; then the
         // reference is dropped once. After this no code of the thread runs, so `shared` may be freed.

@@ -21,7 +21,8 @@ use super::program::{self, Msrs};
 use crate::kernel::all_processors::run_on_every_processor;
 use crate::kernel::hal_counters::{AcquireError, OverflowHandler, Ownership};
 use crate::kernel::pool::{PoolSlice, Zeroable};
-use crate::kernel::{clock, msr, pmi, system_thread::Periodic};
+use crate::kernel::system_thread::{Periodic, Waker};
+use crate::kernel::{clock, msr, pmi};
 use crate::pcw::driver_status::{DriverStatus, PmuState};
 use crate::pcw::hardware_counters::{CountSource, EventCounts};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -75,6 +76,9 @@ pub struct PmuClient {
     queries: AtomicU32,
     /// Performance-counter time (clock::performance_counter) when the last query went away.
     idle_since: AtomicU64,
+    /// Wakes the housekeeping thread when its schedule changes (a session opened, the last query went
+    /// away), so that it can sleep without a timeout while nothing is owned.
+    waker: spin::RwLock<Option<Waker>>,
     status: &'static DriverStatus,
 }
 
@@ -116,6 +120,7 @@ impl PmuClient {
             pmi_owned: AtomicU64::new(0),
             queries: AtomicU32::new(0),
             idle_since: AtomicU64::new(0),
+            waker: spin::RwLock::new(None),
             status,
         })
     }
@@ -197,6 +202,16 @@ impl PmuClient {
             ownership.has_overflow_interrupt()
         );
         *session = Some(Session { ownership, plan, owned });
+        drop(session);
+        // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
+        // (and polling to do, without an interrupt).
+        self.wake_housekeeping();
+    }
+
+    fn wake_housekeeping(&self) {
+        if let Some(waker) = self.waker.read().as_ref() {
+            waker.wake();
+        }
     }
 
     /// Stops, clears and frees the counters, keeping every count as the base of the next session.
@@ -295,11 +310,16 @@ impl CountSource for PmuClient {
         let previous = self.queries.swap(active, Ordering::AcqRel);
         if active == 0 {
             self.idle_since.store(clock::performance_counter(), Ordering::Release);
-        } else if active > previous && self.plan().is_none() && crate::kernel::irql::current() == 0 {
+            self.wake_housekeeping();
+        } else if active > previous && self.plan().is_none() {
             // A query added counters and none are owned (the first query, or the PMU was busy at the
             // last attempt): own them now. PCW calls AddCounter at PASSIVE_LEVEL in practice; at
-            // APC_LEVEL the housekeeping thread does it on its next tick.
-            self.acquire();
+            // APC_LEVEL the housekeeping thread does it, woken now.
+            if crate::kernel::irql::current() == 0 {
+                self.acquire();
+            } else {
+                self.wake_housekeeping();
+            }
         }
     }
 }
@@ -307,6 +327,12 @@ impl CountSource for PmuClient {
 impl Periodic for PmuClient {
     fn next_tick(&self) -> Option<u64> {
         let model = self.model()?;
+        // Nothing owned and nothing to own: sleep until woken (cheap when nobody is watching).
+        if self.plan().is_none() {
+            let deferred =
+                self.queries.load(Ordering::Acquire) > 0 && self.status.pmu_state() == PmuState::Idle as u32;
+            return deferred.then_some(RELEASE_HYSTERESIS_100NS);
+        }
         // Every tick checks the release hysteresis; when polling, ticks also come often enough that no
         // counter wraps twice between two polls.
         if self.polling() {
@@ -316,6 +342,11 @@ impl Periodic for PmuClient {
             return Some(poll.min(RELEASE_HYSTERESIS_100NS));
         }
         Some(RELEASE_HYSTERESIS_100NS)
+    }
+
+    fn attach(&self, waker: Option<Waker>) {
+        // The write lock waits for a wake in progress, so after a detach no wake touches the event.
+        *self.waker.write() = waker;
     }
 
     fn tick(&self) {

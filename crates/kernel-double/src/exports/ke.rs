@@ -119,6 +119,14 @@ pub unsafe extern "win64" fn ke_clear_event(event: *mut DispatcherHeader) {
     }
 }
 
+/// Waits with a non-zero timeout that expired: how often a driver thread woke up on a timer.
+static TIMED_OUT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Waits with a non-zero timeout that expired, so far (a driver that sleeps until woken adds none).
+pub fn timed_out_waits() -> u64 {
+    TIMED_OUT_WAITS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// 100 ns units since 1601-01-01, the kernel's system time.
 fn system_time() -> i64 {
     let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -168,6 +176,9 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
             Some(deadline) => {
                 let now = Instant::now();
                 if now >= deadline {
+                    if timeout != Some(0) {
+                        TIMED_OUT_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     return STATUS_TIMEOUT;
                 }
                 guard = SIGNALLED
