@@ -238,16 +238,17 @@ impl PmuClient {
     /// Reads this processor's counters into its reported values. Runs inside the all-processor call.
     fn read_this_processor(&self, session: &Session) {
         let Some(processor) = self.processors.get(pmi::current_processor_index() as usize) else { return };
-        let vendor = self.model().map(|model| model.vendor);
+        // With an overflow interrupt, counters are read through the fold protocol against the global
+        // status register; without one they are polled.
         let interrupt = session.owned != OwnedMask::EMPTY;
+        let status_register = self
+            .model()
+            .and_then(|model| program::global_status_register(model.vendor, &session.plan))
+            .filter(|_| interrupt);
         for (slot, assignment) in session.plan.iter().enumerate() {
             let read_raw = || OwnedMsrs.read(assignment.counter_msr);
-            if interrupt && let Some(bit) = assignment.global_bit {
+            if let (Some(status_register), Some(bit)) = (status_register, assignment.global_bit) {
                 let at = Placement { owned: session.owned, bit, width: assignment.width };
-                let status_register = match vendor {
-                    Some(super::model::Vendor::Amd) => super::events::msr::AMD_PERF_CNTR_GLOBAL_STATUS,
-                    _ => super::events::msr::IA32_PERF_GLOBAL_STATUS,
-                };
                 let read_status = || OwnedMsrs.read(status_register);
                 let _ =
                     processor.counters.read_counter(slot, at, DEFAULT_MAX_ATTEMPTS, read_status, read_raw);

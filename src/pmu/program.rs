@@ -41,6 +41,12 @@ fn global_registers(vendor: Vendor, plan: &CounterPlan) -> Option<GlobalRegister
     })
 }
 
+/// The global overflow status register of `vendor` (IA32_PERF_GLOBAL_STATUS, AMD PerfCntrGlobalStatus),
+/// or `None` where the plan has no global registers (AMD without PerfMonV2).
+pub fn global_status_register(vendor: Vendor, plan: &CounterPlan) -> Option<u32> {
+    global_registers(vendor, plan).map(|global| global.status)
+}
+
 /// The 4-bit IA32_FIXED_CTR_CTRL fields of the plan's fixed counters.
 fn fixed_fields(plan: &CounterPlan) -> u64 {
     plan.iter()

@@ -109,3 +109,13 @@ fn read_masks_to_the_counter_width_and_reports_only_planned_status_bits() {
     assert_eq!(read.raw[0], (1 << first.width) - 1);
     assert_eq!(read.pending_overflows, plan.global_ctrl());
 }
+
+#[test]
+fn the_status_register_is_the_vendors_or_none_without_global_registers() {
+    let skylake = skylake();
+    assert_eq!(global_status_register(skylake.vendor, &plan(&skylake)), Some(msr::IA32_PERF_GLOBAL_STATUS));
+    let zen4 = crate::pmu::model::tests::ZEN4_RYZEN9_7950X.model();
+    assert_eq!(global_status_register(zen4.vendor, &plan(&zen4)), Some(msr::AMD_PERF_CNTR_GLOBAL_STATUS));
+    let zen2 = zen2();
+    assert_eq!(global_status_register(zen2.vendor, &plan(&zen2)), None);
+}
