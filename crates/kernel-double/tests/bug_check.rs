@@ -2,17 +2,17 @@
 //! driver's panic code "PMUP", the panic's source location. It runs in a child process (this test
 //! binary re-run on this test alone), whose abort the parent checks.
 
+mod common;
+
+use common::death::{is_child, run_child};
 use kernel_double::cpu;
 use kernel_double::exports::dbg;
-use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
-const CHILD: &str = "KERNEL_DOUBLE_DEATH_CHILD";
 const TEST: &str = "bug_check_aborts_with_code_and_panic_location";
 
 #[test]
 fn bug_check_aborts_with_code_and_panic_location() {
-    if std::env::var_os(CHILD).is_some() {
+    if is_child() {
         cpu::enter(2);
         let file = "src/pmu/client.rs";
         let code = u32::from_be_bytes(*b"PMUP");
@@ -20,13 +20,7 @@ fn bug_check_aborts_with_code_and_panic_location() {
         // line and column.
         unsafe { dbg::ke_bug_check_ex(code, file.as_ptr() as usize, file.len(), 123, 45) };
     }
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("running the child");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "child status {:?}\n{stderr}", output.status);
+    let (_, stderr) = run_child(TEST);
     assert!(stderr.contains("kernel-double: BUG CHECK 0x504d5550"), "{stderr}");
     assert!(stderr.contains("on processor 2"), "{stderr}");
     assert!(stderr.contains("Rust panic at src/pmu/client.rs:123:45"), "{stderr}");

@@ -5,16 +5,14 @@
 
 mod common;
 
+use common::death::{is_child, run_child};
 use kernel_double::status::STATUS_SUCCESS;
-use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
-const CHILD: &str = "KERNEL_DOUBLE_DEATH_CHILD";
 const TEST: &str = "calling_discarded_init_is_fatal_and_named";
 
 #[test]
 fn calling_discarded_init_is_fatal_and_named() {
-    if std::env::var_os(CHILD).is_some() {
+    if is_child() {
         let mut driver = common::load();
         assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
         let entry = driver.image().entry_point();
@@ -24,13 +22,7 @@ fn calling_discarded_init_is_fatal_and_named() {
         entry(0, 0);
         unreachable!("DriverEntry ran after INIT was discarded");
     }
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("running the child");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "child status {:?}\n{stderr}", output.status);
+    let (_, stderr) = run_child(TEST);
     assert!(stderr.contains("kernel-double: FATAL FAULT"), "{stderr}");
     assert!(stderr.contains("in INIT, discarded after DriverEntry"), "{stderr}");
     assert!(stderr.contains("image RVA 0x"), "{stderr}");

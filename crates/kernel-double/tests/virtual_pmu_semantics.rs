@@ -6,35 +6,13 @@
 //! IA32_PERF_GLOBAL_OVF_CTRL; IA32_FIXED_CTR_CTRL fields; and a write without owning the PMU stays a
 //! violation.
 
+mod common;
+
+use common::machine_code::function;
 use kernel_double::cpu::{self, cpuid, pmu};
 use kernel_double::exports::hal;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
-
-fn executable(code: &[u8]) -> usize {
-    // SAFETY: an anonymous mapping, written while RW, then made RX; never unmapped (test lifetime).
-    unsafe {
-        let page = libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(page, libc::MAP_FAILED);
-        std::ptr::copy_nonoverlapping(code.as_ptr(), page.cast::<u8>(), code.len());
-        assert_eq!(libc::mprotect(page, 4096, libc::PROT_READ | libc::PROT_EXEC), 0);
-        page as usize
-    }
-}
-
-type Win64Fn = extern "win64" fn(u64, u64) -> u64;
-
-fn function(code: &[u8]) -> Win64Fn {
-    // SAFETY: the bytes are a complete Windows x64 function ending in `ret`.
-    unsafe { std::mem::transmute::<usize, Win64Fn>(executable(code)) }
-}
 
 const IA32_PMC0: u64 = 0xC1;
 const IA32_A_PMC0: u64 = 0x4C1;

@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 pub mod cpu_models;
+pub mod death;
+pub mod machine_code;
 
 use kernel_double::driver::Driver;
 use kernel_double::report::Report;

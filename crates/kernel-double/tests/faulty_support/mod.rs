@@ -10,6 +10,12 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/death.rs"]
+mod death;
+
+// Each faulty_*.rs binary uses only part of this module (as with dead_code above).
+#[allow(unused_imports)]
+pub use death::is_child;
 use kernel_double::driver::Driver;
 use kernel_double::loader::Section;
 use std::path::{Path, PathBuf};
@@ -23,8 +29,6 @@ pub const PAGEABLE_AT_DISPATCH: &str = "faulty_pageable_at_dispatch";
 pub const POOL_OVERRUN: &str = "faulty_pool_overrun";
 
 const TARGET: &str = "x86_64-pc-windows-msvc";
-/// Set in the child process a death test runs its scenario in.
-const CHILD: &str = "KERNEL_DOUBLE_FAULTY_CHILD";
 
 pub fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the repository root")
@@ -89,25 +93,11 @@ pub fn contains(section: &Section, rva: u64) -> bool {
     (rva as usize) >= section.rva && (rva as usize) < section.rva + section.length
 }
 
-/// Whether this process is the child of a death test.
-pub fn is_child() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// Runs test `test` of this test binary alone in a child process (which sees [`is_child`]) and
-/// returns its output, after checking it died of SIGABRT (the double's fatal fault report).
+/// Runs test `test` of this test binary alone in a child process (which sees [`is_child`]) after
+/// building the faulty drivers here, so that a build failure shows in the parent.
 pub fn run_child(test: &str) -> (Output, String) {
-    use std::os::unix::process::ExitStatusExt;
-    // Build here, so that a build failure shows in the parent.
     build();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .expect("running the child");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "child status {:?}\n{stderr}", output.status);
-    (output, stderr)
+    death::run_child(test)
 }
 
 /// The number after `prefix` in `text` (hex with 0x), e.g. the RVA of "image RVA 0x1234".
