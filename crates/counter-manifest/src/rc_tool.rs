@@ -46,7 +46,9 @@ pub fn compile_rc(tool: &RcTool, rc: &Path, res: &Path) -> Result<(), String> {
     let mut command = Command::new(tool.program());
     match tool {
         RcTool::Llvm(_) => {
-            command.args(["/no-preprocess", "/C", "65001", "/FO"]).arg(res).arg(rc);
+            // `--` ends the options: llvm-rc takes `/` as an option prefix even on Linux, so an input path
+            // such as /check/... or /dev/... would otherwise parse as `/C heck/...` or `/D ev/...`.
+            command.args(["/no-preprocess", "/C", "65001", "/FO"]).arg(res).arg("--").arg(rc);
         }
         RcTool::Microsoft(_) => {
             command.args(["/nologo", "/fo"]).arg(res).arg(rc);

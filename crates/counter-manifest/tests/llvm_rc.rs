@@ -139,3 +139,20 @@ fn llvm_rc_compiles_the_generated_script() {
     let translation = [0x09, 0x04, 0xB0, 0x04]; // 0x409, 1200
     assert!(data.windows(4).any(|w| w == translation), "Translation 0x409, 1200");
 }
+
+/// llvm-rc takes `/` as an option prefix on every host, so an absolute input path that begins like one
+/// of its joined options (`/D`efine, `/C`odepage, `/U`ndefine, `/I`nclude) must still be read as the
+/// input. /dev/shm begins with `/D`; a CI clone once lived under /check and failed the build this way.
+#[test]
+fn llvm_rc_takes_absolute_paths_that_look_like_options() {
+    let dir = std::path::Path::new("/dev/shm").join(format!("pmupcw-llvm-rc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("/dev/shm is writable on Linux");
+    let (rc, res) = (dir.join("t.rc"), dir.join("t.res"));
+    std::fs::write(&rc, "STRINGTABLE\n{\n  1, \"one\"\n}\n").unwrap();
+    let result = compile_rc(&llvm_rc(), &rc, &res);
+    let bytes = std::fs::read(&res);
+    std::fs::remove_dir_all(&dir).unwrap();
+    result.unwrap_or_else(|error| panic!("{error}"));
+    let strings: BTreeMap<u32, String> = string_table(&resources(&bytes.unwrap()));
+    assert_eq!(strings, BTreeMap::from([(1, "one".to_string())]));
+}
