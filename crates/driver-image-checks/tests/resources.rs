@@ -17,6 +17,7 @@ use driver_image_checks::{
     Expectations, ResourceError, Rule, VersionInfo, check_rule, section_file_range, string_table,
     version_info,
 };
+use counter_manifest::{compile_rc, find_llvm_rc};
 use synthetic::{Spec, build};
 
 const RESOURCES_RC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/resources.rc");
@@ -31,16 +32,16 @@ fn fixture() -> &'static [u8] {
 }
 
 fn build_fixture() -> Vec<u8> {
-    let (llvm_rc, rust_lld) = (llvm_rc(), rust_lld());
+    let llvm_rc = find_llvm_rc(env::var_os("LLVM_RC"))
+        .unwrap_or_else(|| panic!("llvm-rc is not installed (neither LLVM_RC nor llvm-rc[-<version>]): {SETUP}"));
+    let rust_lld = rust_lld();
     // One directory per process: other test runs may build the fixture at the same time.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("resources-{}", process::id()));
     fs::create_dir_all(&dir).expect("create the fixture directory");
     let res = dir.join("resources.res");
     let dll = dir.join("resources.dll");
-    // The .rc file is UTF-8 (code page 65001); -no-preprocess: it needs no preprocessor (clang).
-    let mut rc = Command::new(llvm_rc);
-    rc.args(["-no-preprocess", "-c", "65001", "-fo"]).arg(&res).arg(RESOURCES_RC);
-    run(rc);
+    // The driver build's own way of running llvm-rc (UTF-8 code page, no preprocessor).
+    compile_rc(&llvm_rc, Path::new(RESOURCES_RC), &res).unwrap_or_else(|error| panic!("{error}"));
     let mut link = Command::new(rust_lld);
     link.args(["-flavor", "link", "/DLL", "/NOENTRY", "/MACHINE:X64", "/NODEFAULTLIB", "/Brepro"]);
     link.arg(format!("/OUT:{}", dll.display())).arg(&res);
@@ -48,28 +49,6 @@ fn build_fixture() -> Vec<u8> {
     let bytes = fs::read(&dll).expect("read the linked fixture");
     fs::remove_dir_all(&dir).expect("remove the fixture directory");
     bytes
-}
-
-/// `$LLVM_RC`, else `llvm-rc` or the newest `llvm-rc-<version>` on PATH (Debian's llvm package
-/// installs both names for its default version).
-fn llvm_rc() -> PathBuf {
-    if let Some(path) = env::var_os("LLVM_RC") {
-        return path.into();
-    }
-    let path = env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = env::split_paths(&path).collect();
-    if let Some(found) = dirs.iter().map(|dir| dir.join("llvm-rc")).find(|path| path.is_file()) {
-        return found;
-    }
-    let versioned =
-        dirs.iter().filter_map(|dir| fs::read_dir(dir).ok()).flatten().flatten().filter_map(|entry| {
-            let version: u32 = entry.file_name().to_str()?.strip_prefix("llvm-rc-")?.parse().ok()?;
-            Some((version, entry.path()))
-        });
-    match versioned.max() {
-        Some((_, path)) => path,
-        None => panic!("llvm-rc is not installed (neither LLVM_RC nor llvm-rc[-<version>] on PATH): {SETUP}"),
-    }
 }
 
 /// rustup's rust-lld, which links the driver too.
