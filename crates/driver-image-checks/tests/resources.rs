@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{self, Command};
 use std::sync::OnceLock;
 
+use counter_manifest::{compile_rc, find_llvm_rc};
 use driver_image_checks::{
     Expectations, ResourceError, Rule, VersionInfo, check_rule, section_file_range, string_table,
     version_info,
 };
-use counter_manifest::{compile_rc, find_llvm_rc};
 use synthetic::{Spec, build};
 
 const RESOURCES_RC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/resources.rc");
@@ -32,8 +32,9 @@ fn fixture() -> &'static [u8] {
 }
 
 fn build_fixture() -> Vec<u8> {
-    let llvm_rc = find_llvm_rc(env::var_os("LLVM_RC"))
-        .unwrap_or_else(|| panic!("llvm-rc is not installed (neither LLVM_RC nor llvm-rc[-<version>]): {SETUP}"));
+    let llvm_rc = find_llvm_rc(env::var_os("LLVM_RC")).unwrap_or_else(|| {
+        panic!("llvm-rc is not installed (neither LLVM_RC nor llvm-rc[-<version>]): {SETUP}")
+    });
     let rust_lld = rust_lld();
     // One directory per process: other test runs may build the fixture at the same time.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("resources-{}", process::id()));
