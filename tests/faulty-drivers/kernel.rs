@@ -92,3 +92,116 @@ pub unsafe fn set_irql(irql: u64) -> u64 {
     };
     previous
 }
+
+/// PROCESSOR_NUMBER.
+#[repr(C)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessorNumber {
+    pub group: u16,
+    pub number: u8,
+    pub reserved: u8,
+}
+
+/// GROUP_AFFINITY.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct GroupAffinity {
+    pub mask: u64,
+    pub group: u16,
+    pub reserved: [u16; 3],
+}
+
+/// KDPC: opaque, 0x40 bytes, pointer-aligned.
+#[repr(C, align(8))]
+pub struct Kdpc(pub [u8; 0x40]);
+
+impl Kdpc {
+    pub const fn new() -> Kdpc {
+        Kdpc([0; 0x40])
+    }
+}
+
+/// PKDEFERRED_ROUTINE.
+pub type DeferredRoutine = unsafe extern "system" fn(*mut Kdpc, usize, usize, usize);
+/// PKSTART_ROUTINE.
+pub type StartRoutine = unsafe extern "system" fn(usize);
+
+pub const ALL_PROCESSOR_GROUPS: u16 = 0xFFFF;
+pub const STATUS_INVALID_PARAMETER: NtStatus = 0xC000_000D_u32 as i32;
+
+#[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]
+unsafe extern "system" {
+    pub fn KeQueryActiveProcessorCountEx(group: u16) -> u32;
+    pub fn KeGetProcessorNumberFromIndex(index: u32, number: *mut ProcessorNumber) -> NtStatus;
+    pub fn KeGetCurrentProcessorNumberEx(number: *mut ProcessorNumber) -> u32;
+    pub fn KeInitializeDpc(dpc: *mut Kdpc, routine: DeferredRoutine, context: usize);
+    pub fn KeSetTargetProcessorDpcEx(dpc: *mut Kdpc, number: *const ProcessorNumber) -> NtStatus;
+    pub fn KeInsertQueueDpc(dpc: *mut Kdpc, argument1: usize, argument2: usize) -> u8;
+    pub fn KeRemoveQueueDpc(dpc: *mut Kdpc) -> u8;
+    pub fn KeFlushQueuedDpcs();
+    pub fn KeSetSystemGroupAffinityThread(affinity: *const GroupAffinity, previous: *mut GroupAffinity);
+    pub fn KeRevertToUserGroupAffinityThread(previous: *const GroupAffinity);
+    pub fn PsCreateSystemThread(
+        handle: *mut usize,
+        access: u32,
+        attributes: *const u8,
+        process: usize,
+        client_id: *mut u8,
+        start: StartRoutine,
+        context: usize,
+    ) -> NtStatus;
+    pub fn PsTerminateSystemThread(status: NtStatus) -> NtStatus;
+    pub fn ObReferenceObjectByHandle(
+        handle: usize,
+        access: u32,
+        object_type: *const u8,
+        mode: i8,
+        object: *mut usize,
+        information: *mut u8,
+    ) -> NtStatus;
+    pub fn ObfDereferenceObject(object: usize) -> isize;
+    pub fn ZwClose(handle: usize) -> NtStatus;
+    pub fn KeWaitForSingleObject(
+        object: usize,
+        reason: u32,
+        mode: i8,
+        alertable: u8,
+        timeout: *const i64,
+    ) -> NtStatus;
+}
+
+#[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]
+unsafe extern "C" {
+    pub fn DbgPrintEx(component: u32, level: u32, format: *const u8, ...) -> u32;
+}
+
+/// KeGetCurrentProcessorIndex (wdm.h): the KPRCB's Number at `gs:[0x1a4]`.
+#[inline(always)]
+pub fn current_processor_index() -> u32 {
+    let index: u32;
+    // SAFETY: in kernel mode GS is the KPCR, and 0x1a4 is the KPRCB's Number.
+    unsafe {
+        core::arch::asm!("mov {0:e}, gs:[0x1a4]", out(reg) index, options(nostack, readonly, preserves_flags))
+    };
+    index
+}
+
+/// KeGetCurrentThread (wdm.h): the KPRCB's CurrentThread at `gs:[0x188]`.
+#[inline(always)]
+pub fn current_thread() -> usize {
+    let thread: usize;
+    // SAFETY: in kernel mode GS is the KPCR, and 0x188 is the KPRCB's CurrentThread.
+    unsafe {
+        core::arch::asm!("mov {0}, gs:[0x188]", out(reg) thread, options(nostack, readonly, preserves_flags))
+    };
+    thread
+}
+
+/// KeGetCurrentIrql (wdm.h on x64): `mov cr8`.
+#[inline(always)]
+pub fn current_irql() -> u64 {
+    let irql: u64;
+    // SAFETY: reading cr8 in kernel mode has no side effects.
+    unsafe { core::arch::asm!("mov {0}, cr8", out(reg) irql, options(nostack, nomem, preserves_flags)) };
+    irql
+}

@@ -2,7 +2,7 @@
 //! DRIVER_OBJECT and registry path, at PASSIVE_LEVEL, and INIT discarded once DriverEntry returns.
 
 use crate::cpu::{self, PASSIVE_LEVEL};
-use crate::exports::{Registry, UnicodeString, ps};
+use crate::exports::{Registry, UnicodeString, dpc, ps};
 use crate::loader::{Image, LoadError};
 use crate::status::NtStatus;
 use crate::violations;
@@ -93,6 +93,20 @@ impl Driver {
             violations::record("DriverUnload", None, format!("returned at IRQL {}", kpcr.irql()));
             kpcr.set_irql(PASSIVE_LEVEL);
         }
+        let (base, size) = (self.image.base(), self.image.size());
+        let pending = dpc::pending_in(base, size);
+        if pending > 0 {
+            violations::record(
+                "DriverUnload",
+                None,
+                format!(
+                    "returned with {pending} DPC(s) of the driver still queued or running (Driver Verifier: \
+                     bug check 0xCE, DRIVER_UNLOADED_WITHOUT_CANCELLING_PENDING_OPERATIONS)"
+                ),
+            );
+            // On Windows the machine stops here; the double stops the driver's DPCs instead.
+            dpc::halt(base, size);
+        }
         self.driver_object[DRIVER_UNLOAD_OFFSET / 8] = 0;
         true
     }
@@ -101,7 +115,10 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         // Unmap only when no driver code can run any more.
-        if self.unload_routine().is_some() || ps::live_system_threads() > 0 {
+        if self.unload_routine().is_some()
+            || ps::live_system_threads() > 0
+            || dpc::pending_in(self.image.base(), self.image.size()) > 0
+        {
             self.image.leak_on_drop();
         }
     }

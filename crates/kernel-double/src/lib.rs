@@ -6,8 +6,9 @@
 //!   IRQL) behind a fake KPCR reached through GS, and [`cpu::trap`] emulates the privileged
 //!   instructions (cr8, rdmsr, wrmsr, rdpmc, cli, sti, and the rewritten cpuid) that fault in user mode,
 //!   against a chosen CPU model and a virtual PMU per processor.
-//! * [`exports`] implements the ntoskrnl and HAL routines the driver imports, each checking the
-//!   maximum IRQL it is documented for; [`violations`] collects what the checks find.
+//! * [`exports`] implements the ntoskrnl and HAL routines the driver imports (and the DPC and thread
+//!   affinity routines a driver of its kind may import), each checking the maximum IRQL it is
+//!   documented for; [`violations`] collects what the checks find.
 //! * [`driver`] calls DriverEntry and DriverUnload with a fake DRIVER_OBJECT, and [`report`] gathers
 //!   the end-of-run state (leaks, registrations, threads, handles, violations).
 //! * [`consumer`] reads the countersets as PDH does and prints typeperf CSV and PERF_OBJECT_TYPE blocks

@@ -1,7 +1,7 @@
 //! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
 
 use crate::cpu::msr;
-use crate::exports::{hal, pcw, pool, ps};
+use crate::exports::{dpc, hal, pcw, pool, ps};
 use crate::violations::{self, Violation};
 use std::fmt;
 
@@ -10,6 +10,8 @@ pub struct Report {
     pub leaked_pool: Vec<pool::Allocation>,
     pub registrations: Vec<pcw::CountersetInfo>,
     pub live_system_threads: usize,
+    /// DPCs queued or running.
+    pub pending_dpcs: usize,
     pub open_handles: usize,
     pub live_objects: usize,
     pub hal_owner: Option<hal::Owner>,
@@ -24,6 +26,7 @@ impl Report {
             leaked_pool: pool::outstanding(),
             registrations: pcw::registrations(),
             live_system_threads: ps::live_system_threads(),
+            pending_dpcs: dpc::outstanding(),
             open_handles: ps::open_handles(),
             live_objects: ps::live_objects(),
             hal_owner: hal::owner(),
@@ -37,6 +40,7 @@ impl Report {
         self.leaked_pool.is_empty()
             && self.registrations.is_empty()
             && self.live_system_threads == 0
+            && self.pending_dpcs == 0
             && self.open_handles == 0
             && self.live_objects == 0
             && self.hal_owner.is_none()
@@ -58,6 +62,7 @@ impl fmt::Display for Report {
         }
         writeln!(f, "registrations left: {:?}", self.registrations)?;
         writeln!(f, "live system threads: {}", self.live_system_threads)?;
+        writeln!(f, "pending DPCs: {}", self.pending_dpcs)?;
         writeln!(f, "open handles: {}, referenced objects: {}", self.open_handles, self.live_objects)?;
         writeln!(f, "HAL counters owner: {:?}", self.hal_owner)?;
         writeln!(f, "MSR writes: {}", self.msr_writes)?;

@@ -1,8 +1,11 @@
 //! Virtual processors: every host thread that runs driver code has a current virtual processor
 //! (system index, group, number) and IRQL, kept in a fake KPCR that GS points at, as on x64 Windows.
 //!
-//! The driver reads its processor index with `mov r32, gs:[0x1a4]` (the KPRCB's Number) and its IRQL
-//! with `mov r64, cr8` (emulated by [`trap`]). Rust's std and glibc on x86_64 Linux use FS for
+//! The driver reads its processor index with `mov r32, gs:[0x1a4]` (the KPRCB's Number), its current
+//! thread with `mov r64, gs:[0x188]` (KeGetCurrentThread: the KPRCB's CurrentThread, a thread dispatcher
+//! object, the same one PsCreateSystemThread's handle refers to) and its IRQL with `mov r64, cr8`
+//! (emulated by [`trap`]). The KPCR also keeps the thread's system affinity
+//! (KeSetSystemGroupAffinityThread), since a host thread is one kernel thread. Rust's std and glibc on x86_64 Linux use FS for
 //! thread-local storage and never touch GS, so setting GS's base with `arch_prctl(ARCH_SET_GS)` is safe
 //! (the `gs_is_free_for_the_kpcr` unit test checks it). A thread created by `clone` inherits its
 //! parent's GS base, so every thread that runs driver code installs its own KPCR with [`enter`].
@@ -33,6 +36,8 @@ pub const HIGH_LEVEL: u8 = 15;
 /// Offset of the KPRCB's LegacyNumber byte (`KeGetCurrentProcessorNumber` before Windows 7:
 /// `__readgsbyte(0x184)`).
 pub const KPCR_LEGACY_NUMBER: usize = 0x184;
+/// Offset of the KPRCB's CurrentThread (`KeGetCurrentThread` in wdm.h: `__readgsqword(0x188)`).
+pub const KPCR_CURRENT_THREAD: usize = 0x188;
 /// Offset of the KPRCB's Number, the system-wide processor index (`KeGetCurrentProcessorIndex` in
 /// wdm.h: `__readgsdword(0x1a4)`), which the driver's overflow handler reads.
 pub const KPCR_PROCESSOR_INDEX: usize = 0x1A4;
@@ -47,7 +52,10 @@ pub struct Kpcr {
     _reserved: [u8; KPCR_LEGACY_NUMBER],
     /// KPRCB.LegacyNumber: the index, as a byte (meaningful below 256 processors).
     legacy_number: AtomicU8,
-    _reserved1: [u8; KPCR_PROCESSOR_INDEX - KPCR_LEGACY_NUMBER - 1],
+    _reserved1: [u8; KPCR_CURRENT_THREAD - KPCR_LEGACY_NUMBER - 1],
+    /// KPRCB.CurrentThread: this thread's KTHREAD (a thread dispatcher object).
+    current_thread: AtomicU64,
+    _reserved1b: [u8; KPCR_PROCESSOR_INDEX - KPCR_CURRENT_THREAD - 8],
     /// KPRCB.Number: the current processor's system index.
     processor_index: AtomicU32,
     _reserved2: [u8; KPCR_LAST_CALLER - KPCR_PROCESSOR_INDEX - 4],
@@ -60,10 +68,19 @@ pub struct Kpcr {
     index: AtomicU32,
     /// Privileged instructions emulated on this thread (the SIGSEGV handler counts them).
     emulated: AtomicU64,
+    /// The thread's system affinity (KeSetSystemGroupAffinityThread): group and mask, mask 0 for none.
+    affinity_group: AtomicU16,
+    affinity_mask: AtomicU64,
+    /// Where the thread ran before its first system affinity; KeRevertToUserGroupAffinityThread with a
+    /// zero mask returns it there.
+    home_processor: AtomicU32,
+    /// A processor change requested at DISPATCH_LEVEL, made when the IRQL drops below it.
+    pending_processor: AtomicU32,
 }
 
 const _: () = {
     assert!(std::mem::offset_of!(Kpcr, legacy_number) == KPCR_LEGACY_NUMBER);
+    assert!(std::mem::offset_of!(Kpcr, current_thread) == KPCR_CURRENT_THREAD);
     assert!(std::mem::offset_of!(Kpcr, processor_index) == KPCR_PROCESSOR_INDEX);
     assert!(std::mem::offset_of!(Kpcr, last_caller) == KPCR_LAST_CALLER);
     assert!(std::mem::size_of::<Kpcr>() == 4096);
@@ -74,7 +91,9 @@ impl Kpcr {
         Kpcr {
             _reserved: [0; KPCR_LEGACY_NUMBER],
             legacy_number: AtomicU8::new(0),
-            _reserved1: [0; KPCR_PROCESSOR_INDEX - KPCR_LEGACY_NUMBER - 1],
+            _reserved1: [0; KPCR_CURRENT_THREAD - KPCR_LEGACY_NUMBER - 1],
+            current_thread: AtomicU64::new(0),
+            _reserved1b: [0; KPCR_PROCESSOR_INDEX - KPCR_CURRENT_THREAD - 8],
             processor_index: AtomicU32::new(0),
             _reserved2: [0; KPCR_LAST_CALLER - KPCR_PROCESSOR_INDEX - 4],
             last_caller: AtomicU64::new(0),
@@ -84,6 +103,10 @@ impl Kpcr {
             number: AtomicU8::new(0),
             index: AtomicU32::new(0),
             emulated: AtomicU64::new(0),
+            affinity_group: AtomicU16::new(0),
+            affinity_mask: AtomicU64::new(0),
+            home_processor: AtomicU32::new(0),
+            pending_processor: AtomicU32::new(NO_PROCESSOR),
         }
     }
 
@@ -101,6 +124,13 @@ impl Kpcr {
     pub fn raise_irql(&self, irql: u8) -> u8 {
         let previous = self.irql.swap(irql, Ordering::Relaxed);
         crate::loader::irql_changed(previous, irql);
+        if irql < DISPATCH_LEVEL {
+            // An affinity change made at DISPATCH_LEVEL takes effect once the IRQL drops below it.
+            let pending = self.pending_processor.swap(NO_PROCESSOR, Ordering::Relaxed);
+            if pending != NO_PROCESSOR {
+                self.set_processor(pending);
+            }
+        }
         previous
     }
 
@@ -133,6 +163,41 @@ impl Kpcr {
         self.number.store(number, Ordering::Relaxed);
     }
 
+    /// This thread's KTHREAD, as `gs:[0x188]` gives it to the driver.
+    pub fn current_thread(&self) -> usize {
+        self.current_thread.load(Ordering::Relaxed) as usize
+    }
+
+    /// Makes `thread` (a thread dispatcher object) this thread's KTHREAD.
+    pub(crate) fn set_current_thread(&self, thread: usize) {
+        self.current_thread.store(thread as u64, Ordering::Relaxed);
+    }
+
+    /// The thread's system affinity as (group, mask); mask 0 when it has none.
+    pub fn system_affinity(&self) -> (u16, u64) {
+        (self.affinity_group.load(Ordering::Relaxed), self.affinity_mask.load(Ordering::Relaxed))
+    }
+
+    /// Sets the system affinity (mask 0: none) and moves the thread to `processor` if given: now below
+    /// DISPATCH_LEVEL, else when the IRQL drops below it.
+    pub(crate) fn set_system_affinity(&self, group: u16, mask: u64, processor: Option<u32>) {
+        if mask != 0 && self.affinity_mask.load(Ordering::Relaxed) == 0 {
+            self.home_processor.store(self.processor_index(), Ordering::Relaxed);
+        }
+        self.affinity_group.store(group, Ordering::Relaxed);
+        self.affinity_mask.store(mask, Ordering::Relaxed);
+        match processor {
+            Some(index) if self.irql() < DISPATCH_LEVEL => self.set_processor(index),
+            Some(index) => self.pending_processor.store(index, Ordering::Relaxed),
+            None => {}
+        }
+    }
+
+    /// The processor the thread ran on before its first system affinity.
+    pub(crate) fn home_processor(&self) -> u32 {
+        self.home_processor.load(Ordering::Relaxed)
+    }
+
     /// The return address the last export trampoline saw on this thread.
     pub fn last_caller(&self) -> u64 {
         self.last_caller.load(Ordering::Relaxed)
@@ -146,6 +211,9 @@ impl Kpcr {
         self.emulated.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// No pending processor change.
+const NO_PROCESSOR: u32 = u32::MAX;
 
 thread_local! {
     /// This thread's KPCR (leaked: a page per thread that ever ran driver code). `const` initialised with
@@ -169,8 +237,13 @@ pub fn enter(index: u32) -> &'static Kpcr {
         // SAFETY: the pointer is a leaked, never freed Kpcr.
         unsafe { &*slot.get() }
     });
+    kpcr.pending_processor.store(NO_PROCESSOR, Ordering::Relaxed);
     kpcr.set_processor(index);
+    kpcr.set_system_affinity(0, 0, None);
     kpcr.set_irql(PASSIVE_LEVEL);
+    if kpcr.current_thread() == 0 {
+        kpcr.set_current_thread(crate::exports::ps::host_thread_object());
+    }
     kpcr
 }
 

@@ -51,6 +51,15 @@ pub fn number_from_index(index: u32) -> Option<(u16, u8)> {
     number_in(&groups(), index)
 }
 
+/// System index of (group, number), if that processor exists.
+pub fn index_from_number(group: u16, number: u8) -> Option<u32> {
+    let groups = groups();
+    let size = *groups.get(usize::from(group))?;
+    (number < size).then(|| {
+        groups[..usize::from(group)].iter().map(|&count| u32::from(count)).sum::<u32>() + u32::from(number)
+    })
+}
+
 fn number_in(groups: &[u8], index: u32) -> Option<(u16, u8)> {
     let mut first = 0u32;
     for (group, &count) in groups.iter().enumerate() {

@@ -5,7 +5,9 @@
 //! (`[rsp]` on entry) in the calling thread's KPCR (`gs:[0x200]`) and jumps to the Rust implementation,
 //! so a violation can name the call site as an RVA of the image.
 
+pub mod affinity;
 pub mod dbg;
+pub mod dpc;
 pub mod hal;
 pub mod ke;
 pub mod pcw;
@@ -55,13 +57,21 @@ exports! {
     "ntoskrnl.exe" "KeAcquireSpinLockAtDpcLevel" kd_KeAcquireSpinLockAtDpcLevel => spinlock::ke_acquire_spin_lock_at_dpc_level;
     "ntoskrnl.exe" "KeAcquireSpinLockRaiseToDpc" kd_KeAcquireSpinLockRaiseToDpc => spinlock::ke_acquire_spin_lock_raise_to_dpc;
     "ntoskrnl.exe" "KeClearEvent" kd_KeClearEvent => ke::ke_clear_event;
+    "ntoskrnl.exe" "KeFlushQueuedDpcs" kd_KeFlushQueuedDpcs => dpc::ke_flush_queued_dpcs;
+    "ntoskrnl.exe" "KeGetCurrentProcessorNumberEx" kd_KeGetCurrentProcessorNumberEx => affinity::ke_get_current_processor_number_ex;
     "ntoskrnl.exe" "KeGetProcessorNumberFromIndex" kd_KeGetProcessorNumberFromIndex => ke::ke_get_processor_number_from_index;
+    "ntoskrnl.exe" "KeInitializeDpc" kd_KeInitializeDpc => dpc::ke_initialize_dpc;
     "ntoskrnl.exe" "KeInitializeEvent" kd_KeInitializeEvent => ke::ke_initialize_event;
+    "ntoskrnl.exe" "KeInsertQueueDpc" kd_KeInsertQueueDpc => dpc::ke_insert_queue_dpc;
     "ntoskrnl.exe" "KeIpiGenericCall" kd_KeIpiGenericCall => ke::ke_ipi_generic_call;
     "ntoskrnl.exe" "KeQueryActiveProcessorCountEx" kd_KeQueryActiveProcessorCountEx => ke::ke_query_active_processor_count_ex;
+    "ntoskrnl.exe" "KeRemoveQueueDpc" kd_KeRemoveQueueDpc => dpc::ke_remove_queue_dpc;
+    "ntoskrnl.exe" "KeRevertToUserGroupAffinityThread" kd_KeRevertToUserGroupAffinityThread => affinity::ke_revert_to_user_group_affinity_thread;
     "ntoskrnl.exe" "KeReleaseSpinLock" kd_KeReleaseSpinLock => spinlock::ke_release_spin_lock;
     "ntoskrnl.exe" "KeReleaseSpinLockFromDpcLevel" kd_KeReleaseSpinLockFromDpcLevel => spinlock::ke_release_spin_lock_from_dpc_level;
     "ntoskrnl.exe" "KeSetEvent" kd_KeSetEvent => ke::ke_set_event;
+    "ntoskrnl.exe" "KeSetSystemGroupAffinityThread" kd_KeSetSystemGroupAffinityThread => affinity::ke_set_system_group_affinity_thread;
+    "ntoskrnl.exe" "KeSetTargetProcessorDpcEx" kd_KeSetTargetProcessorDpcEx => dpc::ke_set_target_processor_dpc_ex;
     "ntoskrnl.exe" "KeWaitForSingleObject" kd_KeWaitForSingleObject => ke::ke_wait_for_single_object;
     "ntoskrnl.exe" "ObReferenceObjectByHandle" kd_ObReferenceObjectByHandle => ps::ob_reference_object_by_handle;
     "ntoskrnl.exe" "ObfDereferenceObject" kd_ObfDereferenceObject => ps::obf_dereference_object;

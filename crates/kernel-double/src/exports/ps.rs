@@ -5,7 +5,8 @@
 //! by returning to the host frame that called the start routine (the driver's frames are abandoned, as
 //! on Windows). The thread object is signalled when the thread ends, so KeWaitForSingleObject on it
 //! waits for the end. Handles (ZwClose) and references (ObReferenceObjectByHandle, ObfDereferenceObject)
-//! are counted, and the object is freed when the last one goes.
+//! are counted, and the object is freed when the last one goes. The thread object is also the thread's
+//! KTHREAD: `gs:[0x188]` (KeGetCurrentThread) gives it inside the thread.
 
 use super::enter;
 use super::ke::{DispatcherHeader, THREAD_OBJECT, signal_and};
@@ -21,6 +22,27 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 struct ThreadObject {
     header: DispatcherHeader,
     id: u32,
+}
+
+impl ThreadObject {
+    fn new(id: u32) -> ThreadObject {
+        let header = DispatcherHeader {
+            kind: THREAD_OBJECT,
+            signalling: 0,
+            size: 0,
+            reserved: 0,
+            signal_state: 0,
+            wait_list: [0; 2],
+        };
+        ThreadObject { header, id }
+    }
+}
+
+/// The KTHREAD of a host thread that is not a system thread of the driver's (a test's thread, standing
+/// for the I/O manager's or perflib's): a thread object that is never signalled and never freed, and
+/// holds no reference the driver could drop.
+pub(crate) fn host_thread_object() -> usize {
+    Box::into_raw(Box::new(ThreadObject::new(u32::MAX))) as usize
 }
 
 #[derive(Default)]
@@ -179,17 +201,7 @@ pub unsafe extern "win64" fn ps_create_system_thread(
         return status;
     }
     let id = NEXT_THREAD.fetch_add(1, Ordering::SeqCst);
-    let object = Box::into_raw(Box::new(ThreadObject {
-        header: DispatcherHeader {
-            kind: THREAD_OBJECT,
-            signalling: 0,
-            size: 0,
-            reserved: 0,
-            signal_state: 0,
-            wait_list: [0; 2],
-        },
-        id,
-    })) as usize;
+    let object = Box::into_raw(Box::new(ThreadObject::new(id))) as usize;
     let handle = with_objects(|objects| {
         objects.next_handle += 4;
         let handle = 0xFFFF_FFFF_8000_0000usize | objects.next_handle;
@@ -202,6 +214,9 @@ pub unsafe extern "win64" fn ps_create_system_thread(
     let processor = id % topology::processor_count();
     let spawned = std::thread::Builder::new().name(format!("system-thread-{id}")).spawn(move || {
         let kpcr = cpu::enter(processor);
+        // KeGetCurrentThread in the thread is the object its handle refers to; it lives while the thread
+        // runs (the running thread's reference).
+        kpcr.set_current_thread(object);
         // SAFETY: the start routine is the driver's KSTART_ROUTINE, called with its context on a thread
         // with a KPCR at PASSIVE_LEVEL; the exit slot is this thread's own. Returns whether the routine
         // ended with PsTerminateSystemThread (1) or by returning (0); both end the thread.
