@@ -110,33 +110,18 @@ pub fn utf16le_nul(text: &str) -> Vec<u8> {
 
 /// UTCTime `YYMMDDHHMMSSZ` for seconds since the Unix epoch (years 1950..2049).
 pub fn utc_time(unix_seconds: u64) -> Vec<u8> {
-    let days = (unix_seconds / 86_400) as i64;
-    let secs = unix_seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
+    let time = time::OffsetDateTime::from_unix_timestamp(unix_seconds as i64)
+        .expect("seconds since 1970 that fit a UTCTime are a valid timestamp");
     let text = format!(
         "{:02}{:02}{:02}{:02}{:02}{:02}Z",
-        year % 100,
-        month,
-        day,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
+        time.year() % 100,
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second()
     );
     tlv(UTC_TIME, text.as_bytes())
-}
-
-/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// A malformed or unexpected encoding met by the reader.
