@@ -2,7 +2,7 @@
 //! (`model_tests.rs`).
 
 use super::*;
-use crate::pmu::model::tests::{self as cpus, TABLE};
+use crate::pmu::model::tests::{self as cpus, Detect, TABLE};
 use crate::pmu::model::{Detection, PmuModel};
 use Event::*;
 

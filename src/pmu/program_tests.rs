@@ -1,6 +1,7 @@
 use super::*;
 use crate::pmu::events::plan;
 use crate::pmu::model::PmuModel;
+use crate::pmu::model::tests::Detect;
 use std::collections::BTreeMap;
 
 /// An MSR file that records every access.

@@ -11,15 +11,15 @@
 //! The model is chosen once per process ([`set_model`]) before the driver is loaded; without a choice
 //! the double presents [`NO_PMU`], so no test depends on the host's processor.
 //!
-//! Register values are copied from the driver's own detection table (`src/pmu/model_tests.rs`), which
-//! took them from InstLatx64 AIDA64 dumps; the synthetic entries are marked there and here. A leaf not
-//! in the table reads as zeros (raw-cpuid never reads past the maximum basic or extended leaf).
+//! Register values come from crates/cpuid-dumps (InstLatx64 AIDA64 dumps and marked synthetic
+//! entries), the table the driver's own detection tests read. A leaf not in the table reads as zeros
+//! (raw-cpuid never reads past the maximum basic or extended leaf).
 
 use std::collections::HashSet;
 use std::sync::{OnceLock, RwLock};
 
-/// One CPUID leaf: (EAX input, ECX input, [EAX, EBX, ECX, EDX] output).
-pub type Leaf = (u32, u32, [u32; 4]);
+use cpuid_dumps as dumps;
+pub use cpuid_dumps::Leaf;
 
 /// The vendor's PMU register layout the virtual PMU implements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,29 +41,10 @@ pub struct CpuModel {
     pub pmu: PmuKind,
 }
 
-const INTEL: [u32; 3] = [0x756E6547, 0x6C65746E, 0x49656E69];
-const AMD: [u32; 3] = [0x68747541, 0x444D4163, 0x69746E65];
-const MICROSOFT_HV: [u32; 3] = [0x7263694D, 0x666F736F, 0x76482074];
-const HV_INTERFACE: [u32; 4] = [0x31237648, 0, 0, 0];
-
-const fn basic(max: u32, vendor: [u32; 3]) -> Leaf {
-    (0, 0, [max, vendor[0], vendor[1], vendor[2]])
-}
-
-const fn hypervisor(max: u32, vendor: [u32; 3]) -> Leaf {
-    (0x4000_0000, 0, [max, vendor[0], vendor[1], vendor[2]])
-}
-
 /// Core i7-6700K (Skylake-S): architectural perfmon version 4, 4 GP x 48 bits, 3 fixed x 48 bits.
 pub static SKYLAKE: CpuModel = CpuModel {
     name: "Core i7-6700K (Skylake, perfmon v4)",
-    leaves: &[
-        basic(0x16, INTEL),
-        (0x1, 0, [0x000506E3, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF]),
-        (0xA, 0, [0x07300404, 0x00000000, 0x00000000, 0x00000603]),
-        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
-        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
-    ],
+    leaves: dumps::SKYLAKE_I7_6700K.leaves,
     pmu: PmuKind::Intel { gp: 4, gp_width: 48, fixed: 3, fixed_width: 48 },
 };
 
@@ -71,26 +52,14 @@ pub static SKYLAKE: CpuModel = CpuModel {
 /// bits, 4 fixed x 48 bits.
 pub static ALDER_LAKE_P: CpuModel = CpuModel {
     name: "Core i9-12900K P-cores (Alder Lake, perfmon v5, 8 GP)",
-    leaves: &[
-        basic(0x20, INTEL),
-        (0x1, 0, [0x00090672, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
-        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
-        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
-        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
-    ],
+    leaves: dumps::ALDER_LAKE_I9_12900K_P_ONLY.leaves,
     pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
 };
 
 /// Ryzen 9 7950X (Zen 4, family 19h model 61h): PerfCtrExtCore and PerfMonV2 with 6 core counters.
 pub static ZEN4: CpuModel = CpuModel {
     name: "Ryzen 9 7950X (Zen 4, PerfMonV2)",
-    leaves: &[
-        basic(0x10, AMD),
-        (0x1, 0, [0x00A60F12, 0x00200800, 0x7EF8320B, 0x178BFBFF]),
-        (0x8000_0000, 0, [0x80000028, AMD[0], AMD[1], AMD[2]]),
-        (0x8000_0001, 0, [0x00A60F12, 0x00000000, 0x75C237FF, 0x2FD3FBFF]),
-        (0x8000_0022, 0, [0x00000003, 0x00084106, 0x00000003, 0x00000000]),
-    ],
+    leaves: dumps::ZEN4_RYZEN9_7950X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: true },
 };
 
@@ -98,44 +67,23 @@ pub static ZEN4: CpuModel = CpuModel {
 /// 0x80000022 present but zero), so no global status and no overflow interrupt: the driver polls.
 pub static ZEN3: CpuModel = CpuModel {
     name: "Ryzen 9 5900X (Zen 3, no PerfMonV2)",
-    leaves: &[
-        basic(0x10, AMD),
-        (0x1, 0, [0x00A20F10, 0x00180800, 0x7ED8320B, 0x178BFBFF]),
-        (0x8000_0000, 0, [0x80000023, AMD[0], AMD[1], AMD[2]]),
-        (0x8000_0001, 0, [0x00A20F10, 0x20000000, 0x75C237FF, 0x2FD3FBFF]),
-        (0x8000_0022, 0, [0, 0, 0, 0]),
-    ],
+    leaves: dumps::ZEN3_RYZEN9_5900X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: false },
 };
 
-/// *Synthetic* (as in the driver's table): a Hyper-V guest without PMU passthrough, leaf 0xA zero and
-/// 0x40000003 EDX bit 2 (PerformanceMonitorsAvailable) clear.
+/// *Synthetic*: a Hyper-V guest without PMU passthrough, leaf 0xA zero and 0x40000003 EDX bit 2
+/// (PerformanceMonitorsAvailable) clear.
 pub static HYPERV_GUEST_NO_PMU: CpuModel = CpuModel {
     name: "Hyper-V guest without PMU",
-    leaves: &[
-        basic(0x16, INTEL),
-        (0x1, 0, [0x000A0654, 0x00200800, 0xFEFAF387, 0xBFEBFBFF]),
-        (0xA, 0, [0, 0, 0, 0]),
-        hypervisor(0x4000000B, MICROSOFT_HV),
-        (0x4000_0001, 0, HV_INTERFACE),
-        (0x4000_0003, 0, [0x00003FFF, 0x002BB9FE, 0x00000002, 0x19FFFBF2]),
-        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
-        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
-    ],
+    leaves: dumps::HYPERV_GUEST_NO_PMU.leaves,
     pmu: PmuKind::None,
 };
 
-/// *Synthetic* (as in the driver's table): the i7-6700K with leaf 0xA all zero on bare metal, a
-/// machine with no architectural PMU at all.
+/// *Synthetic*: the i7-6700K with leaf 0xA all zero on bare metal, a machine with no architectural PMU
+/// at all.
 pub static NO_PMU: CpuModel = CpuModel {
     name: "Skylake with leaf 0xA zero (no PMU)",
-    leaves: &[
-        basic(0x16, INTEL),
-        (0x1, 0, [0x000506E3, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF]),
-        (0xA, 0, [0, 0, 0, 0]),
-        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
-        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
-    ],
+    leaves: dumps::INTEL_LEAF_A_ZERO.leaves,
     pmu: PmuKind::None,
 };
 
@@ -155,7 +103,7 @@ pub fn model() -> &'static CpuModel {
 
 /// CPUID(leaf, subleaf) of the chosen model: [EAX, EBX, ECX, EDX], zeros for a leaf not in its table.
 pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
-    model().leaves.iter().find(|(l, s, _)| (*l, *s) == (leaf, subleaf)).map_or([0; 4], |(_, _, regs)| *regs)
+    dumps::lookup(model().leaves, leaf, subleaf)
 }
 
 /// Addresses of rewritten `cpuid` sites (now `ud2`).
