@@ -54,13 +54,14 @@ fn read_text(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()))
 }
 
-/// The scripts in the repository (`scripts/windows/*.ps1`), sorted by name.
+/// The scripts in the repository (`scripts/windows/*.ps1`) and the module they share (`*.psm1`), sorted
+/// by name.
 fn repository_scripts() -> Vec<PathBuf> {
     let dir = repository().join("scripts/windows");
     let mut scripts: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|error| panic!("cannot list {}: {error}", dir.display()))
         .map(|entry| entry.expect("script entry").path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "ps1"))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "ps1" || extension == "psm1"))
         .collect();
     scripts.sort();
     scripts
@@ -525,6 +526,8 @@ fn inf_checker_reports_a_device_driver_layout() {
 // Scripts
 
 const SCRIPT_FILE_VARIABLE: &str = "$PackageFiles";
+/// The helper module the scripts share (scripts/windows/PmupcwTools.psm1).
+const TOOLS_MODULE: &str = "PmupcwTools.psm1";
 /// Extensions of package files a script may name as `pmupcw.<extension>`.
 const PACKAGE_EXTENSIONS: &[&str] = &["cat", "cer", "inf", "man", "pdb", "sys"];
 
@@ -541,7 +544,7 @@ fn script_hashtable(text: &str, variable: &str) -> Option<Vec<String>> {
     )
 }
 
-/// Package-file names a script mentions anywhere: `pmupcw.<extension>` and `<Name>.ps1`.
+/// Package-file names a script mentions anywhere: `pmupcw.<extension>`, `<Name>.ps1` and `<Name>.psm1`.
 fn named_in_script(text: &str) -> BTreeSet<String> {
     let is_name = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_';
     let bytes = text.as_bytes();
@@ -560,10 +563,12 @@ fn named_in_script(text: &str) -> BTreeSet<String> {
             names.insert(format!("pmupcw.{extension}"));
         }
     }
-    for (at, _) in lower.match_indices(".ps1") {
-        let start = (0..at).rev().take_while(|&index| is_name(bytes[index])).last().unwrap_or(at);
-        if start < at {
-            names.insert(text[start..at + 4].to_owned());
+    for suffix in [".ps1", ".psm1"] {
+        for (at, _) in lower.match_indices(suffix) {
+            let start = (0..at).rev().take_while(|&index| is_name(bytes[index])).last().unwrap_or(at);
+            if start < at {
+                names.insert(text[start..at + suffix.len()].to_owned());
+            }
         }
     }
     names
@@ -650,7 +655,7 @@ fn package_holds_the_inf_manifest_certificate_driver_and_scripts() {
     let scripts = repository_scripts();
     let names: Vec<String> =
         scripts.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    for expected in ["Install-Pmupcw.ps1", "Uninstall-Pmupcw.ps1", "Enable-Verifier.ps1"] {
+    for expected in ["Install-Pmupcw.ps1", "Uninstall-Pmupcw.ps1", "Enable-Verifier.ps1", TOOLS_MODULE] {
         assert!(names.iter().any(|name| name == expected), "scripts/windows/ has no {expected}");
     }
     for (path, name) in scripts.iter().zip(&names) {
@@ -680,4 +685,98 @@ fn a_missing_package_fails_with_how_to_make_it() {
         .or_else(|| payload.downcast_ref::<&str>().map(|text| (*text).to_owned()))
         .unwrap_or_default();
     assert!(message.contains("run `cargo make package`"), "{message}");
+}
+
+// -------------------------------------------------------------------------------------------------
+// The scripts' shared module
+
+/// Names of the functions `text` defines (`function Name`), in order.
+fn defined_functions(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("function "))
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next().unwrap_or("").to_owned()
+        })
+        .collect()
+}
+
+/// The functions the module's `Export-ModuleMember -Function a, b, ...` names.
+fn exported_functions(module: &str) -> Vec<String> {
+    module
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("Export-ModuleMember -Function "))
+        .flat_map(|list| list.split(',').map(|name| name.trim().to_owned()))
+        .collect()
+}
+
+/// What is wrong with how `script` uses the module that exports `exported`: it must import the module
+/// (from its own folder), must not define a function of the module again, and every module function it
+/// calls must be exported.
+fn check_module_use(script: &str, module: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let exported = exported_functions(module);
+    if !script.contains("Import-Module $tools")
+        || !script.contains("Join-Path $PSScriptRoot $PackageFiles.Tools")
+    {
+        problems.push(format!("does not import {TOOLS_MODULE} from its own folder"));
+    }
+    for function in defined_functions(script) {
+        if defined_functions(module).contains(&function) {
+            problems.push(format!("defines {function} again ({TOOLS_MODULE} has it)"));
+        }
+    }
+    for function in defined_functions(module) {
+        if script.contains(&function) && !exported.contains(&function) {
+            problems.push(format!("calls {function}, which {TOOLS_MODULE} does not export"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn scripts_import_the_shared_module_and_call_only_what_it_exports() {
+    let dir = repository().join("scripts/windows");
+    let module = read_text(&dir.join(TOOLS_MODULE));
+    let mut defined = defined_functions(&module);
+    let mut exported = exported_functions(&module);
+    defined.sort();
+    exported.sort();
+    assert!(!defined.is_empty(), "{TOOLS_MODULE} defines no function");
+    assert_eq!(exported, defined, "{TOOLS_MODULE} must export exactly the functions it defines");
+    let mut report = String::new();
+    for script in repository_scripts().iter().filter(|path| path.extension().is_some_and(|e| e == "ps1")) {
+        let problems = check_module_use(&read_text(script), &module);
+        if !problems.is_empty() {
+            report.push_str(&format!("{}:\n{}", script.display(), listed(&problems)));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
+}
+
+#[test]
+fn module_checker_reports_a_missing_import_a_redefinition_and_an_unexported_call() {
+    let dir = repository().join("scripts/windows");
+    let module = read_text(&dir.join(TOOLS_MODULE));
+    let install = read_text(&dir.join("Install-Pmupcw.ps1"));
+    assert_eq!(check_module_use(&install, &module), Vec::<String>::new());
+
+    let problems = check_module_use(&install.replace("Import-Module $tools", "# no import"), &module);
+    assert!(problems.iter().any(|problem| problem.contains("does not import")), "{}", listed(&problems));
+
+    let again = format!("{install}\nfunction Invoke-Tool {{ }}\n");
+    let problems = check_module_use(&again, &module);
+    assert!(
+        problems.iter().any(|problem| problem.contains("defines Invoke-Tool again")),
+        "{}",
+        listed(&problems)
+    );
+
+    let hidden = module.replace(", Get-CounterProvider", "");
+    assert_ne!(hidden, module);
+    let problems = check_module_use(&install, &hidden);
+    assert!(
+        problems.iter().any(|problem| problem.contains("calls Get-CounterProvider, which")),
+        "{}",
+        listed(&problems)
+    );
 }

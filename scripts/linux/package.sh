@@ -8,6 +8,7 @@
 #   pmupcw.cat  the catalog (inf2cat's job, crates/driver-catalog): hashes of pmupcw.inf and the files
 #               it names, signed with the test certificate; pnputil requires it
 #   *.ps1       scripts/windows/: install, uninstall, Driver Verifier (run on the test machine)
+#   *.psm1      scripts/windows/: the helpers those scripts share
 # The test certificate is made once under target/test-certificate/ and reused until deleted.
 # Prints the .sys size and the build time. Run through `cargo make package`.
 set -euo pipefail
@@ -68,8 +69,9 @@ stamp_inf() {
     if grep -q '\$ARCH\$' "$2"; then echo "package: $2 still names \$ARCH\$" >&2; return 1; fi
 }
 stamp_inf inf/pmupcw.inx "$package_dir/pmupcw.inf"
-# The Windows-side scripts (scripts/windows/*.ps1) travel with the package they install.
-cp scripts/windows/*.ps1 "$package_dir/"
+# The Windows-side scripts (scripts/windows/*.ps1) and the helper module they share travel with the
+# package they install.
+cp scripts/windows/*.ps1 scripts/windows/*.psm1 "$package_dir/"
 # The catalog pnputil /add-driver requires (inf2cat + signtool in the WDK flow): SHA-256 hashes of
 # pmupcw.inf and of the files its [SourceDisksFiles] name, signed with the test certificate. Made last,
 # because it hashes the final bytes of the signed .sys and the stamped INF.

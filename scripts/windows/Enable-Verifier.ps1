@@ -22,22 +22,17 @@ $ErrorActionPreference = 'Stop'
 # The package files this script uses, by role (tests/deployment.rs checks each exists in the package).
 $PackageFiles = @{
     Driver = 'pmupcw.sys'
+    Tools  = 'PmupcwTools.psm1'
 }
 
-function Write-Step([string]$Message) { Write-Host "verifier: $Message" }
-
-function Invoke-Tool {
-    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
-    $ErrorActionPreference = 'Continue'
-    Write-Step "> $FilePath $($Arguments -join ' ')"
-    $output = & $FilePath @Arguments 2>&1 | Out-String
-    $code = $LASTEXITCODE
-    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
-    if ($OkExitCodes -notcontains $code) {
-        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
-    }
-    [pscustomobject]@{ ExitCode = $code; Output = $output }
+# The helpers every pmupcw script shares (Write-Step, Invoke-Tool, ...), from the package folder.
+$tools = Join-Path $PSScriptRoot $PackageFiles.Tools
+if (-not (Test-Path -LiteralPath $tools -PathType Leaf)) {
+    Write-Error "verifier: FAILED: $tools is missing: keep the package's scripts together." -ErrorAction Continue
+    exit 1
 }
+Import-Module $tools -Force
+Set-StepPrefix 'verifier'
 
 # verifier.exe returns 2 when it changed the settings and a restart applies them.
 $VerifierOk = @(0, 2)

@@ -42,26 +42,19 @@ $PackageFiles = @{
     UninstallScript = 'Uninstall-Pmupcw.ps1'
     VerifierScript  = 'Enable-Verifier.ps1'
     Catalog         = 'pmupcw.cat'
+    Tools           = 'PmupcwTools.psm1'
 }
 $ServiceName = 'pmupcw'
 $SmokeCounter = '\Hardware Counters(*)\Instructions Retired/sec'
 
-function Write-Step([string]$Message) { Write-Host "install: $Message" }
-
-# Runs a native tool, echoes its output, and throws unless its exit code is one of $OkExitCodes.
-function Invoke-Tool {
-    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
-    # Windows PowerShell 5.1 turns a native tool's redirected stderr into terminating errors under 'Stop'.
-    $ErrorActionPreference = 'Continue'
-    Write-Step "> $FilePath $($Arguments -join ' ')"
-    $output = & $FilePath @Arguments 2>&1 | Out-String
-    $code = $LASTEXITCODE
-    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
-    if ($OkExitCodes -notcontains $code) {
-        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
-    }
-    [pscustomobject]@{ ExitCode = $code; Output = $output }
+# The helpers every pmupcw script shares (Write-Step, Invoke-Tool, ...), from the package folder.
+$tools = Join-Path $PSScriptRoot $PackageFiles.Tools
+if (-not (Test-Path -LiteralPath $tools -PathType Leaf)) {
+    Write-Error "install: FAILED: $tools is missing: keep the package's scripts together." -ErrorAction Continue
+    exit 1
 }
+Import-Module $tools -Force
+Set-StepPrefix 'install'
 
 function Get-PackagePath([string]$Name) {
     $path = Join-Path $PackageDir $Name
@@ -69,26 +62,6 @@ function Get-PackagePath([string]$Name) {
         throw "$Name is missing from the package folder $PackageDir. Run this script from an unpacked pmupcw package (cargo make package)."
     }
     $path
-}
-
-# The folder the service's image runs from (the driver store folder), or $null without a service.
-function Get-ServiceImageFolder {
-    $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$ServiceName"
-    if (-not (Test-Path $key)) { return $null }
-    $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
-    if (-not $image) { return $null }
-    $image = $image -replace '^\\\?\?\\', ''
-    $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
-    if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
-    Split-Path -Parent $image
-}
-
-function Get-ServiceState {
-    $ErrorActionPreference = 'Continue'
-    $query = & sc.exe query $ServiceName 2>&1 | Out-String
-    if ($LASTEXITCODE -eq 1060) { return 'MISSING' }
-    if ($query -match 'STATE\s+:\s+\d+\s+(\w+)') { return $Matches[1] }
-    throw "sc.exe query $ServiceName failed (exit code $LASTEXITCODE):`n$query"
 }
 
 try {
@@ -136,7 +109,7 @@ try {
     # 3. The driver package (its signed catalog was checked above).
     $pnp = Invoke-Tool pnputil.exe @('/add-driver', $inf, '/install') -OkExitCodes @(0, 259, 3010)
     if ($pnp.ExitCode -eq 3010) { Write-Warning 'pnputil says a restart is needed to complete the installation.' }
-    $folder = Get-ServiceImageFolder
+    $folder = Get-ServiceImageFolder $ServiceName
     if (-not $folder) {
         throw ("pnputil added the driver package but the $ServiceName service does not exist. See " +
             "$env:SystemRoot\INF\setupapi.dev.log for the [DefaultInstall] processing of $($PackageFiles.Inf) " +
@@ -149,23 +122,22 @@ try {
     if (-not (Test-Path -LiteralPath $manifest -PathType Leaf)) {
         throw "$manifest is missing: the INF should have copied $($PackageFiles.Manifest) beside $($PackageFiles.Driver)."
     }
-    $providerGuid = ([xml](Get-Content -LiteralPath $manifest -Raw)).instrumentationManifest.instrumentation.counters.provider.providerGuid
-    $providerKey = "HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib\_V2Providers\$providerGuid"
-    if (Test-Path $providerKey) {
-        Write-Step "counter provider $providerGuid is registered; unregistering it first"
+    $provider = Get-CounterProvider $manifest
+    if ($provider.Registered) {
+        Write-Step "counter provider $($provider.Guid) is registered; unregistering it first"
         $null = Invoke-Tool unlodctr.exe @("/m:$manifest")
     }
     $null = Invoke-Tool lodctr.exe @("/m:$manifest", $folder)
     Write-Step "registered the countersets of $manifest"
 
     # 5. Start the service.
-    $state = Get-ServiceState
+    $state = Get-ServiceState $ServiceName
     if ($state -eq 'RUNNING') {
         Write-Step "service $ServiceName is already running"
     } else {
         $null = Invoke-Tool sc.exe @('start', $ServiceName) -OkExitCodes @(0, 1056)
-        for ($i = 0; $i -lt 20 -and (Get-ServiceState) -eq 'START_PENDING'; $i++) { Start-Sleep -Milliseconds 500 }
-        $state = Get-ServiceState
+        for ($i = 0; $i -lt 20 -and (Get-ServiceState $ServiceName) -eq 'START_PENDING'; $i++) { Start-Sleep -Milliseconds 500 }
+        $state = Get-ServiceState $ServiceName
         if ($state -ne 'RUNNING') { throw "service $ServiceName did not start (state $state); see the System event log." }
         Write-Step "started service $ServiceName"
     }

@@ -33,50 +33,26 @@ $PackageFiles = @{
     Manifest      = 'pmupcw.man'
     Driver        = 'pmupcw.sys'
     InstallScript = 'Install-Pmupcw.ps1'
+    Tools         = 'PmupcwTools.psm1'
 }
 $ServiceName = 'pmupcw'
 
-function Write-Step([string]$Message) { Write-Host "uninstall: $Message" }
-
-function Invoke-Tool {
-    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
-    $ErrorActionPreference = 'Continue'
-    Write-Step "> $FilePath $($Arguments -join ' ')"
-    $output = & $FilePath @Arguments 2>&1 | Out-String
-    $code = $LASTEXITCODE
-    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
-    if ($OkExitCodes -notcontains $code) {
-        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
-    }
-    [pscustomobject]@{ ExitCode = $code; Output = $output }
+# The helpers every pmupcw script shares (Write-Step, Invoke-Tool, ...), from the package folder.
+$tools = Join-Path $PSScriptRoot $PackageFiles.Tools
+if (-not (Test-Path -LiteralPath $tools -PathType Leaf)) {
+    Write-Error "uninstall: FAILED: $tools is missing: keep the package's scripts together." -ErrorAction Continue
+    exit 1
 }
-
-function Get-ServiceState {
-    $ErrorActionPreference = 'Continue'
-    $query = & sc.exe query $ServiceName 2>&1 | Out-String
-    if ($LASTEXITCODE -eq 1060) { return 'MISSING' }
-    if ($query -match 'STATE\s+:\s+\d+\s+(\w+)') { return $Matches[1] }
-    throw "sc.exe query $ServiceName failed (exit code $LASTEXITCODE):`n$query"
-}
-
-function Get-ServiceImageFolder {
-    $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$ServiceName"
-    if (-not (Test-Path $key)) { return $null }
-    $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
-    if (-not $image) { return $null }
-    $image = $image -replace '^\\\?\?\\', ''
-    $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
-    if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
-    Split-Path -Parent $image
-}
+Import-Module $tools -Force
+Set-StepPrefix 'uninstall'
 
 try {
     # 1. Stop the service.
-    $state = Get-ServiceState
+    $state = Get-ServiceState $ServiceName
     if ($state -eq 'RUNNING') {
         $null = Invoke-Tool sc.exe @('stop', $ServiceName) -OkExitCodes @(0, 1062)
-        for ($i = 0; $i -lt 20 -and (Get-ServiceState) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
-        $state = Get-ServiceState
+        for ($i = 0; $i -lt 20 -and (Get-ServiceState $ServiceName) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
+        $state = Get-ServiceState $ServiceName
         if ($state -ne 'STOPPED') { throw "service $ServiceName did not stop (state $state); a restart unloads it." }
         Write-Step "stopped service $ServiceName"
     } else {
@@ -86,20 +62,19 @@ try {
     # 2. Unregister the counters: the manifest beside the driver (where Install-Pmupcw.ps1 registered
     #    it from), else the package's copy.
     $manifest = $null
-    $folder = Get-ServiceImageFolder
+    $folder = Get-ServiceImageFolder $ServiceName
     if ($folder -and (Test-Path -LiteralPath (Join-Path $folder $PackageFiles.Manifest))) {
         $manifest = Join-Path $folder $PackageFiles.Manifest
     } elseif (Test-Path -LiteralPath (Join-Path $PackageDir $PackageFiles.Manifest)) {
         $manifest = Join-Path $PackageDir $PackageFiles.Manifest
     }
     if ($manifest) {
-        $providerGuid = ([xml](Get-Content -LiteralPath $manifest -Raw)).instrumentationManifest.instrumentation.counters.provider.providerGuid
-        $providerKey = "HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib\_V2Providers\$providerGuid"
-        if (Test-Path $providerKey) {
+        $provider = Get-CounterProvider $manifest
+        if ($provider.Registered) {
             $null = Invoke-Tool unlodctr.exe @("/m:$manifest")
-            Write-Step "unregistered counter provider $providerGuid"
+            Write-Step "unregistered counter provider $($provider.Guid)"
         } else {
-            Write-Step "counter provider $providerGuid is not registered"
+            Write-Step "counter provider $($provider.Guid) is not registered"
         }
     } else {
         Write-Warning "no $($PackageFiles.Manifest) found (beside the driver or in $PackageDir): counters not unregistered"
@@ -124,7 +99,7 @@ try {
     }
 
     # 4. A service left without its package.
-    if ((Get-ServiceState) -ne 'MISSING') {
+    if ((Get-ServiceState $ServiceName) -ne 'MISSING') {
         $null = Invoke-Tool sc.exe @('delete', $ServiceName) -OkExitCodes @(0, 1072)
         Write-Step "deleted leftover service $ServiceName"
     }

@@ -1,0 +1,59 @@
+<#
+.SYNOPSIS
+    What Install-Pmupcw.ps1, Uninstall-Pmupcw.ps1 and Enable-Verifier.ps1 share: step messages, running
+    a native tool with checked exit codes, the pmupcw service's state and image folder, and the counter
+    provider a manifest declares. Each script imports it from its own folder (the package folder).
+#>
+Set-StrictMode -Version Latest
+
+$script:StepPrefix = 'pmupcw'
+
+# The word every Write-Step line starts with (the script's name for itself: install, uninstall, ...).
+function Set-StepPrefix([string]$Prefix) { $script:StepPrefix = $Prefix }
+
+function Write-Step([string]$Message) { Write-Host "$($script:StepPrefix): $Message" }
+
+# Runs a native tool, echoes its output, and throws unless its exit code is one of $OkExitCodes.
+function Invoke-Tool {
+    param([string]$FilePath, [string[]]$Arguments, [int[]]$OkExitCodes = @(0), [switch]$Quiet)
+    # Windows PowerShell 5.1 turns a native tool's redirected stderr into terminating errors under 'Stop'.
+    $ErrorActionPreference = 'Continue'
+    Write-Step "> $FilePath $($Arguments -join ' ')"
+    $output = & $FilePath @Arguments 2>&1 | Out-String
+    $code = $LASTEXITCODE
+    if (-not $Quiet -and $output.Trim()) { Write-Host $output.TrimEnd() }
+    if ($OkExitCodes -notcontains $code) {
+        throw "$FilePath $($Arguments -join ' ') failed with exit code $code.`n$($output.TrimEnd())"
+    }
+    [pscustomobject]@{ ExitCode = $code; Output = $output }
+}
+
+# The service's state as sc.exe names it (RUNNING, STOPPED, START_PENDING, ...), or MISSING.
+function Get-ServiceState([string]$Name) {
+    $ErrorActionPreference = 'Continue'
+    $query = & sc.exe query $Name 2>&1 | Out-String
+    if ($LASTEXITCODE -eq 1060) { return 'MISSING' }
+    if ($query -match 'STATE\s+:\s+\d+\s+(\w+)') { return $Matches[1] }
+    throw "sc.exe query $Name failed (exit code $LASTEXITCODE):`n$query"
+}
+
+# The folder the service's image runs from (the driver store folder), or $null without a service.
+function Get-ServiceImageFolder([string]$Name) {
+    $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$Name"
+    if (-not (Test-Path $key)) { return $null }
+    $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
+    if (-not $image) { return $null }
+    $image = $image -replace '^\\\?\?\\', ''
+    $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
+    if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
+    Split-Path -Parent $image
+}
+
+# The counter provider the manifest declares: its GUID, and whether lodctr has registered it.
+function Get-CounterProvider([string]$Manifest) {
+    $guid = ([xml](Get-Content -LiteralPath $Manifest -Raw)).instrumentationManifest.instrumentation.counters.provider.providerGuid
+    $key = "HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib\_V2Providers\$guid"
+    [pscustomobject]@{ Guid = $guid; Registered = (Test-Path $key) }
+}
+
+Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImageFolder, Get-CounterProvider
