@@ -179,7 +179,7 @@ impl Kpcr {
     }
 
     /// Sets the system affinity (mask 0: none) and moves the thread to `processor` if given: now below
-    /// DISPATCH_LEVEL, else when the IRQL drops below it.
+    /// DISPATCH_LEVEL, else when the IRQL drops below it (replacing any move still pending).
     pub(crate) fn set_system_affinity(&self, group: u16, mask: u64, processor: Option<u32>) {
         if mask != 0 && self.affinity_mask.load(Ordering::Relaxed) == 0 {
             self.home_processor.store(self.processor_index(), Ordering::Relaxed);
@@ -189,7 +189,8 @@ impl Kpcr {
         match processor {
             Some(index) if self.irql() < DISPATCH_LEVEL => self.set_processor(index),
             Some(index) => self.pending_processor.store(index, Ordering::Relaxed),
-            None => {}
+            // The thread may stay where it is: a move still pending from an earlier call is void.
+            None => self.pending_processor.store(NO_PROCESSOR, Ordering::Relaxed),
         }
     }
 

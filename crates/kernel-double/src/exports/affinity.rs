@@ -168,6 +168,16 @@ mod tests {
         assert_eq!(kpcr.processor_index(), 0, "deferred while at DISPATCH_LEVEL");
         kpcr.set_irql(PASSIVE_LEVEL);
         assert_eq!(kpcr.processor_index(), 2);
+        // Changed and changed back at DISPATCH_LEVEL: the thread never moves.
+        kpcr.set_irql(DISPATCH_LEVEL);
+        let mut saved = affinity(9, 9);
+        // SAFETY: valid GROUP_AFFINITY structures on this stack.
+        unsafe {
+            ke_set_system_group_affinity_thread(&affinity(0, 0b1000), &mut saved);
+            ke_revert_to_user_group_affinity_thread(&saved);
+        }
+        kpcr.set_irql(PASSIVE_LEVEL);
+        assert_eq!((kpcr.processor_index(), kpcr.system_affinity()), (2, (0, 0b100)));
         kpcr.set_irql(DISPATCH_LEVEL);
         // SAFETY: a valid GROUP_AFFINITY.
         unsafe { ke_set_system_group_affinity_thread(std::ptr::null(), std::ptr::null_mut()) };
