@@ -93,7 +93,7 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     assert_eq!(lines.len(), 5, "blank line, header, two rows, and the final line end");
     assert_eq!(lines[0], "");
     assert!(
-        lines[1].starts_with(r#""(PDH-CSV 4.0)","\\HOST\Hardware Counters(0,0)\Instructions Retired/sec","#)
+        lines[1].starts_with(r#""(PDH-CSV 4.0) (Coordinated Universal Time)(0)","\\HOST\Hardware Counters(0,0)\Instructions Retired/sec","#)
     );
     assert!(lines[1].ends_with(r#","\\HOST\Hardware Counters Driver\Ownership Failures""#));
     assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions Retired""#));
@@ -130,7 +130,7 @@ fn pmupcw_run_passes() {
         .expect("running pmupcw-run");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("\n\"(PDH-CSV 4.0)\",\"\\\\"), "{stdout}");
+    assert!(stdout.contains("\n\"(PDH-CSV 4.0) (Coordinated Universal Time)(0)\",\"\\\\"), "{stdout}");
     assert!(stdout.contains("ExtCounterTestLevel 1: valid"), "{stdout}");
     assert!(stdout.contains("violations: 0"), "{stdout}");
     assert!(stdout.ends_with("# result: PASS\n"), "{stdout}");

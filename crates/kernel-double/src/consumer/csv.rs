@@ -1,5 +1,6 @@
 //! typeperf's CSV output (`typeperf ... -f CSV`, `../shared/FACTS.md` section 2): a blank line, then
-//! the header `"(PDH-CSV 4.0)","\\HOST\Set(Inst)\Counter",...`, then one row per sample,
+//! the header `"(PDH-CSV 4.0) (Coordinated Universal Time)(0)","\\HOST\Set(Inst)\Counter",...` (the
+//! time zone of the rows, here UTC), then one row per sample,
 //! `"MM/DD/YYYY HH:MM:SS.mmm","123.000000",...`, with `" "` where a counter has no value (the first
 //! sample of a rate counter, or a PDH error status). Pure functions: the strings are the output.
 
@@ -19,35 +20,37 @@ pub fn counter_path(host: &str, counterset: &str, instance: Option<&str>, counte
     }
 }
 
+/// The first header field: the format, then the time zone the rows' times are in, by its standard name
+/// and its bias (UTC minus local time) in minutes, as typeperf writes it (e.g. `(PDH-CSV 4.0) (GMT
+/// Standard Time)(-60)` in British summer time). The double's rows are in UTC.
+pub const FORMAT_FIELD: &str = "(PDH-CSV 4.0) (Coordinated Universal Time)(0)";
+
 /// The header line (without line end).
 pub fn header(paths: &[String]) -> String {
-    let mut fields = vec![field("(PDH-CSV 4.0)")];
+    let mut fields = vec![field(FORMAT_FIELD)];
     fields.extend(paths.iter().map(|path| field(path)));
     fields.join(",")
 }
 
-/// `MM/DD/YYYY HH:MM:SS.mmm` (UTC) of a time in milliseconds since the Unix epoch.
-pub fn timestamp(unix_millis: i64) -> String {
-    let days = unix_millis.div_euclid(86_400_000);
-    let in_day = unix_millis.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    let (hours, minutes) = (in_day / 3_600_000, in_day / 60_000 % 60);
-    let (seconds, millis) = (in_day / 1000 % 60, in_day % 1000);
-    format!("{month:02}/{day:02}/{year:04} {hours:02}:{minutes:02}:{seconds:02}.{millis:03}")
+/// The time of `unix_millis` (milliseconds since the Unix epoch) in UTC.
+pub(crate) fn utc(unix_millis: i64) -> time::OffsetDateTime {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_millis) * 1_000_000)
+        .expect("a millisecond count of the double's clock is a valid timestamp")
 }
 
-/// (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+/// `MM/DD/YYYY HH:MM:SS.mmm` (UTC) of a time in milliseconds since the Unix epoch.
+pub fn timestamp(unix_millis: i64) -> String {
+    let time = utc(unix_millis);
+    format!(
+        "{:02}/{:02}/{:04} {:02}:{:02}:{:02}.{:03}",
+        u8::from(time.month()),
+        time.day(),
+        time.year(),
+        time.hour(),
+        time.minute(),
+        time.second(),
+        time.millisecond()
+    )
 }
 
 /// One value's field: `"123.000000"`, or `" "` when there is none.
@@ -98,7 +101,10 @@ mod tests {
     #[test]
     fn header_line() {
         let paths = [r"\\H\S(0,0)\C".to_string(), r"\\H\S\D".to_string()];
-        assert_eq!(header(&paths), r#""(PDH-CSV 4.0)","\\H\S(0,0)\C","\\H\S\D""#);
+        assert_eq!(
+            header(&paths),
+            r#""(PDH-CSV 4.0) (Coordinated Universal Time)(0)","\\H\S(0,0)\C","\\H\S\D""#
+        );
     }
 
     #[test]
@@ -128,7 +134,7 @@ mod tests {
         let rows = [row("01/01/1970 00:00:00.000", &[Value::Value(1.0)])];
         assert_eq!(
             document(&paths, &rows, "\r\n"),
-            "\r\n\"(PDH-CSV 4.0)\",\"\\\\H\\S\\C\"\r\n\"01/01/1970 00:00:00.000\",\"1.000000\"\r\n"
+            "\r\n\"(PDH-CSV 4.0) (Coordinated Universal Time)(0)\",\"\\\\H\\S\\C\"\r\n\"01/01/1970 00:00:00.000\",\"1.000000\"\r\n"
         );
     }
 }

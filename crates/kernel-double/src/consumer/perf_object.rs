@@ -194,21 +194,17 @@ pub struct DataBlockHeader {
 /// SYSTEMTIME (UTC) of a Unix time in milliseconds: year, month, day of week (0 Sunday), day, hour,
 /// minute, second, milliseconds.
 pub fn system_time(unix_millis: i64) -> [u16; 8] {
-    let days = unix_millis.div_euclid(86_400_000);
-    let in_day = unix_millis.rem_euclid(86_400_000);
-    let (year, month, day) = super::csv::civil_from_days(days);
-    let day_of_week = (days + 4).rem_euclid(7); // 1970-01-01 was a Thursday.
+    let time = super::csv::utc(unix_millis);
     [
-        year,
-        month,
-        day_of_week,
-        day,
-        in_day / 3_600_000,
-        in_day / 60_000 % 60,
-        in_day / 1000 % 60,
-        in_day % 1000,
+        time.year() as u16,
+        u16::from(u8::from(time.month())),
+        u16::from(time.weekday().number_days_from_sunday()),
+        u16::from(time.day()),
+        u16::from(time.hour()),
+        u16::from(time.minute()),
+        u16::from(time.second()),
+        time.millisecond(),
     ]
-    .map(|value| value as u16)
 }
 
 /// A PERF_DATA_BLOCK holding `objects` (formatted PERF_OBJECT_TYPE blocks).
