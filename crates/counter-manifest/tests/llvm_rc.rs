@@ -142,11 +142,16 @@ fn llvm_rc_compiles_the_generated_script() {
 
 /// llvm-rc takes `/` as an option prefix on every host, so an absolute input path that begins like one
 /// of its joined options (`/D`efine, `/C`odepage, `/U`ndefine, `/I`nclude) must still be read as the
-/// input. /dev/shm begins with `/D`; a CI clone once lived under /check and failed the build this way.
+/// input. A CI clone once lived under /check and failed the build this way. Here the scratch folder
+/// is reached through `/dev/..` (the root), so its path begins with `/D` wherever the target is.
 #[test]
 fn llvm_rc_takes_absolute_paths_that_look_like_options() {
-    let dir = std::path::Path::new("/dev/shm").join(format!("pmupcw-llvm-rc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("/dev/shm is writable on Linux");
+    let scratch =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("llvm-rc-paths-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = scratch.canonicalize().unwrap();
+    let dir = std::path::Path::new("/dev/..").join(scratch.strip_prefix("/").unwrap());
+    assert!(dir.is_dir(), "{} reaches the scratch folder", dir.display());
     let (rc, res) = (dir.join("t.rc"), dir.join("t.res"));
     std::fs::write(&rc, "STRINGTABLE\n{\n  1, \"one\"\n}\n").unwrap();
     let result = compile_rc(&llvm_rc(), &rc, &res);
