@@ -4,6 +4,9 @@
 //!   instance through the real driver, counters owned) on 4 and 64 virtual processors, and per overflow
 //!   interrupt delivery (a `pmu::step` that wraps one counter, minus the same step without a wrap);
 //!   averaged over many calls, after a warm-up;
+//! * the driver's non-paged memory with counters owned, on 4 and 64 virtual processors: pool still
+//!   allocated (split into a per-processor slope and a fixed part) and the image's resident writable
+//!   sections; and what one collect costs in pool allocations and all-processor calls;
 //! * the driver's instructions per collect on 64 virtual processors, and per overflow bit, counted by
 //!   single-stepping: the measured call runs with EFLAGS.TF set, every instruction raises SIGTRAP, and
 //!   the handler counts those whose next RIP lies in the driver image. An instruction the double
@@ -19,7 +22,7 @@
 
 use kernel_double::cpu::{self, cpuid, pmu, topology};
 use kernel_double::driver::Driver;
-use kernel_double::exports::pcw;
+use kernel_double::exports::{ke, pcw, pool};
 use kernel_double::status::STATUS_SUCCESS;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -212,6 +215,31 @@ fn case_pmi_instructions() {
     stop(driver);
 }
 
+fn case_memory(processors: u32) {
+    let driver = start(processors);
+    let pool_bytes: usize = pool::outstanding().iter().map(|allocation| allocation.size).sum();
+    let image_data: usize = driver
+        .image()
+        .sections()
+        .iter()
+        .filter(|section| !section.discarded && section.protection & libc::PROT_WRITE != 0)
+        .map(|section| section.length)
+        .sum();
+    let (allocations, ipis) = (pool::allocation_count(), ke::ipi_calls());
+    let collects = 10;
+    for _ in 0..collects {
+        collect();
+    }
+    report(&format!("pool_bytes_{processors}"), pool_bytes as f64);
+    report(&format!("image_data_bytes_{processors}"), image_data as f64);
+    report(
+        &format!("allocations_per_collect_{processors}"),
+        (pool::allocation_count() - allocations) as f64 / f64::from(collects),
+    );
+    report(&format!("ipis_per_collect_{processors}"), (ke::ipi_calls() - ipis) as f64 / f64::from(collects));
+    stop(driver);
+}
+
 fn run_case(case: &str) {
     match case {
         "collect_time_4" => case_collect_time(4, 20_000),
@@ -220,11 +248,15 @@ fn run_case(case: &str) {
         "collect_instructions_4" => case_collect_instructions(4),
         "collect_instructions_64" => case_collect_instructions(64),
         "pmi_instructions" => case_pmi_instructions(),
+        "memory_4" => case_memory(4),
+        "memory_64" => case_memory(64),
         other => fail(format!("unknown case {other}")),
     }
 }
 
-const CASES: [&str; 6] = [
+const CASES: [&str; 8] = [
+    "memory_4",
+    "memory_64",
     "collect_time_4",
     "collect_time_64",
     "pmi_time",
@@ -283,6 +315,35 @@ fn main() {
         "| collect, all instructions single-stepped (driver + double, signal handlers excluded) | {:.0} | {:.0} |",
         get("collect_all_instructions_4"),
         get("collect_all_instructions_64")
+    );
+    println!(
+        "| collect, pool allocations (average of 10) | {:.0} | {:.0} |",
+        get("allocations_per_collect_4"),
+        get("allocations_per_collect_64")
+    );
+    println!(
+        "| collect, all-processor calls (KeIpiGenericCall, average of 10) | {:.0} | {:.0} |",
+        get("ipis_per_collect_4"),
+        get("ipis_per_collect_64")
+    );
+    println!(
+        "| non-paged pool allocated, counters owned (bytes) | {:.0} | {:.0} |",
+        get("pool_bytes_4"),
+        get("pool_bytes_64")
+    );
+    println!(
+        "| image's resident writable sections (bytes, page-rounded) | {:.0} | {:.0} |",
+        get("image_data_bytes_4"),
+        get("image_data_bytes_64")
+    );
+    let per_processor = (get("pool_bytes_64") - get("pool_bytes_4")) / 60.0;
+    println!();
+    println!("| non-paged pool | bytes | target |");
+    println!("|---|---:|---:|");
+    println!("| per processor (slope from 4 to 64 VPs) | {per_processor:.1} | <= 512 |");
+    println!(
+        "| fixed (pool at 4 VPs minus 4 x slope) | {:.0} | <= 8192 |",
+        get("pool_bytes_4") - 4.0 * per_processor
     );
     println!();
     println!("| overflow interrupt | value |");

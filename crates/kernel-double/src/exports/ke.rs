@@ -230,6 +230,13 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
     }
 }
 
+static IPI_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// KeIpiGenericCall calls so far.
+pub fn ipi_calls() -> u64 {
+    IPI_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `ULONG_PTR KeIpiGenericCall(PKIPI_BROADCAST_WORKER BroadcastFunction, ULONG_PTR Context)`: IRQL <=
 /// DISPATCH_LEVEL. Runs the worker on every virtual processor at IPI_LEVEL, one after the other on the
 /// calling host thread (switching its current virtual processor and occupying it, see
@@ -239,6 +246,7 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn ke_ipi_generic_call(worker: usize, context: usize) -> usize {
     let call = enter("KeIpiGenericCall", DISPATCH_LEVEL);
+    IPI_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if worker == 0 {
         call.violation("NULL BroadcastFunction".into());
         return 0;
