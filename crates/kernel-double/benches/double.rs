@@ -8,10 +8,7 @@
 //!   allocated (split into a per-processor slope and a fixed part) and the image's resident writable
 //!   sections; and what one collect costs in pool allocations and all-processor calls;
 //! * the driver's instructions per collect on 64 virtual processors, and per overflow bit, counted by
-//!   single-stepping: the measured call runs with EFLAGS.TF set, every instruction raises SIGTRAP, and
-//!   the handler counts those whose next RIP lies in the driver image. An instruction the double
-//!   emulates (rdmsr, wrmsr, cr8, cpuid) faults instead of trapping, and the one after it runs before
-//!   the next trap, so the count adds one per emulated instruction (the KPCR's emulation counter).
+//!   single-stepping (tests/common/single_step.rs).
 //!   The per-bit figure is the slope of the handler's instructions (one delivery on one processor) over
 //!   1..=7 counters wrapping at once; the fixed part is the intercept.
 //!
@@ -20,14 +17,17 @@
 //! `$PMUPCW_PACKAGE_DIR/pmupcw.sys` (default target/package/pmupcw/pmupcw.sys), built by
 //! `cargo make package`. Run with `cargo bench -p kernel-double --bench double`.
 
+#[path = "../tests/common/single_step.rs"]
+mod single_step;
+
 use kernel_double::cpu::{self, cpuid, pmu, topology};
 use kernel_double::driver::Driver;
 use kernel_double::exports::{ke, pcw, pool};
 use kernel_double::status::STATUS_SUCCESS;
+use single_step::single_stepped;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{self, Command};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 const CASE: &str = "KD_BENCH_CASE";
@@ -81,53 +81,6 @@ fn report(key: &str, value: f64) {
     println!("RESULT {key} {value}");
 }
 
-// --- Single-stepping ---------------------------------------------------------------------------------
-
-static IMAGE_START: AtomicUsize = AtomicUsize::new(0);
-static IMAGE_END: AtomicUsize = AtomicUsize::new(0);
-static IN_IMAGE: AtomicU64 = AtomicU64::new(0);
-static ALL: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn on_trap(_signal: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    // SAFETY: an SA_SIGINFO handler's context is this thread's interrupted ucontext_t.
-    let rip = unsafe { (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RIP as usize] };
-    let rip = rip as usize;
-    ALL.fetch_add(1, Ordering::Relaxed);
-    if rip >= IMAGE_START.load(Ordering::Relaxed) && rip < IMAGE_END.load(Ordering::Relaxed) {
-        IN_IMAGE.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn install_trap_counter(driver: &Driver) {
-    IMAGE_START.store(driver.image().base(), Ordering::SeqCst);
-    IMAGE_END.store(driver.image().base() + driver.image().size(), Ordering::SeqCst);
-    // SAFETY: a zeroed sigaction with an SA_SIGINFO handler that only touches atomics.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_trap as *const () as usize;
-        action.sa_flags = libc::SA_SIGINFO;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGTRAP, &action, std::ptr::null_mut()), 0);
-    }
-}
-
-/// Runs `f` single-stepped on this thread; returns (driver instructions, all instructions traced).
-#[inline(never)]
-fn single_stepped(f: impl FnOnce()) -> (u64, u64) {
-    let kpcr = cpu::current();
-    let emulated = kpcr.emulated_instructions();
-    IN_IMAGE.store(0, Ordering::SeqCst);
-    ALL.store(0, Ordering::SeqCst);
-    // SAFETY: sets and clears the trap flag of this thread; SIGTRAP is handled by on_trap, which
-    // resumes. pushfq/popfq use the stack below rsp, which asm! without `nostack` allows.
-    unsafe { std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
-    f();
-    // SAFETY: as above.
-    unsafe { std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
-    let emulated = kpcr.emulated_instructions() - emulated;
-    (IN_IMAGE.load(Ordering::SeqCst) + emulated, ALL.load(Ordering::SeqCst))
-}
-
 // --- Cases -------------------------------------------------------------------------------------------
 
 fn case_collect_time(processors: u32, iterations: u32) {
@@ -175,7 +128,7 @@ fn case_pmi_time(iterations: u32) {
 
 fn case_collect_instructions(processors: u32) {
     let driver = start(processors);
-    install_trap_counter(&driver);
+    single_step::install(&driver);
     collect();
     let runs = 2;
     let mut driver_total = 0;
@@ -192,7 +145,7 @@ fn case_collect_instructions(processors: u32) {
 
 fn case_pmi_instructions() {
     let driver = start(4);
-    install_trap_counter(&driver);
+    single_step::install(&driver);
     let counters = pmu::programmed_counters(0);
     let mut points = Vec::new();
     for bits in 1..=counters.len() {

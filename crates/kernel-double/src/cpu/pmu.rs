@@ -29,9 +29,10 @@
 //! bits, as the HAL does. A processor is not stepped again until its PMI has been delivered (a real PMI
 //! arrives within a few hundred cycles, long before a 48-bit counter can wrap again).
 //!
-//! Limits: the interrupt cannot land *inside* a run of driver instructions that do not trap (between
-//! two plain loads, say); only at trap points. The driver's read protocol (rdmsr status, rdmsr counter,
-//! rdmsr status) traps at every step, so its windows are all exercised.
+//! Limits: in ordinary runs the interrupt cannot land *inside* a run of driver instructions that do not
+//! trap (between two plain loads, say); only at trap points. A test that single-steps the driver's
+//! broadcast worker lands it between any two instructions with [`overflow_between_instructions`]
+//! (tests/pmi_at_every_instruction.rs does, before every instruction of the read worker).
 
 use super::cpuid::{self, PmuKind};
 use super::{Kpcr, PROFILE_LEVEL, topology};
@@ -350,6 +351,26 @@ pub fn step(vp: u32, units: u64) {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
     }
+}
+
+/// Runs `units` of work on virtual processor `vp` from *between two instructions of driver code* on this
+/// thread (a test's single-step trap handler), and takes the overflow interrupt this raises right there
+/// if this thread occupies `vp` below PROFILE_LEVEL, as a real PMI lands between any two instructions.
+/// Otherwise the interrupt stays pending for the occupant's next interruptible point (or the next
+/// [`step`]). Returns whether the handler ran here. `vp` must have no PMI pending, and the interrupted
+/// code must be the driver's (which never holds the double's locks).
+pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
+    let processor = processor(vp);
+    assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
+    let pmi = advance(pmu().kind, &mut lock(vp), units);
+    if pmi == 0 || HANDLER.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    processor.pmi.store(PMI_PENDING, Ordering::Release);
+    let kpcr = super::current();
+    kpcr.processor_index() == vp
+        && processor.occupant.load(Ordering::Acquire) == kpcr as *const Kpcr as usize
+        && deliver(vp, kpcr)
 }
 
 /// Waits until `vp` has no PMI pending, delivering it on this thread when the processor is free.

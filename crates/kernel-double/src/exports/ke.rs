@@ -231,6 +231,29 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
 }
 
 static IPI_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static TRACE_WORKERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs every broadcast worker with the trap flag (EFLAGS.TF) set, so that a test's SIGTRAP handler sees
+/// each of the worker's instructions without single-stepping the rest of the double
+/// (tests/common/single_step.rs). The test must have a SIGTRAP handler installed.
+pub fn trace_broadcast_workers(on: bool) {
+    TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Sets or clears this thread's trap flag.
+#[inline(always)]
+fn set_trap_flag(on: bool) {
+    // SAFETY: changes only EFLAGS.TF of this thread; with TF set every instruction raises SIGTRAP, which
+    // the test that asked for tracing handles and resumes. pushfq/popfq use the stack below rsp, which
+    // asm! without `nostack` allows.
+    unsafe {
+        if on {
+            std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq");
+        } else {
+            std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq");
+        }
+    }
+}
 
 /// KeIpiGenericCall calls so far.
 pub fn ipi_calls() -> u64 {
@@ -263,7 +286,14 @@ pub unsafe extern "win64" fn ke_ipi_generic_call(worker: usize, context: usize) 
         let occupied = pmu::occupy(index, kpcr);
         let previous = kpcr.raise_irql(IPI_LEVEL);
         pmu::interruptible_point(kpcr);
+        let traced = TRACE_WORKERS.load(std::sync::atomic::Ordering::SeqCst);
+        if traced {
+            set_trap_flag(true);
+        }
         result = worker(context);
+        if traced {
+            set_trap_flag(false);
+        }
         let after = kpcr.irql();
         if after != IPI_LEVEL {
             call.violation(format!("broadcast worker returned at IRQL {after} on processor {index}"));
