@@ -9,6 +9,7 @@
 pub mod cpu_models;
 pub mod death;
 pub mod machine_code;
+pub mod pmi_sweep;
 pub mod single_step;
 
 use kernel_double::driver::Driver;

@@ -1,0 +1,92 @@
+//! An overflow interrupt between *any* two instructions of the read path, not only at the points where
+//! the double regains control (tests/pmi_at_every_instruction*.rs): the real driver on one virtual
+//! processor of a model, counters owned, each collect's broadcast worker (the per-processor read, at
+//! IPI_LEVEL) single-stepped, and before its driver instruction k (for every k) a unit of work wraps
+//! the instructions-retired counter and the PMI lands right there (PROFILE_LEVEL interrupts
+//! IPI_LEVEL). Each collect must report, for every event, either the count before that work or the
+//! count after it; the next collect must be exact; totals never go backwards; every PMI reaches the
+//! handler exactly once.
+
+use super::single_step::{install, workers_stepped_with_hook};
+use super::*;
+use kernel_double::cpu::cpuid::{self, CpuModel};
+use kernel_double::cpu::{self, pmu, topology};
+use kernel_double::exports::pcw;
+use kernel_double::status::STATUS_SUCCESS;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One unit of work is 16 instructions (pmu::RATES[INSTRUCTIONS]), so a 48-bit counter 8 below its wrap
+/// wraps in it.
+const NEAR_WRAP: u64 = (1 << 48) - 8;
+
+static LANDED_HERE: AtomicBool = AtomicBool::new(false);
+static INJECTED: AtomicBool = AtomicBool::new(false);
+
+fn overflow_now() {
+    INJECTED.store(true, Ordering::SeqCst);
+    LANDED_HERE.store(pmu::overflow_between_instructions(0, 1), Ordering::SeqCst);
+}
+
+/// Runs the sweep on one virtual processor of `model` (a PMU with 48-bit counters and overflow
+/// interrupts).
+pub fn run(model: &'static CpuModel) {
+    topology::configure(1, 64);
+    cpuid::set_model(model);
+    let mut driver = load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    cpu::enter(0);
+    assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    let instructions = pmu::programmed_counters(0)
+        .into_iter()
+        .find_map(|(msr, event)| (event == pmu::INSTRUCTIONS).then_some(msr))
+        .expect("a counter counts instructions retired");
+    install(&driver);
+
+    let boundaries = workers_stepped_with_hook(|| drop(collect_totals()), None);
+    assert!(boundaries > 100, "a collect runs {boundaries} driver instructions");
+    let mut previous = collect_totals()[0].0;
+    let (mut landed_here, mut pending_until_later) = (0u64, 0u64);
+    for at in 0..boundaries {
+        pmu::step(0, 0); // Any PMI left pending by the previous round is taken now.
+        pmu::preload(0, instructions, NEAR_WRAP);
+        let before: [u64; 7] = true_totals(1)[0];
+        let delivered = pmu::delivered();
+        INJECTED.store(false, Ordering::SeqCst);
+        LANDED_HERE.store(false, Ordering::SeqCst);
+
+        let mut reported = [0u64; 7];
+        workers_stepped_with_hook(|| reported = collect_totals()[0].0, Some((at, overflow_now)));
+        assert!(INJECTED.load(Ordering::SeqCst), "the collect ran fewer than {at} driver instructions");
+        let after = true_totals(1)[0];
+        assert_eq!(after[pmu::INSTRUCTIONS], before[pmu::INSTRUCTIONS] + 16, "the work wrapped the counter");
+        for event in 0..7 {
+            assert!(
+                reported[event] == before[event] || reported[event] == after[event],
+                "PMI before driver instruction {at}: event {event} reported {}, before {} after {}",
+                reported[event],
+                before[event],
+                after[event]
+            );
+            assert!(reported[event] >= previous[event], "event {event} went backwards at instruction {at}");
+        }
+        if LANDED_HERE.load(Ordering::SeqCst) {
+            landed_here += 1;
+        } else {
+            pending_until_later += 1;
+        }
+
+        let exact = collect_totals()[0].0;
+        assert_eq!(exact, after, "the collect after the PMI at instruction {at} is exact");
+        assert_eq!(pmu::delivered() - delivered, 1, "one PMI, delivered once (instruction {at})");
+        previous = exact;
+    }
+    println!(
+        "{}: {boundaries} instruction boundaries of the read worker: the PMI landed at each of them",
+        model.name
+    );
+    assert_eq!((landed_here, pending_until_later), (boundaries, 0), "every PMI landed where it was raised");
+
+    assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    assert_clean();
+}
