@@ -102,8 +102,7 @@ fn case_collect_time(processors: u32, iterations: u32) {
 
 fn case_pmi_time(iterations: u32) {
     let driver = start(4);
-    let (instructions, _) =
-        *pmu::programmed_counters(0).iter().find(|(_, event)| *event == pmu::INSTRUCTIONS).unwrap();
+    let instructions = pmu::counter_of(0, pmu::INSTRUCTIONS).expect("instructions are counted");
     let delivered = pmu::delivered();
     let timed = |wrap: bool| {
         let mut total = 0u128;

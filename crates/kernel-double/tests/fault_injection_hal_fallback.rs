@@ -44,10 +44,7 @@ fn fault_injection_hal_fallback() {
         }
 
         // Processor 1's instructions counter two events before its wrap: no interrupt will report it.
-        let (instructions, _) = *pmu::programmed_counters(1)
-            .iter()
-            .find(|(_, event)| *event == pmu::INSTRUCTIONS)
-            .expect("instructions are counted");
+        let instructions = pmu::counter_of(1, pmu::INSTRUCTIONS).expect("instructions are counted");
         pmu::preload(1, instructions, (1 << 48) - 2);
         // A poll between the preload and the wrap, as a real poller would make long before a real
         // counter counted that far.

@@ -41,10 +41,7 @@ fn processors_128_in_two_groups() {
     for vp in 0..PROCESSORS {
         assert_eq!(pmu::programmed_counters(vp).len(), 7, "processor {vp} not programmed");
     }
-    let (instructions, _) = *pmu::programmed_counters(OVERFLOWING)
-        .iter()
-        .find(|(_, event)| *event == pmu::INSTRUCTIONS)
-        .expect("instructions are counted");
+    let instructions = pmu::counter_of(OVERFLOWING, pmu::INSTRUCTIONS).expect("instructions are counted");
     pmu::preload(OVERFLOWING, instructions, (1 << 48) - 5);
     for vp in 0..PROCESSORS {
         pmu::step(vp, 100 + u64::from(vp));

@@ -562,6 +562,11 @@ pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
     counters
 }
 
+/// The MSR of the counter programmed to count `event` (index into [`RATES`]) on `vp` right now, if any.
+pub fn counter_of(vp: u32, event: usize) -> Option<u32> {
+    programmed_counters(vp).into_iter().find_map(|(msr, counting)| (counting == event).then_some(msr))
+}
+
 /// Whether every PMU register of `vp` is zero (what a release must leave behind).
 pub fn all_zero(vp: u32) -> bool {
     let state = lock(vp);

@@ -49,10 +49,7 @@ pub fn run(model: &'static CpuModel, usable: Result<u64, u64>) {
             );
             assert_eq!(pmu::programmed_counters(0).len() as u64, owned);
             // Start the instructions counter of processor 1 two events before its wrap.
-            let (instructions, _) = *pmu::programmed_counters(1)
-                .iter()
-                .find(|(_, event)| *event == pmu::INSTRUCTIONS)
-                .expect("instructions are counted");
+            let instructions = pmu::counter_of(1, pmu::INSTRUCTIONS).expect("instructions are counted");
             pmu::preload(1, instructions, (1 << 48) - 2);
             // A poller must see the counter between the preload (2^48 - 2 events at once) and the wrap,
             // as it would with a real counter, which takes longer than a poll period to count that far.

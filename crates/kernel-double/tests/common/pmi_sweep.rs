@@ -36,10 +36,7 @@ pub fn run(model: &'static CpuModel) {
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
     cpu::enter(0);
     assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-    let instructions = pmu::programmed_counters(0)
-        .into_iter()
-        .find_map(|(msr, event)| (event == pmu::INSTRUCTIONS).then_some(msr))
-        .expect("a counter counts instructions retired");
+    let instructions = pmu::counter_of(0, pmu::INSTRUCTIONS).expect("a counter counts instructions retired");
     install(&driver);
 
     let boundaries = workers_stepped_with_hook(|| drop(collect_totals()), None);
