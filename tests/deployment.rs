@@ -714,19 +714,19 @@ fn exported_functions(module: &str) -> Vec<String> {
 /// calls must be exported.
 fn check_module_use(script: &str, module: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    let exported = exported_functions(module);
+    let (defined, exported) = (defined_functions(module), exported_functions(module));
     if !script.contains("Import-Module $tools")
         || !script.contains("Join-Path $PSScriptRoot $PackageFiles.Tools")
     {
         problems.push(format!("does not import {TOOLS_MODULE} from its own folder"));
     }
     for function in defined_functions(script) {
-        if defined_functions(module).contains(&function) {
+        if defined.contains(&function) {
             problems.push(format!("defines {function} again ({TOOLS_MODULE} has it)"));
         }
     }
-    for function in defined_functions(module) {
-        if script.contains(&function) && !exported.contains(&function) {
+    for function in &defined {
+        if script.contains(function.as_str()) && !exported.contains(function) {
             problems.push(format!("calls {function}, which {TOOLS_MODULE} does not export"));
         }
     }

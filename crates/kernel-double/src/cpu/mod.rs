@@ -5,10 +5,11 @@
 //! thread with `mov r64, gs:[0x188]` (KeGetCurrentThread: the KPRCB's CurrentThread, a thread dispatcher
 //! object, the same one PsCreateSystemThread's handle refers to) and its IRQL with `mov r64, cr8`
 //! (emulated by [`trap`]). The KPCR also keeps the thread's system affinity
-//! (KeSetSystemGroupAffinityThread), since a host thread is one kernel thread. Rust's std and glibc on x86_64 Linux use FS for
-//! thread-local storage and never touch GS, so setting GS's base with `arch_prctl(ARCH_SET_GS)` is safe
-//! (the `gs_is_free_for_the_kpcr` unit test checks it). A thread created by `clone` inherits its
-//! parent's GS base, so every thread that runs driver code installs its own KPCR with [`enter`].
+//! (KeSetSystemGroupAffinityThread), since a host thread is one kernel thread. Rust's std and glibc on
+//! x86_64 Linux use FS for thread-local storage and never touch GS, so setting GS's base with
+//! `arch_prctl(ARCH_SET_GS)` is safe (the `gs_is_free_for_the_kpcr` unit test checks it). A thread
+//! created by `clone` inherits its parent's GS base, so every thread that runs driver code installs its
+//! own KPCR with [`enter`].
 //!
 //! The processors present the CPU model chosen with [`cpuid::set_model`] (CPUID sites rewritten at load
 //! time and emulated by [`trap`]) and each has a virtual PMU behind its MSRs ([`pmu`], [`msr`]), whose
@@ -238,9 +239,8 @@ pub fn enter(index: u32) -> &'static Kpcr {
         // SAFETY: the pointer is a leaked, never freed Kpcr.
         unsafe { &*slot.get() }
     });
-    kpcr.pending_processor.store(NO_PROCESSOR, Ordering::Relaxed);
     kpcr.set_processor(index);
-    kpcr.set_system_affinity(0, 0, None);
+    kpcr.set_system_affinity(0, 0, None); // Also voids a processor change still pending.
     kpcr.set_irql(PASSIVE_LEVEL);
     if kpcr.current_thread() == 0 {
         kpcr.set_current_thread(crate::exports::ps::host_thread_object());
@@ -268,6 +268,21 @@ fn set_gs_base(base: u64) {
     // GS otherwise (see the module comment).
     let result = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_SET_GS, base) };
     assert_eq!(result, 0, "arch_prctl(ARCH_SET_GS) failed: {}", std::io::Error::last_os_error());
+}
+
+/// Sets or clears this thread's trap flag (EFLAGS.TF): while it is set every instruction raises SIGTRAP,
+/// which the caller must handle (tests single-step driver code this way, tests/common/single_step.rs).
+#[inline(always)]
+pub fn set_trap_flag(on: bool) {
+    // SAFETY: changes only EFLAGS.TF of this thread; the SIGTRAP handler the caller installed resumes
+    // after each instruction. pushfq/popfq use the stack below rsp, which asm! without `nostack` allows.
+    unsafe {
+        if on {
+            std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq");
+        } else {
+            std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq");
+        }
+    }
 }
 
 /// This thread's GS base.

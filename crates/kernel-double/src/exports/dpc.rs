@@ -74,6 +74,28 @@ pub struct Execution {
 /// How many DPC runs [`executions`] keeps (a DPC that queues itself again runs without end).
 pub const EXECUTIONS_KEPT: usize = 4096;
 
+impl Queues {
+    /// DPCs queued or running.
+    fn outstanding(&self) -> usize {
+        self.queued.iter().map(VecDeque::len).sum::<usize>() + self.running.len()
+    }
+
+    fn halted(&self, routine: usize) -> bool {
+        self.halted.iter().any(|&(start, length)| lies_in(routine, start, length))
+    }
+}
+
+fn lies_in(address: usize, start: usize, length: usize) -> bool {
+    address >= start && address < start + length
+}
+
+/// The routine of a queued DPC object.
+fn routine_of(dpc: usize) -> usize {
+    // SAFETY: queued DPC objects are live (freeing one while queued is the driver's bug); the double
+    // reads only the routine address, under the queue lock.
+    unsafe { (*(dpc as *const Kdpc)).deferred_routine }
+}
+
 static QUEUES: Mutex<Option<Queues>> = Mutex::new(None);
 static CHANGED: Condvar = Condvar::new();
 
@@ -93,16 +115,14 @@ pub fn executions() -> Vec<Execution> {
 /// DPC objects queued or running (counted once if both) whose routine lies in `start..start + length`
 /// (an image).
 pub fn pending_in(start: usize, length: usize) -> usize {
-    let inside = |routine: usize| routine >= start && routine < start + length;
+    let inside = |routine: usize| lies_in(routine, start, length);
     with_queues(|queues| {
         let mut pending: Vec<usize> = queues
             .queued
             .iter()
             .flatten()
             .copied()
-            // SAFETY: queued DPC objects are live: freeing one while queued is the driver's bug, and
-            // the double reads only the routine address.
-            .filter(|&dpc| inside(unsafe { (*(dpc as *const Kdpc)).deferred_routine }))
+            .filter(|&dpc| inside(routine_of(dpc)))
             .chain(queues.running.iter().filter(|&&(_, routine)| inside(routine)).map(|&(dpc, _)| dpc))
             .collect();
         pending.sort_unstable();
@@ -114,22 +134,23 @@ pub fn pending_in(start: usize, length: usize) -> usize {
 /// Stops running and queueing the DPCs of the image at `start..start + length` (after the driver
 /// unloaded with some pending), dropping those queued and waiting for those running.
 pub fn halt(start: usize, length: usize) {
-    let inside = |routine: usize| routine >= start && routine < start + length;
     let mut guard = queues();
     let queues = guard.get_or_insert_with(Queues::default);
     queues.halted.push((start, length));
     for queue in &mut queues.queued {
-        // SAFETY: as in `pending_in`.
-        queue.retain(|&dpc| !inside(unsafe { (*(dpc as *const Kdpc)).deferred_routine }));
+        queue.retain(|&dpc| !lies_in(routine_of(dpc), start, length));
     }
-    while guard.as_ref().is_some_and(|queues| queues.running.iter().any(|&(_, routine)| inside(routine))) {
+    while guard
+        .as_ref()
+        .is_some_and(|queues| queues.running.iter().any(|&(_, routine)| lies_in(routine, start, length)))
+    {
         guard = CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
     }
 }
 
 /// DPCs queued or running, in all.
 pub fn outstanding() -> usize {
-    with_queues(|queues| queues.queued.iter().map(VecDeque::len).sum::<usize>() + queues.running.len())
+    with_queues(|queues| queues.outstanding())
 }
 
 fn check_initialised(call: &super::Call, dpc: *mut Kdpc) -> bool {
@@ -219,7 +240,7 @@ pub unsafe extern "win64" fn ke_insert_queue_dpc(dpc: *mut Kdpc, argument1: usiz
         return 0;
     }
     let routine = object.deferred_routine;
-    if queues.halted.iter().any(|&(start, length)| routine >= start && routine < start + length) {
+    if queues.halted(routine) {
         return 1;
     }
     let processor = if object.number == 0 { current } else { u32::from(object.number) - 1 };
@@ -273,9 +294,7 @@ pub unsafe extern "win64" fn ke_remove_queue_dpc(dpc: *mut Kdpc) -> u8 {
 pub unsafe extern "win64" fn ke_flush_queued_dpcs() {
     enter("KeFlushQueuedDpcs", PASSIVE_LEVEL);
     let mut guard = queues();
-    while guard.as_ref().is_some_and(|queues| {
-        !queues.running.is_empty() || queues.queued.iter().any(|queue| !queue.is_empty())
-    }) {
+    while guard.as_ref().is_some_and(|queues| queues.outstanding() > 0) {
         guard = CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
     }
 }

@@ -240,21 +240,6 @@ pub fn trace_broadcast_workers(on: bool) {
     TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Sets or clears this thread's trap flag.
-#[inline(always)]
-fn set_trap_flag(on: bool) {
-    // SAFETY: changes only EFLAGS.TF of this thread; with TF set every instruction raises SIGTRAP, which
-    // the test that asked for tracing handles and resumes. pushfq/popfq use the stack below rsp, which
-    // asm! without `nostack` allows.
-    unsafe {
-        if on {
-            std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq");
-        } else {
-            std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq");
-        }
-    }
-}
-
 /// KeIpiGenericCall calls so far.
 pub fn ipi_calls() -> u64 {
     IPI_CALLS.load(std::sync::atomic::Ordering::Relaxed)
@@ -288,11 +273,11 @@ pub unsafe extern "win64" fn ke_ipi_generic_call(worker: usize, context: usize) 
         pmu::interruptible_point(kpcr);
         let traced = TRACE_WORKERS.load(std::sync::atomic::Ordering::SeqCst);
         if traced {
-            set_trap_flag(true);
+            crate::cpu::set_trap_flag(true);
         }
         result = worker(context);
         if traced {
-            set_trap_flag(false);
+            crate::cpu::set_trap_flag(false);
         }
         let after = kpcr.irql();
         if after != IPI_LEVEL {

@@ -86,12 +86,10 @@ pub fn single_stepped_with_hook(f: impl FnOnce(), hook: Option<(u64, fn())>) -> 
     let kpcr = cpu::current();
     let emulated = kpcr.emulated_instructions();
     arm(hook);
-    // SAFETY: sets and clears the trap flag of this thread; SIGTRAP is handled by on_trap, which
-    // resumes. pushfq/popfq use the stack below rsp, which asm! without `nostack` allows.
-    unsafe { std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq") };
+    // SIGTRAP is handled by on_trap (`install`), which resumes.
+    cpu::set_trap_flag(true);
     f();
-    // SAFETY: as above.
-    unsafe { std::arch::asm!("pushfq", "and qword ptr [rsp], -0x101", "popfq") };
+    cpu::set_trap_flag(false);
     HOOK.store(0, Ordering::SeqCst);
     let emulated = kpcr.emulated_instructions() - emulated;
     (IN_IMAGE.load(Ordering::SeqCst) + emulated, ALL.load(Ordering::SeqCst))
