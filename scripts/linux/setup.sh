@@ -7,11 +7,20 @@
 #   - llvm-rc (compiles the counter names and version resource into pmupcw.sys), from Debian's llvm
 #   - x86_64-w64-mingw32-gcc (links the Windows test harness, crates/pdh-harness), from Debian's mingw-w64
 #   - cargo-make (the task runner) and cargo-nextest (the test runner), from crates.io
+# Then it prints the version of every external tool the build and the tests run, and fails, saying
+# which version is needed and why, where a tool is older than the oldest one the project was tested
+# with. The tests read only these tools' exit statuses and outputs that we parse ourselves, never
+# their wording, which differs between builds (osslsigncode 2.5 and 2.9 word catalog failures
+# differently).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 CARGO_MAKE_VERSION=0.37.24
 CARGO_NEXTEST_VERSION=0.9.143
+# The oldest versions tested (README, "On a fresh Linux machine"): Debian 12's osslsigncode (verify
+# -catalog, CAT signing) and llvm (llvm-rc's /no-preprocess, which LLVM 13 added).
+MIN_OSSLSIGNCODE=2.5
+MIN_LLVM=13
 
 say() { printf 'setup: %s\n' "$*"; }
 
@@ -56,8 +65,60 @@ cargo_tool() {
     cargo install --locked --quiet "$crate" --version "$version"
 }
 
+# first_version TEXT: the first dotted version number in TEXT (e.g. 2.9 from "osslsigncode 2.9, using:").
+first_version() {
+    grep -oE '[0-9]+(\.[0-9]+)+' <<<"$1" | head -1
+}
+
+# at_least HAVE WANT: whether version HAVE >= WANT (sort -V order).
+at_least() {
+    [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1) == "$2" ]]
+}
+
+# require NAME HAVE WANT WHY: fails setup when NAME's version HAVE is older than WANT.
+require() {
+    if ! at_least "$2" "$3"; then
+        echo "setup: $1 $2 is too old: version $3 or later is needed ($4)." >&2
+        echo "setup: install a newer $1 (Debian 12 or later ships one) and run setup again." >&2
+        exit 1
+    fi
+}
+
+# origin COMMAND: where COMMAND runs from, and the version of the Debian package that owns that file.
+origin() {
+    local path package
+    path=$(readlink -f "$(command -v "$1")")
+    package=$(dpkg-query -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
+    if [[ -n $package ]]; then
+        echo "$path, Debian package $package $(dpkg-query -W -f='${Version}' "$package")"
+    else
+        echo "$path, not from a Debian package"
+    fi
+}
+
+report_versions() {
+    local osslsigncode llvm rust_lld
+    osslsigncode=$(first_version "$(osslsigncode --version 2>&1 | head -1)")
+    llvm=$(first_version "$(llvm-config --version 2>/dev/null || dpkg-query -W -f='${Version}' llvm)")
+    rust_lld="$(rustc --print sysroot)/lib/rustlib/$(rustc --print host-tuple)/bin/rust-lld"
+    say "tool versions:"
+    say "  rustc                  $(rustc --version)"
+    say "  cargo                  $(cargo --version)"
+    say "  rust-lld               $("$rust_lld" -flavor ld --version 2>&1 | head -1)"
+    say "  osslsigncode           ${osslsigncode:-?} ($(origin osslsigncode))"
+    say "  openssl                $(openssl version | head -1)"
+    say "  llvm-rc                llvm ${llvm:-?} ($(origin llvm-rc))"
+    say "  x86_64-w64-mingw32-gcc $(x86_64-w64-mingw32-gcc --version | head -1)"
+    say "  cargo-make             $(cargo make --version | head -1)"
+    say "  cargo-nextest          $(cargo nextest --version | head -1)"
+    require osslsigncode "${osslsigncode:-0}" "$MIN_OSSLSIGNCODE" \
+        "the catalog tests sign CAT files and look images up with verify -catalog"
+    require llvm "${llvm:-0}" "$MIN_LLVM" "the driver build runs llvm-rc /no-preprocess"
+}
+
 install_debian_packages
 install_toolchain
 cargo_tool cargo-make "$CARGO_MAKE_VERSION"
 cargo_tool cargo-nextest "$CARGO_NEXTEST_VERSION"
-say "ready: $(rustc --version), $(cargo make --version), $(cargo nextest --version | head -1)"
+report_versions
+say "ready"

@@ -1,15 +1,21 @@
 //! The Authenticode image hash of a PE file ("Windows Authenticode Portable Executable Signature
-//! Format", "Calculating the PE Image Hash"): the headers without the CheckSum field and the
-//! Certificate Table data directory entry, then the sections in file order, then whatever follows
-//! them except the attribute certificate table itself. It is the same for a signed and an unsigned
-//! copy of an image (an unsigned one is hashed as if zero-padded to 8 bytes, as it is once signed),
-//! which is what lets a catalog cover an embedded-signed pmupcw.sys.
+//! Format", "Calculating the PE Image Hash"), and the digest an embedded signature carries, both
+//! through Google's `authenticode` crate (over `object`'s PE reader).
+//!
+//! The image hash covers the headers without the CheckSum field and the Certificate Table data
+//! directory entry, then the sections in file order, then whatever follows them except the attribute
+//! certificate table itself. It is the same for a signed and an unsigned copy of an image, which is
+//! what lets a catalog cover an embedded-signed pmupcw.sys. The one rule the crate leaves to its
+//! caller: an unsigned image is hashed as if zero-padded to 8 bytes, the length it has once signed
+//! (the certificate table starts 8-byte aligned); MakeCat and osslsigncode agree on this.
 
 use std::fmt;
 
+use authenticode::{AttributeCertificateIterator, PeTrait};
+use object::read::pe::PeFile64;
 use sha1::Digest;
 
-/// Why a file is not a PE image whose hash can be computed.
+/// Why a file is not a PE image whose hash can be computed, or carries no readable signature.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeError(pub String);
 
@@ -25,103 +31,57 @@ fn err<T>(message: impl Into<String>) -> Result<T, PeError> {
     Err(PeError(message.into()))
 }
 
-fn u16_at(data: &[u8], offset: usize) -> Result<u16, PeError> {
-    match data.get(offset..offset + 2) {
-        Some(b) => Ok(u16::from_le_bytes([b[0], b[1]])),
-        None => err(format!("truncated at {offset:#x}")),
-    }
-}
-
-fn u32_at(data: &[u8], offset: usize) -> Result<u32, PeError> {
-    match data.get(offset..offset + 4) {
-        Some(b) => Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        None => err(format!("truncated at {offset:#x}")),
-    }
-}
-
 /// True when `data` starts like a PE image ("MZ" and a "PE\0\0" signature where e_lfanew points).
 pub fn is_pe(data: &[u8]) -> bool {
+    let lfanew = data.get(0x3c..0x40).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
     data.starts_with(b"MZ")
-        && u32_at(data, 0x3c)
-            .ok()
-            .and_then(|lfanew| data.get(lfanew as usize..lfanew as usize + 4))
-            .is_some_and(|sig| sig == b"PE\0\0")
+        && lfanew.and_then(|at| data.get(at..at.checked_add(4)?)).is_some_and(|s| s == b"PE\0\0")
 }
 
-/// Feeds the bytes the Authenticode image hash covers to `digest`.
-pub fn authenticode_digest<D: Digest>(data: &[u8]) -> Result<Vec<u8>, PeError> {
+fn parse(data: &[u8]) -> Result<PeFile64<'_>, PeError> {
     if !is_pe(data) {
         return err("no MZ/PE signature");
     }
-    let pe = u32_at(data, 0x3c)? as usize;
-    let file_header = pe + 4;
-    let section_count = usize::from(u16_at(data, file_header + 2)?);
-    let optional_size = usize::from(u16_at(data, file_header + 16)?);
-    let optional = file_header + 20;
-    let magic = u16_at(data, optional)?;
-    let directories = match magic {
-        0x10b => optional + 96,
-        0x20b => optional + 112,
-        _ => return err(format!("optional header magic {magic:#x}")),
-    };
-    let checksum = optional + 64;
-    let directory_count = u32_at(data, directories - 4)? as usize;
-    if directory_count < 5 {
-        return err("no Certificate Table data directory");
-    }
-    let security = directories + 4 * 8;
-    let size_of_headers = u32_at(data, optional + 60)? as usize;
-    let (cert_offset, cert_size) = (u32_at(data, security)? as usize, u32_at(data, security + 4)? as usize);
-    if size_of_headers > data.len() || security + 8 > size_of_headers {
-        return err("SizeOfHeaders out of range");
-    }
+    PeFile64::parse(data).map_err(|error| PeError(format!("not a PE32+ image: {error}")))
+}
 
-    let mut digest = D::new();
-    digest.update(&data[..checksum]);
-    digest.update(&data[checksum + 4..security]);
-    digest.update(&data[security + 8..size_of_headers]);
-
-    // Sections with raw data, in file order.
-    let section_table = optional + optional_size;
-    let mut sections = Vec::with_capacity(section_count);
-    for index in 0..section_count {
-        let header = section_table + index * 40;
-        let size = u32_at(data, header + 16)? as usize;
-        let offset = u32_at(data, header + 20)? as usize;
-        if size == 0 {
-            continue;
-        }
-        match offset.checked_add(size) {
-            Some(end) if end <= data.len() => sections.push((offset, size)),
-            _ => return err(format!("section {index} runs past the end of the file")),
-        }
-    }
-    sections.sort_unstable();
-    let mut hashed_end = size_of_headers;
-    for &(offset, size) in &sections {
-        digest.update(&data[offset..offset + size]);
-        hashed_end = hashed_end.max(offset + size);
-    }
-
-    // Data after the last section, less the certificate table (which must be the file's tail).
-    let end = if cert_size == 0 {
-        data.len()
+/// The Authenticode image hash of `data` with the digest `D` (SHA-1 or SHA-256).
+pub fn authenticode_digest<D: Digest + sha1::digest::Update>(data: &[u8]) -> Result<Vec<u8>, PeError> {
+    let unsigned = parse(data)?.certificate_table_range().ok().flatten().is_none_or(|range| range.is_empty());
+    let padded;
+    let data = if unsigned && !data.len().is_multiple_of(8) {
+        padded = [data, &[0u8; 8][..8 - data.len() % 8]].concat();
+        &padded[..]
     } else {
-        if cert_offset.checked_add(cert_size) != Some(data.len()) || cert_offset < hashed_end {
-            return err("the certificate table is not at the end of the file");
-        }
-        cert_offset
+        data
     };
-    if end > hashed_end {
-        digest.update(&data[hashed_end..end]);
+    let pe = parse(data)?;
+    if let Ok(Some(table)) = pe.certificate_table_range()
+        && !table.is_empty()
+        && table.end != data.len()
+    {
+        return err("the certificate table is not at the end of the file");
     }
-    // An image without a certificate table is hashed as if zero-padded to a multiple of 8 bytes, the
-    // length it has once signed (the certificate table starts 8-byte aligned). MakeCat and
-    // osslsigncode agree on this for an unaligned unsigned image.
-    if cert_size == 0 && !data.len().is_multiple_of(8) {
-        digest.update(&[0u8; 8][..8 - data.len() % 8]);
-    }
-    Ok(digest.finalize().to_vec())
+    let mut digest = D::new();
+    authenticode::authenticode_digest(&pe, &mut digest)
+        .map_err(|_| PeError("section or header ranges out of bounds".into()))?;
+    Ok(Digest::finalize(digest).to_vec())
+}
+
+/// The image digest recorded in the first Authenticode signature embedded in `data` (its
+/// SpcIndirectDataContent's DigestInfo), as the signing tool computed it.
+pub fn embedded_signature_digest(data: &[u8]) -> Result<Vec<u8>, PeError> {
+    let pe = parse(data)?;
+    let mut certificates = AttributeCertificateIterator::new(&pe)
+        .map_err(|error| PeError(format!("certificate table: {error}")))?
+        .ok_or_else(|| PeError("no certificate table: the image is not signed".into()))?;
+    let first = certificates
+        .next()
+        .ok_or_else(|| PeError("the certificate table is empty".into()))?
+        .map_err(|error| PeError(format!("certificate table: {error}")))?;
+    let signature =
+        first.get_authenticode_signature().map_err(|error| PeError(format!("signature: {error}")))?;
+    Ok(signature.digest().to_vec())
 }
 
 #[cfg(test)]
@@ -143,18 +103,22 @@ mod tests {
         data[0x44..0x46].copy_from_slice(&0x8664u16.to_le_bytes());
         data[0x54..0x56].copy_from_slice(&240u16.to_le_bytes());
         data[OPT..OPT + 2].copy_from_slice(&0x20bu16.to_le_bytes());
-        data[OPT + 60..OPT + 64].copy_from_slice(&0x200u32.to_le_bytes());
+        data[OPT + 32..OPT + 36].copy_from_slice(&0x1000u32.to_le_bytes()); // SectionAlignment
+        data[OPT + 36..OPT + 40].copy_from_slice(&0x200u32.to_le_bytes()); // FileAlignment
+        data[OPT + 56..OPT + 60].copy_from_slice(&0x1000u32.to_le_bytes()); // SizeOfImage
+        data[OPT + 60..OPT + 64].copy_from_slice(&0x200u32.to_le_bytes()); // SizeOfHeaders
         data[OPT + 64..OPT + 68].copy_from_slice(&0xdead_beefu32.to_le_bytes()); // CheckSum
         data[OPT + 108..OPT + 112].copy_from_slice(&16u32.to_le_bytes());
         data
     }
 
+    /// The image hash written out by the specification's steps, for the section-less image above.
     fn expected(data: &[u8], end: usize, pad: usize) -> Vec<u8> {
         let mut digest = Sha256::new();
-        digest.update(&data[..OPT + 64]);
-        digest.update(&data[OPT + 68..SECDIR]);
-        digest.update(&data[SECDIR + 8..end]);
-        digest.update(vec![0u8; pad]);
+        Digest::update(&mut digest, &data[..OPT + 64]);
+        Digest::update(&mut digest, &data[OPT + 68..SECDIR]);
+        Digest::update(&mut digest, &data[SECDIR + 8..end]);
+        Digest::update(&mut digest, vec![0u8; pad]);
         digest.finalize().to_vec()
     }
 
@@ -187,5 +151,12 @@ mod tests {
     fn non_pe_input_is_refused() {
         assert!(!is_pe(b"MZ"));
         assert!(authenticode_digest::<Sha256>(b"[Version]\r\n").is_err());
+        assert!(embedded_signature_digest(b"[Version]\r\n").is_err());
+    }
+
+    #[test]
+    fn an_unsigned_image_has_no_embedded_digest() {
+        let error = embedded_signature_digest(&image(0x208)).unwrap_err();
+        assert!(error.0.contains("not signed"), "{error}");
     }
 }

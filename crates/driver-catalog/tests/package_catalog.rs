@@ -1,7 +1,9 @@
 //! The catalog of the real package (target/package/pmupcw/, made by `cargo make package`): generated,
 //! signed with osslsigncode and the package's test certificate, read back, and checked member by
-//! member against hashes computed independently (sha256sum/sha1sum for flat files, osslsigncode for
-//! the PE image hash), and against osslsigncode's own catalog verification.
+//! member against hashes computed independently (sha256sum/sha1sum for flat files; for the PE image
+//! hash, the digest osslsigncode recorded in the driver's own signature), and against osslsigncode's
+//! own catalog verification. Only osslsigncode's exit status is read, never its wording, which
+//! differs from one build to another.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -63,9 +65,15 @@ fn signed_catalog(dir: &Path) -> PathBuf {
 
 fn signed_catalog_version(dir: &Path, version: CatalogVersion) -> PathBuf {
     let package = package_dir();
-    let (pem, key) = cert_files();
     let files = package_files(&package.join("pmupcw.inf")).unwrap();
-    let members = members_for(&files).unwrap();
+    sign_catalog_of(dir, &files, version)
+}
+
+/// Builds the catalog of `files`, signs it with the test certificate as `dir/pmupcw.cat`, and returns
+/// that path.
+fn sign_catalog_of(dir: &Path, files: &[PathBuf], version: CatalogVersion) -> PathBuf {
+    let (pem, key) = cert_files();
+    let members = members_for(files).unwrap();
     let options = CatalogOptions { this_update: THIS_UPDATE, version, ..CatalogOptions::default() };
     let unsigned = dir.join("unsigned.cat");
     std::fs::write(&unsigned, build_unsigned_catalog(&members, &options)).unwrap();
@@ -105,14 +113,56 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect()
 }
 
-/// The digest osslsigncode computes for `file` while looking it up in `catalog` (the PE image hash).
-fn osslsigncode_catalog_digest(catalog: &Path, file: &Path) -> String {
-    let report = text(&verify_in_catalog(catalog, file));
-    let calculated = report.lines().find_map(|l| l.strip_prefix("Calculated message digest : "));
-    calculated
-        .unwrap_or_else(|| panic!("osslsigncode printed no calculated digest:\n{report}"))
-        .trim()
-        .to_string()
+/// The Authenticode image hash of `file` with the digest `D`, after two checks that do not share its
+/// code: the SHA-256 hash equals the digest osslsigncode recorded when it signed the image (read
+/// from the embedded signature), and osslsigncode, computing the hash its own way, finds the image
+/// in `catalog` (its exit status; its wording differs between builds and is not read).
+fn image_hash<D: sha1::Digest + sha1::digest::Update>(catalog: &Path, file: &Path) -> String {
+    let data = std::fs::read(file).unwrap();
+    let sha256 = driver_catalog::pe::authenticode_digest::<sha2::Sha256>(&data).unwrap();
+    let embedded = driver_catalog::pe::embedded_signature_digest(&data).unwrap();
+    assert_eq!(hex(&sha256), hex(&embedded), "{}: image hash differs from its signature's", file.display());
+    let output = verify_in_catalog(catalog, file);
+    assert!(output.status.success(), "{} is not found in the catalog:\n{}", file.display(), text(&output));
+    hex(&driver_catalog::pe::authenticode_digest::<D>(&data).unwrap())
+}
+
+/// What makes a tampered image fail: osslsigncode finds the original in `catalog` and not the
+/// tampered copy (exit statuses), and the catalog, read by our parser, lists the original's image
+/// hash and not the copy's. An error names the first check that did not hold.
+fn tampered_copy_is_rejected(catalog: &Path, original: &Path, tampered: &Path) -> Result<(), String> {
+    let output = verify_in_catalog(catalog, original);
+    if !output.status.success() {
+        return Err(format!("the original is not found in the catalog:\n{}", text(&output)));
+    }
+    let output = verify_in_catalog(catalog, tampered);
+    if output.status.success() {
+        return Err(format!("osslsigncode accepted the tampered copy:\n{}", text(&output)));
+    }
+    let parsed = parse_catalog(&std::fs::read(catalog).unwrap()).map_err(|e| e.to_string())?;
+    let hash = |path: &Path| {
+        driver_catalog::pe::authenticode_digest::<sha2::Sha256>(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let listed = |digest: &[u8]| parsed.members.iter().any(|m| m.identifier == digest);
+    if !listed(&hash(original)) {
+        return Err("the catalog does not list the original's image hash".into());
+    }
+    if listed(&hash(tampered)) {
+        return Err("the catalog lists the tampered copy's image hash".into());
+    }
+    Ok(())
+}
+
+/// A copy of the package's pmupcw.sys in `dir` with one byte changed inside the image (past the
+/// headers), so that its image hash differs.
+fn tampered_driver(dir: &Path) -> PathBuf {
+    let mut image = std::fs::read(package_dir().join("pmupcw.sys")).unwrap();
+    let offset = image.len() / 2;
+    image[offset] ^= 0x01;
+    let tampered = dir.join("tampered").join("pmupcw.sys");
+    std::fs::create_dir_all(tampered.parent().unwrap()).unwrap();
+    std::fs::write(&tampered, &image).unwrap();
+    tampered
 }
 
 fn member_for<'a>(catalog: &'a ParsedCatalog, name: &str) -> &'a driver_catalog::catalog::ParsedMember {
@@ -157,13 +207,8 @@ fn signed_catalog_lists_each_package_file_with_its_hash() {
         let (sha256, sha1) = if name.ends_with(".sys") {
             assert_eq!(member.data_type, OID_SPC_PE_IMAGE_DATA);
             assert_eq!(member.member_info2, Some(0));
-            // The Authenticode image hash, as osslsigncode computes it while looking the image up.
-            let sha256 = osslsigncode_catalog_digest(&signed, &package.join(name));
-            let sha1 = hex(&driver_catalog::pe::authenticode_digest::<sha1::Sha1>(
-                &std::fs::read(package.join(name)).unwrap(),
-            )
-            .unwrap());
-            (sha256, sha1)
+            let sha256 = image_hash::<sha2::Sha256>(&signed, &package.join(name));
+            (sha256, image_hash::<sha1::Sha1>(&signed, &package.join(name)))
         } else {
             assert_eq!(member.data_type, OID_SPC_CAB_DATA);
             assert_eq!(member.member_info2, Some(2));
@@ -197,7 +242,7 @@ fn version_1_catalog_lists_sha1_tags() {
         assert_eq!(member.tag, hex(&member.digest), "{name}: the tag is the digest in hex");
         if name.ends_with(".sys") {
             assert_eq!(member.subject_guid.as_deref(), Some(SIP_GUID_PE));
-            assert_eq!(member.tag, osslsigncode_catalog_digest(&signed, &package.join(name)));
+            assert_eq!(member.tag, image_hash::<sha1::Sha1>(&signed, &package.join(name)));
         } else {
             assert_eq!(member.subject_guid.as_deref(), Some(SIP_GUID_FLAT));
             assert_eq!(member.tag, checksum("sha1sum", &package.join(name)));
@@ -216,7 +261,6 @@ fn osslsigncode_accepts_the_signed_catalog() {
     let output =
         run(Command::new("osslsigncode").arg("verify").arg("-CAfile").arg(&pem).arg("-in").arg(&signed));
     assert!(output.status.success(), "catalog signature does not verify:\n{}", text(&output));
-    assert!(text(&output).contains("Signature verification: ok"));
 
     // The unsigned catalog has no signature to verify.
     let output = run(Command::new("osslsigncode")
@@ -233,23 +277,27 @@ fn osslsigncode_accepts_the_signed_catalog() {
 fn osslsigncode_finds_the_driver_in_the_catalog_and_rejects_a_tampered_copy() {
     let dir = scratch("member");
     let signed = signed_catalog(&dir);
-    let sys = package_dir().join("pmupcw.sys");
-    let output = verify_in_catalog(&signed, &sys);
-    assert!(output.status.success(), "pmupcw.sys is not found in the catalog:\n{}", text(&output));
+    let tampered = tampered_driver(&dir);
+    tampered_copy_is_rejected(&signed, &package_dir().join("pmupcw.sys"), &tampered)
+        .unwrap_or_else(|problem| panic!("{problem}"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
-    // One byte changed inside the image (past the headers): the image hash no longer matches.
-    let mut image = std::fs::read(&sys).unwrap();
-    let offset = image.len() / 2;
-    image[offset] ^= 0x01;
-    let tampered = dir.join("pmupcw.sys");
-    std::fs::write(&tampered, &image).unwrap();
-    let output = verify_in_catalog(&signed, &tampered);
-    assert!(
-        !output.status.success(),
-        "a tampered pmupcw.sys verified against the catalog:\n{}",
-        text(&output)
-    );
-    assert!(text(&output).contains("not found in the specified catalog"), "{}", text(&output));
+/// The check above goes red when the catalog would accept the tampered image: here a signed catalog
+/// that lists the tampered copy's hash too.
+#[test]
+fn a_catalog_listing_the_tampered_hash_fails_the_tampered_copy_check() {
+    let dir = scratch("mutant");
+    let tampered = tampered_driver(&dir);
+    let package = package_dir();
+    let mut files = package_files(&package.join("pmupcw.inf")).unwrap();
+    // A member per file name: the same tampered bytes under another name.
+    let listed_copy = dir.join("pmupcw-tampered.sys");
+    std::fs::copy(&tampered, &listed_copy).unwrap();
+    files.push(listed_copy);
+    let signed = sign_catalog_of(&dir, &files, CatalogVersion::V2);
+    let verdict = tampered_copy_is_rejected(&signed, &package.join("pmupcw.sys"), &tampered);
+    assert!(verdict.is_err(), "a catalog that lists the tampered image passed the check");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -279,7 +327,7 @@ fn tampered_flat_files_no_longer_match_their_members() {
 #[test]
 fn pe_image_hash_matches_the_drivers_own_signature() {
     // pmupcw.sys carries an embedded SHA-256 Authenticode signature whose message digest is the image
-    // hash; osslsigncode prints it. The same code computes it here with SHA-256.
+    // hash osslsigncode computed when it signed; read back from the signature, it must be ours.
     let sys = package_dir().join("pmupcw.sys");
     let data = std::fs::read(&sys).unwrap();
     let ours: String = driver_catalog::pe::authenticode_digest::<sha2::Sha256>(&data)
@@ -287,13 +335,8 @@ fn pe_image_hash_matches_the_drivers_own_signature() {
         .iter()
         .map(|b| format!("{b:02X}"))
         .collect();
-    let output = run(Command::new("osslsigncode").arg("verify").arg("-in").arg(&sys));
-    let report = text(&output);
-    let current = report
-        .lines()
-        .find_map(|l| l.strip_prefix("Current message digest    : "))
-        .unwrap_or_else(|| panic!("osslsigncode printed no message digest:\n{report}"));
-    assert_eq!(current.trim(), ours);
+    let embedded = driver_catalog::pe::embedded_signature_digest(&data).unwrap();
+    assert_eq!(hex(&embedded), ours, "the digest osslsigncode signed is not the image hash we compute");
 }
 
 #[test]
