@@ -350,7 +350,23 @@ pub fn step(vp: u32, units: u64) {
     if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
+    } else if pmi != 0 {
+        interrupt_without_handler(vp, pmi);
     }
+}
+
+/// A counter with its interrupt bit set wrapped while the HAL has no overflow handler for the owner:
+/// the whole-PMU form registers none, and the AMD HAL never calls one. The interrupt reaches no
+/// client, so a driver that relies on it loses the wrap.
+fn interrupt_without_handler(vp: u32, bits: u64) {
+    crate::violations::record(
+        "virtual PMU",
+        None,
+        format!(
+            "processor {vp}: counters {bits:#x} raised an overflow interrupt, but the HAL has no \
+             overflow handler to call (whole-PMU ownership, or AMD)"
+        ),
+    );
 }
 
 /// Runs `units` of work on virtual processor `vp` from *between two instructions of driver code* on this
@@ -363,6 +379,9 @@ pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     let processor = processor(vp);
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
     let pmi = advance(pmu().kind, &mut lock(vp), units);
+    if pmi != 0 && HANDLER.load(Ordering::Acquire) == 0 {
+        interrupt_without_handler(vp, pmi);
+    }
     if pmi == 0 || HANDLER.load(Ordering::Acquire) == 0 {
         return false;
     }

@@ -7,6 +7,17 @@
 //! is then a violation, as it would #GP on the real machine). A driver must decide from CPUID, before
 //! calling the HAL, whether there is a PMU at all; [`allocation_calls`] lets a test check it never asked.
 //!
+//! **Per vendor** (observed in decompiled Windows 10/11 HAL builds, consistent across several builds;
+//! not documented). HalAllocateHardwareCounters first asks the HAL's PMU arbiter, which answers
+//! STATUS_DEVICE_BUSY while another arbiter actor holds the PMU ([`set_arbiter_busy`]). The whole-PMU
+//! form (GroupAffinity and ResourceList NULL) then works for every vendor while nobody holds a counter.
+//! A resource list goes to the profile interface's resource-list entry, which only the Intel
+//! interface implements, and only Intel with architectural perfmon version 2 or later takes an
+//! Overflow descriptor: elsewhere the list form fails with STATUS_INSUFFICIENT_RESOURCES, or, as one
+//! older build does ([`ListRefusal::NullHandle`]), returns STATUS_SUCCESS with the handle left NULL. On
+//! AMD the HAL's PMI handler never calls a client's overflow handler and neither reads nor clears
+//! PerfMonV2's global status (the virtual PMU never delivers a PMI there: no handler is registered).
+//!
 //! **Fault injection.** [`fail_allocation`] makes the call with a given sequence number (see
 //! [`allocation_calls`]) fail with a chosen status and a NULL handle, after the arguments have been
 //! validated and without changing the owner: STATUS_INSUFFICIENT_RESOURCES (another client owns the
@@ -14,10 +25,12 @@
 //! list or its Overflow descriptor), or any other status.
 
 use super::enter;
+use crate::cpu::cpuid::{self, PmuKind};
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
 use crate::status::*;
 use std::sync::Mutex;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 const RESOURCE_TYPE_SINGLE: u32 = 0;
@@ -50,7 +63,35 @@ pub enum Owner {
     OtherClient,
 }
 
+/// How a HAL without resource-list support answers a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListRefusal {
+    /// STATUS_INSUFFICIENT_RESOURCES and a NULL handle (current builds).
+    InsufficientResources,
+    /// STATUS_SUCCESS with the handle left NULL (an older build).
+    NullHandle,
+}
+
 static OWNER: Mutex<Option<Owner>> = Mutex::new(None);
+static ARBITER_BUSY: AtomicBool = AtomicBool::new(false);
+static LIST_REFUSAL: Mutex<ListRefusal> = Mutex::new(ListRefusal::InsufficientResources);
+
+/// Makes the PMU arbiter report another actor (`true`: STATUS_DEVICE_BUSY for every allocation) or
+/// none.
+pub fn set_arbiter_busy(busy: bool) {
+    ARBITER_BUSY.store(busy, Ordering::SeqCst);
+}
+
+/// Chooses how a HAL without resource lists refuses one.
+pub fn set_list_refusal(refusal: ListRefusal) {
+    *LIST_REFUSAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = refusal;
+}
+
+/// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
+/// descriptor: Intel with architectural perfmon version 2 or later (CPUID.0AH:EAX[7:0]).
+pub fn takes_resource_lists() -> bool {
+    matches!(cpuid::model().pmu, PmuKind::Intel { .. }) && cpuid::cpuid(0xA, 0)[0] & 0xff >= 2
+}
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
 
@@ -172,9 +213,11 @@ unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>
 
 /// `NTSTATUS HalAllocateHardwareCounters(PGROUP_AFFINITY GroupAffinity, ULONG GroupCount,
 /// PPHYSICAL_COUNTER_RESOURCE_LIST ResourceList, PHANDLE CounterSetHandle)`: PASSIVE_LEVEL. One owner
-/// at a time: STATUS_INSUFFICIENT_RESOURCES and a NULL handle while another client owns the counters.
-/// Succeeds even when the CPU model has no counters, as Hyper-V does in a guest without PMU
-/// passthrough. An injected failure ([`fail_allocation`]) is returned after the arguments are checked.
+/// at a time: STATUS_INSUFFICIENT_RESOURCES and a NULL handle while another client owns the counters;
+/// STATUS_DEVICE_BUSY while the arbiter has another actor; a resource list only where the vendor's
+/// profile interface takes one (see the module docs). Succeeds even when the CPU model has no
+/// counters, as Hyper-V does in a guest without PMU passthrough. An injected failure
+/// ([`fail_allocation`]) is returned after the arguments are checked.
 ///
 /// # Safety
 /// Called by driver code through its import table, with the arguments the routine documents.
@@ -203,6 +246,15 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
     };
     if let Some(status) = injected {
         return status;
+    }
+    if ARBITER_BUSY.load(Ordering::SeqCst) {
+        return STATUS_DEVICE_BUSY;
+    }
+    if (!list.is_null() || affinity != 0) && !takes_resource_lists() {
+        return match *LIST_REFUSAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            ListRefusal::InsufficientResources => STATUS_INSUFFICIENT_RESOURCES,
+            ListRefusal::NullHandle => STATUS_SUCCESS,
+        };
     }
     let mut owner = OWNER.lock().unwrap();
     if owner.is_some() {

@@ -1,7 +1,7 @@
 //! The scenario every CPU model runs (one test file per model, each its own process): load the real
 //! driver presenting the model through the rewritten CPUID sites, AddCounter, run a workload, collect,
-//! and check PMU State, Counters Owned, exact totals across a wrap (taken by an overflow interrupt, or
-//! by polling on AMD without PerfMonV2) for usable models, or that no MSR was ever touched (unusable
+//! and check PMU State, Counters Owned, exact and monotonic totals across three wraps (taken by an
+//! overflow interrupt on Intel, by polling on AMD, whose HAL takes no resource list) for usable models, or that no MSR was ever touched (unusable
 //! models), then unload clean.
 
 use super::*;
@@ -35,8 +35,9 @@ pub fn run(model: &'static CpuModel, usable: Result<u64, u64>) {
     let status = driver_status();
     match usable {
         Ok(owned) => {
-            // AMD without PerfMonV2 has no overflow interrupt: the driver extends its counters by polling.
-            let interrupt = !matches!(model.pmu, PmuKind::Amd { perfmon_v2: false, .. });
+            // Only the Intel HAL (perfmon version 2 or later) takes an Overflow descriptor; on AMD the
+            // driver owns the whole PMU and extends its counters by polling.
+            let interrupt = hal::takes_resource_lists();
             assert_eq!(status[0], ACTIVE, "PMU State after AddCounter");
             assert_eq!(status[1], owned, "Counters Owned");
             assert!(
@@ -48,28 +49,39 @@ pub fn run(model: &'static CpuModel, usable: Result<u64, u64>) {
                 hal::owner()
             );
             assert_eq!(pmu::programmed_counters(0).len() as u64, owned);
-            // Start the instructions counter of processor 1 two events before its wrap.
+            // Processor 1's instructions counter wraps three times: each time it starts two events
+            // before its wrap. A poller must see the counter between the preload (2^48 - 2 events at
+            // once) and the wrap, as it would with a real counter, which takes longer than a poll
+            // period to count that far: the collect in between is that poll.
             let instructions = pmu::counter_of(1, pmu::INSTRUCTIONS).expect("instructions are counted");
-            pmu::preload(1, instructions, (1 << 48) - 2);
-            // A poller must see the counter between the preload (2^48 - 2 events at once) and the wrap,
-            // as it would with a real counter, which takes longer than a poll period to count that far.
-            let _ = collect_totals();
-            for vp in 0..processors {
-                pmu::step(vp, 1000 * u64::from(vp + 1));
+            const WRAPS: u64 = 3;
+            let mut previous = vec![[0u64; 7]; processors as usize];
+            for wrap in 1..=WRAPS {
+                pmu::preload(1, instructions, (1 << 48) - 2);
+                let _ = collect_totals();
+                for vp in 0..processors {
+                    pmu::step(vp, 1000 * u64::from(vp + 1));
+                }
+                let interrupts = wrap * u64::from(interrupt);
+                assert_eq!(pmu::delivered(), interrupts, "overflow interrupts delivered");
+                let collected = collect_totals();
+                let expected = true_totals(processors);
+                for (vp, ((totals, overflows), expected)) in collected.iter().zip(&expected).enumerate() {
+                    assert_eq!(totals, expected, "processor {vp} after wrap {wrap}");
+                    assert!(
+                        totals.iter().zip(&previous[vp]).all(|(now, before)| now >= before),
+                        "processor {vp} went backwards"
+                    );
+                    previous[vp] = *totals;
+                    assert_eq!(
+                        *overflows,
+                        u64::from(vp == 1) * interrupts,
+                        "processor {vp}'s overflow interrupts"
+                    );
+                }
             }
-            let interrupts = u64::from(interrupt);
-            assert_eq!(pmu::delivered(), interrupts, "overflow interrupts delivered");
-            let collected = collect_totals();
-            let expected = true_totals(processors);
-            for (vp, ((totals, overflows), expected)) in collected.iter().zip(&expected).enumerate() {
-                assert_eq!(totals, expected, "processor {vp}");
-                assert_eq!(
-                    *overflows,
-                    u64::from(vp == 1) * interrupts,
-                    "processor {vp}'s overflow interrupts"
-                );
-            }
-            assert_eq!(expected[1][pmu::INSTRUCTIONS], (1 << 48) - 2 + 16 * 2000);
+            let interrupts = WRAPS * u64::from(interrupt);
+            assert!(previous[1][pmu::INSTRUCTIONS] > WRAPS << 48, "three 48-bit wraps counted");
             assert_eq!(driver_status()[2], interrupts, "the status counterset's overflow interrupts");
         }
         Err(state) => {
