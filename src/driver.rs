@@ -25,8 +25,8 @@ impl CountSource for SharedPmu {
     fn counts(&self, processor_index: u32) -> EventCounts {
         self.0.counts(processor_index)
     }
-    fn queries_changed(&self, active: u32) {
-        self.0.queries_changed(active);
+    fn query_added(&self) {
+        self.0.query_added();
     }
 }
 

@@ -1,11 +1,15 @@
 //! Owning hardware counters through the HAL, so that pmupcw coexists with every other PMU user (WPR,
 //! VTune, Hyper-V's own profiling): only one owner at a time, and only while it holds a handle.
 //!
-//! The request names exactly the counters the plan uses, plus one Overflow descriptor whose handler
-//! the HAL calls at PROFILE_LEVEL when one of them wraps. Windows before 10 1903 knows only the
-//! whole-PMU form (no list), and the HAL may reject a list or the Overflow descriptor with
-//! STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER: then the driver asks for the whole PMU without
-//! an overflow handler and extends its counters by polling instead.
+//! Two forms (ntddk.h, HalAllocateHardwareCounters): a resource list naming exactly the counters the
+//! plan uses, plus one Overflow descriptor whose handler the HAL calls at PROFILE_LEVEL when one of
+//! them wraps; or the whole PMU (no group affinity, no list), with no handler. Windows before 10 1903
+//! knows only the whole-PMU form. Decompiled Windows 10/11 HAL builds show that only the Intel
+//! profile interface implements the list form: elsewhere it fails with STATUS_INSUFFICIENT_RESOURCES
+//! (an older build returns STATUS_SUCCESS with a NULL handle), so that status from a list is a
+//! refusal, not proof of another owner. Any list refusal therefore falls back to the whole PMU, whose
+//! STATUS_INSUFFICIENT_RESOURCES does mean another owner. The HAL's PMU arbiter answers
+//! STATUS_DEVICE_BUSY while another actor holds the PMU: busy too, to be retried.
 
 use windows_sys::Wdk::System::SystemServices::{
     HalAllocateHardwareCounters, HalFreeHardwareCounters, PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR,
@@ -13,7 +17,7 @@ use windows_sys::Wdk::System::SystemServices::{
     ResourceTypeSingle,
 };
 use windows_sys::Win32::Foundation::{
-    HANDLE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    HANDLE, NTSTATUS, STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
 };
 
 /// Most counters the driver asks for (the plan's assignments), plus the Overflow descriptor.
@@ -40,7 +44,8 @@ pub type OverflowHandler = unsafe extern "system" fn(overflow_bits: u64, owning_
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcquireError {
-    /// Another client owns them (STATUS_INSUFFICIENT_RESOURCES): try again later.
+    /// Another client owns them (STATUS_INSUFFICIENT_RESOURCES for the whole PMU) or the arbiter has
+    /// another actor (STATUS_DEVICE_BUSY): try again later.
     Busy,
     /// Any other failure, with its status.
     Failed(NTSTATUS),
@@ -58,18 +63,30 @@ unsafe impl Send for Ownership {}
 // SAFETY: as above; Ownership has no &self methods that mutate.
 unsafe impl Sync for Ownership {}
 
+/// What to ask the HAL for.
+#[derive(Clone, Copy)]
+pub enum Request<'a> {
+    /// The counters with these HAL indexes and, if given, an overflow interrupt delivered to the
+    /// handler; the whole PMU without an interrupt where the HAL refuses the list.
+    Listed { counters: &'a [u32], handler: Option<OverflowHandler> },
+    /// The whole PMU, without an overflow interrupt (the only form some HALs implement).
+    WholePmu,
+}
+
 impl Ownership {
-    /// Asks for the counters with HAL indexes `counters` and, if `handler` is given, an overflow
-    /// interrupt delivered to it; falls back to the whole PMU without an interrupt where the HAL does
-    /// not take that request. Call at PASSIVE_LEVEL.
-    pub fn acquire(counters: &[u32], handler: Option<OverflowHandler>) -> Result<Self, AcquireError> {
-        match allocate(Some((counters, handler))) {
-            Ok(handle) => Ok(Ownership { handle, overflow_interrupt: handler.is_some() }),
-            Err(STATUS_NOT_SUPPORTED | STATUS_INVALID_PARAMETER) => match allocate(None) {
-                Ok(handle) => Ok(Ownership { handle, overflow_interrupt: false }),
-                Err(status) => Err(classify(status)),
-            },
+    /// Asks for the counters. Call at PASSIVE_LEVEL.
+    pub fn acquire(request: Request<'_>) -> Result<Self, AcquireError> {
+        let whole_pmu = || match allocate(None) {
+            Ok(handle) => Ok(Ownership { handle, overflow_interrupt: false }),
             Err(status) => Err(classify(status)),
+        };
+        match request {
+            Request::WholePmu => whole_pmu(),
+            Request::Listed { counters, handler } => match allocate(Some((counters, handler))) {
+                Ok(handle) => Ok(Ownership { handle, overflow_interrupt: handler.is_some() }),
+                Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
+                Err(_) => whole_pmu(),
+            },
         }
     }
 
@@ -88,7 +105,10 @@ impl Drop for Ownership {
 }
 
 fn classify(status: NTSTATUS) -> AcquireError {
-    if status == STATUS_INSUFFICIENT_RESOURCES { AcquireError::Busy } else { AcquireError::Failed(status) }
+    match status {
+        STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY => AcquireError::Busy,
+        _ => AcquireError::Failed(status),
+    }
 }
 
 /// HalAllocateHardwareCounters with a resource list (`Some`) or for the whole PMU (`None`).

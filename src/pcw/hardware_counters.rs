@@ -30,8 +30,10 @@ pub trait CountSource: Sync {
     fn refresh(&self) {}
     /// The counts of the processor with system index `processor_index`, as of the last refresh.
     fn counts(&self, processor_index: u32) -> EventCounts;
-    /// The number of active queries changed to `active` (the PMU is owned only while it is non-zero).
-    fn queries_changed(&self, _active: u32) {}
+    /// A consumer added counters (AddCounter). PCW promises no matching RemoveCounter, and registry
+    /// consumers never add at all, so a source must not rely on pairs: it hears of additions, and
+    /// of collects through [`CountSource::refresh`].
+    fn query_added(&self) {}
 }
 
 /// Ratio counters read counts divided by this, so that their 32-bit bases wrap rarely (see the
@@ -93,8 +95,8 @@ pub struct HardwareCounters<P, S> {
     processors: P,
     source: S,
     status: &'static DriverStatus,
-    /// Queries currently reading this counterset (AddCounter minus RemoveCounter). The PMU client owns
-    /// the hardware only while it is non-zero.
+    /// AddCounter minus RemoveCounter, never below zero: informational only, since PCW does not
+    /// promise that they pair.
     active_queries: AtomicU32,
     upcase: fn(u16) -> u16,
     clock: fn() -> u64,
@@ -129,18 +131,15 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
     for HardwareCounters<P, S>
 {
     fn counter_added(&self, _counter_mask: u64) {
-        let active = self.active_queries.fetch_add(1, Ordering::AcqRel).saturating_add(1);
-        self.source.queries_changed(active);
+        let _ = self.active_queries.fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_add(1));
+        self.source.query_added();
     }
 
     fn counter_removed(&self, _counter_mask: u64) {
-        // Never below zero, even if PCW were to report more removals than additions.
-        let previous = self
+        // Never below zero, even if PCW reports more removals than additions.
+        let _ = self
             .active_queries
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
-        if let Ok(previous) = previous {
-            self.source.queries_changed(previous - 1);
-        }
     }
 
     fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {

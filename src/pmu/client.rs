@@ -1,4 +1,4 @@
-//! The PMU client: owns the hardware counters while queries are active, programs them on every
+//! The PMU client: owns the hardware counters while consumers are active, programs them on every
 //! processor, extends them to exact 64-bit counts and hands per-processor snapshots to the collect
 //! callback. Driver-only (it calls the kernel boundary); the logic it runs is in the pure modules
 //! next to it (model, events, program, fold, poll).
@@ -15,22 +15,31 @@
 
 use super::events::{CounterPlan, Event, plan_with_pmi};
 use super::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement, ProcessorCounters};
+use super::model::Vendor;
 use super::model::{Detection, PmuModel, Unusable};
 use super::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, PollCounters, poll_period_100ns};
 use super::program::{self, Msrs};
 use crate::kernel::all_processors::run_on_every_processor;
-use crate::kernel::hal_counters::{AcquireError, OverflowHandler, Ownership};
+use crate::kernel::hal_counters::{AcquireError, OverflowHandler, Ownership, Request};
 use crate::kernel::pool::{PoolSlice, Zeroable};
 use crate::kernel::system_thread::{Periodic, Waker};
 use crate::kernel::{clock, msr, pmi};
 use crate::pcw::driver_status::{DriverStatus, PmuState};
 use crate::pcw::hardware_counters::{CountSource, EventCounts};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// How long the counters stay owned after the last query went away, in 100 ns units (2 s): a
-/// consumer that restarts its query (perfmon changing views, typeperf in a loop) does not make the
-/// driver give the PMU up and take it back.
+/// How long the counters stay owned with no query activity (CollectData or AddCounter), at least, in
+/// 100 ns units (2 s): a consumer that restarts its query (perfmon changing views, typeperf in a
+/// loop) does not make the driver give the PMU up and take it back.
 const RELEASE_HYSTERESIS_100NS: u64 = 20_000_000;
+/// A consumer that collects every N seconds keeps the counters for 3 N without a collect (at least
+/// the hysteresis, at most [`MAX_IDLE_100NS`]), so that an agent sampling every 15 or 60 s sees real
+/// counts, not a PMU taken back at each sample.
+const IDLE_INTERVALS: u64 = 3;
+/// The longest the counters stay owned without a collect: 10 minutes.
+const MAX_IDLE_100NS: u64 = 6_000_000_000;
+/// How often a busy or failed PMU is asked for again, at most (1 s), on the next query activity.
+const RETRY_100NS: u64 = 10_000_000;
 
 /// One processor's state: the overflow counts and reported values, and the polling state used when
 /// there is no overflow interrupt. Cache-line aligned so processors never share a line.
@@ -73,9 +82,18 @@ pub struct PmuClient {
     /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped.
     pmi_owned: AtomicU64,
-    queries: AtomicU32,
-    /// Performance-counter time (clock::performance_counter) when the last query went away.
-    idle_since: AtomicU64,
+    /// Performance-counter time (clock::performance_counter) of the last CollectData or AddCounter:
+    /// PCW promises no pairing of AddCounter and RemoveCounter, and registry consumers
+    /// (HKEY_PERFORMANCE_DATA, WMI's raw classes) only collect, so activity, not a query count, keeps
+    /// the counters owned.
+    last_activity: AtomicU64,
+    /// Performance-counter time of the last collect, and the interval before it (100 ns units).
+    last_collect: AtomicU64,
+    collect_interval: AtomicU64,
+    /// Performance-counter time of the last acquisition attempt (rate-limits retries).
+    last_attempt: AtomicU64,
+    /// An acquisition handed to the housekeeping thread (activity above PASSIVE_LEVEL).
+    deferred_acquire: AtomicBool,
     /// Wakes the housekeeping thread when its schedule changes (a session opened, the last query went
     /// away), so that it can sleep without a timeout while nothing is owned.
     waker: spin::RwLock<Option<Waker>>,
@@ -118,8 +136,11 @@ impl PmuClient {
             processors,
             session: spin::RwLock::new(None),
             pmi_owned: AtomicU64::new(0),
-            queries: AtomicU32::new(0),
-            idle_since: AtomicU64::new(0),
+            last_activity: AtomicU64::new(0),
+            last_collect: AtomicU64::new(0),
+            collect_interval: AtomicU64::new(0),
+            last_attempt: AtomicU64::new(0),
+            deferred_acquire: AtomicBool::new(false),
             waker: spin::RwLock::new(None),
             status,
         })
@@ -159,7 +180,13 @@ impl PmuClient {
         if handler.is_some() {
             PMI_TARGET.publish(self);
         }
-        let ownership = match Ownership::acquire(&hal_indexes[..wanted.len()], handler) {
+        // Only the Intel HAL takes a resource list; elsewhere ask for the whole PMU at once.
+        let request = match model.vendor {
+            Vendor::Intel => Request::Listed { counters: &hal_indexes[..wanted.len()], handler },
+            _ => Request::WholePmu,
+        };
+        self.last_attempt.store(clock::performance_counter(), Ordering::Release);
+        let ownership = match Ownership::acquire(request) {
             Ok(ownership) => ownership,
             Err(error) => {
                 PMI_TARGET.withdraw();
@@ -196,11 +223,11 @@ impl PmuClient {
         });
         self.status.set_counters_owned(plan.len() as u32);
         self.status.set_pmu_state(PmuState::Active);
-        log_info!(
-            "PMU owned: {} counters, overflow interrupt {}",
-            plan.len(),
-            ownership.has_overflow_interrupt()
-        );
+        if ownership.has_overflow_interrupt() {
+            log_info!("PMU owned: {} counters, overflow interrupt", plan.len());
+        } else {
+            log_info!("PMU owned: {} counters, no overflow interrupt: polled", plan.len());
+        }
         *session = Some(Session { ownership, plan, owned });
         drop(session);
         // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
@@ -272,12 +299,13 @@ impl PmuClient {
 
 impl CountSource for PmuClient {
     fn refresh(&self) {
-        let Some(session) = self.session.try_read() else { return };
-        let Some(open) = session.as_ref() else { return };
-        run_on_every_processor(&|| self.read_this_processor(open));
-        let interrupts =
-            self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
-        self.status.set_overflow_interrupts(interrupts);
+        let now = clock::performance_counter();
+        let previous = self.last_collect.swap(now, Ordering::AcqRel);
+        if previous != 0 {
+            self.collect_interval.store(clock::ticks_to_100ns(now.wrapping_sub(previous)), Ordering::Release);
+        }
+        self.demand(now, false);
+        self.read_all();
     }
 
     fn counts(&self, processor_index: u32) -> EventCounts {
@@ -307,42 +335,80 @@ impl CountSource for PmuClient {
         counts
     }
 
-    fn queries_changed(&self, active: u32) {
-        let previous = self.queries.swap(active, Ordering::AcqRel);
-        if active == 0 {
-            self.idle_since.store(clock::performance_counter(), Ordering::Release);
-            self.wake_housekeeping();
-        } else if active > previous && self.plan().is_none() {
-            // A query added counters and none are owned (the first query, or the PMU was busy at the
-            // last attempt): own them now. PCW calls AddCounter at PASSIVE_LEVEL in practice; at
-            // APC_LEVEL the housekeeping thread does it, woken now.
-            if crate::kernel::irql::current() == 0 {
-                self.acquire();
-            } else {
-                self.wake_housekeeping();
-            }
+    fn query_added(&self) {
+        // A RemoveCounter changes nothing: ownership ends when activity stops. A new query asks the
+        // HAL again at once, even if the last attempt found the PMU busy.
+        self.demand(clock::performance_counter(), true);
+    }
+}
+
+impl PmuClient {
+    /// Reads every processor's counters, if a session is open (and not being opened or closed).
+    fn read_all(&self) {
+        let Some(session) = self.session.try_read() else { return };
+        let Some(open) = session.as_ref() else { return };
+        run_on_every_processor(&|| self.read_this_processor(open));
+        let interrupts =
+            self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
+        self.status.set_overflow_interrupts(interrupts);
+    }
+
+    /// A consumer is reading (CollectData or AddCounter at `now`): own the counters if nothing is
+    /// owned and an attempt is due (or `retry_now`). At PASSIVE_LEVEL here; above it (PCW does not
+    /// promise PASSIVE) the housekeeping thread does it at once.
+    fn demand(&self, now: u64, retry_now: bool) {
+        self.last_activity.store(now, Ordering::Release);
+        if self.model().is_none() || self.plan().is_some() || !(retry_now || self.attempt_due(now)) {
+            return;
         }
+        if crate::kernel::irql::current() == 0 {
+            self.acquire();
+        } else {
+            self.deferred_acquire.store(true, Ordering::Release);
+            self.wake_housekeeping();
+        }
+    }
+
+    /// Whether to ask the HAL now: always after a release (Idle), at most every [`RETRY_100NS`] while
+    /// the PMU is busy or the last request failed.
+    fn attempt_due(&self, now: u64) -> bool {
+        self.status.pmu_state() == PmuState::Idle as u32
+            || clock::ticks_to_100ns(now.wrapping_sub(self.last_attempt.load(Ordering::Acquire)))
+                >= RETRY_100NS
+    }
+
+    /// How long the counters stay owned without activity: [`IDLE_INTERVALS`] collect intervals,
+    /// within [`RELEASE_HYSTERESIS_100NS`]..=[`MAX_IDLE_100NS`].
+    fn idle_limit_100ns(&self) -> u64 {
+        let interval = self.collect_interval.load(Ordering::Acquire);
+        interval.saturating_mul(IDLE_INTERVALS).clamp(RELEASE_HYSTERESIS_100NS, MAX_IDLE_100NS)
+    }
+
+    /// Time since the last activity, in 100 ns units.
+    fn idle_100ns(&self, now: u64) -> u64 {
+        clock::ticks_to_100ns(now.wrapping_sub(self.last_activity.load(Ordering::Acquire)))
     }
 }
 
 impl Periodic for PmuClient {
     fn next_tick(&self) -> Option<u64> {
         let model = self.model()?;
-        // Nothing owned and nothing to own: sleep until woken (cheap when nobody is watching).
-        if self.plan().is_none() {
-            let deferred =
-                self.queries.load(Ordering::Acquire) > 0 && self.status.pmu_state() == PmuState::Idle as u32;
-            return deferred.then_some(RELEASE_HYSTERESIS_100NS);
+        // An acquisition handed over from above PASSIVE_LEVEL starts at once.
+        if self.deferred_acquire.load(Ordering::Acquire) {
+            return Some(0);
         }
-        // Every tick checks the release hysteresis; when polling, ticks also come often enough that no
-        // counter wraps twice between two polls.
+        // Nothing owned: sleep until woken (cheap when nobody is watching).
+        let plan = self.plan()?;
+        // Wake for the release; when polling, also often enough that no counter wraps twice between
+        // two polls.
+        let until_release =
+            self.idle_limit_100ns().saturating_sub(self.idle_100ns(clock::performance_counter())).max(1);
         if self.polling() {
-            let width =
-                self.plan().and_then(|plan| plan.iter().map(|a| a.width).min()).unwrap_or(model.gp_width);
+            let width = plan.iter().map(|a| a.width).min().unwrap_or(model.gp_width);
             let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
-            return Some(poll.min(RELEASE_HYSTERESIS_100NS));
+            return Some(poll.min(until_release));
         }
-        Some(RELEASE_HYSTERESIS_100NS)
+        Some(until_release)
     }
 
     fn attach(&self, waker: Option<Waker>) {
@@ -351,22 +417,15 @@ impl Periodic for PmuClient {
     }
 
     fn tick(&self) {
-        let active = self.queries.load(Ordering::Acquire);
-        let owned = self.plan().is_some();
-        // Only a deferred first acquisition (AddCounter at APC_LEVEL) is done here; a busy or failed
-        // PMU is retried on the next AddCounter, not polled.
-        if active > 0 && !owned && self.status.pmu_state() == PmuState::Idle as u32 {
+        if self.deferred_acquire.swap(false, Ordering::AcqRel) && self.plan().is_none() {
             self.acquire();
         }
         if self.polling() {
-            self.refresh();
+            self.read_all();
         }
-        if active == 0 && owned {
-            let idle_ticks =
-                clock::performance_counter().wrapping_sub(self.idle_since.load(Ordering::Acquire));
-            if clock::ticks_to_100ns(idle_ticks) >= RELEASE_HYSTERESIS_100NS {
-                self.release();
-            }
+        let now = clock::performance_counter();
+        if self.plan().is_some() && self.idle_100ns(now) >= self.idle_limit_100ns() {
+            self.release();
         }
     }
 }

@@ -41,8 +41,10 @@
 //!    core cycles, so the general-purpose counters must make up for the fixed ones that are missing;
 //!    AMD: at least 2 counters.
 //! 6. Overflow interrupt ([`PmuModel::overflow_interrupt`]): Intel version >= 2 (always, once
-//!    usable); AMD only with PerfMonV2 (its global status/control MSRs are what an overflow handler
-//!    reads and clears). Otherwise counters are extended by polling (FACTS §4).
+//!    usable), the only profile interface whose HAL takes an Overflow descriptor. Never on AMD, even
+//!    with PerfMonV2: the AMD HAL takes no resource list and its PMI handler calls no client's
+//!    overflow handler (observed in decompiled Windows 10/11 HAL builds). There the counters are
+//!    extended by polling (as Intel PCM's polling width extender does).
 //!
 //! # Verified facts and their sources
 //!
@@ -353,7 +355,8 @@ fn amd<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> R
         unavailable: ArchEvents::NONE,
         amd_core_extended: core_extended,
         amd_perfmon_v2: perfmon_v2.is_some(),
-        overflow_interrupt: perfmon_v2.is_some(),
+        // The AMD HAL calls no client overflow handler (rule 6).
+        overflow_interrupt: false,
     })
 }
 

@@ -89,7 +89,7 @@ pub(crate) const HYPERV_ROOT_XEON_W1290P_MODEL: PmuModel =
 pub(crate) const ZEN2_MODEL: PmuModel = PmuModel { model: 0x71, ..AMD_BASE };
 pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, ..AMD_BASE };
 pub(crate) const ZEN4_MODEL: PmuModel =
-    PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, overflow_interrupt: true, ..AMD_BASE };
+    PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, overflow_interrupt: false, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
 pub(crate) const TABLE: [(&Cpu, Detection); 22] = [

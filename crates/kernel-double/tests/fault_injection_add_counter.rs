@@ -1,12 +1,12 @@
 //! Fault injection at the ownership call the first AddCounter makes (HalAllocateHardwareCounters, on
 //! the Skylake model): every way the driver's request can end without counters.
 //!
-//! * STATUS_INSUFFICIENT_RESOURCES on the resource-list request: another client owns the PMU, so no
+//! * STATUS_DEVICE_BUSY on the resource-list request: the HAL's arbiter has another PMU actor, so no
 //!   fallback; PMU State busy.
-//! * STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER on the list (a HAL that does not take it), then
-//!   the whole-PMU fallback failing too: busy if it says STATUS_INSUFFICIENT_RESOURCES, failed
-//!   otherwise.
-//! * Any other error on the list (STATUS_NO_MEMORY here): no fallback; PMU State failed.
+//! * Any refusal of the list (STATUS_INSUFFICIENT_RESOURCES, which is also how a HAL without
+//!   resource lists answers; STATUS_NOT_SUPPORTED; STATUS_INVALID_PARAMETER; STATUS_NO_MEMORY), then
+//!   the whole-PMU fallback failing too: busy if it says STATUS_INSUFFICIENT_RESOURCES (another
+//!   client owns the counters), failed otherwise.
 //!
 //! Each must leave the counters unowned, PMU State busy or failed with Counters Owned 0 and one more
 //! ownership failure, every counter reading 0 however much the processors run, and no MSR read or
@@ -21,7 +21,7 @@ use common::*;
 use kernel_double::cpu::{cpuid, msr, pmu};
 use kernel_double::exports::{hal, pcw};
 use kernel_double::status::{
-    NtStatus, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
+    NtStatus, STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
     STATUS_NOT_SUPPORTED, STATUS_SUCCESS,
 };
 
@@ -33,13 +33,14 @@ const OWNERSHIP_FAILURES: usize = 7;
 const PROCESSORS: u32 = 4;
 
 /// The statuses of successive HalAllocateHardwareCounters calls, and the PMU State they must leave.
-const CASES: [(&[NtStatus], u64); 6] = [
-    (&[STATUS_INSUFFICIENT_RESOURCES], BUSY),
+const CASES: [(&[NtStatus], u64); 7] = [
+    (&[STATUS_DEVICE_BUSY], BUSY),
+    (&[STATUS_INSUFFICIENT_RESOURCES, STATUS_INSUFFICIENT_RESOURCES], BUSY),
     (&[STATUS_NOT_SUPPORTED, STATUS_INSUFFICIENT_RESOURCES], BUSY),
     (&[STATUS_INVALID_PARAMETER, STATUS_INSUFFICIENT_RESOURCES], BUSY),
     (&[STATUS_NOT_SUPPORTED, STATUS_NOT_SUPPORTED], FAILED),
     (&[STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER], FAILED),
-    (&[STATUS_NO_MEMORY], FAILED),
+    (&[STATUS_NO_MEMORY, STATUS_NO_MEMORY], FAILED),
 ];
 
 fn minus(now: &[[u64; 7]], base: &[[u64; 7]]) -> Vec<[u64; 7]> {

@@ -65,6 +65,10 @@ fn intel_architectural_semantics() {
     assert_eq!(rdmsr(IA32_PMC0, 0), 11);
     assert_eq!(rdmsr(IA32_PERF_GLOBAL_STATUS, 0), 1);
     assert_eq!(pmu::delivered(), 0);
+    // Its INT bit asked for an interrupt that no handler receives.
+    let found = violations::take();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("no overflow handler"), "{}", found[0]);
     wrmsr(IA32_PERF_GLOBAL_STATUS, 0);
     let found = violations::take();
     assert_eq!(found.len(), 1, "{found:?}");

@@ -25,7 +25,7 @@
 //! list or its Overflow descriptor), or any other status.
 
 use super::enter;
-use crate::cpu::cpuid::{self, PmuKind};
+use crate::cpu::cpuid;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
 use crate::status::*;
 use std::sync::Mutex;
@@ -88,9 +88,13 @@ pub fn set_list_refusal(refusal: ListRefusal) {
 }
 
 /// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
-/// descriptor: Intel with architectural perfmon version 2 or later (CPUID.0AH:EAX[7:0]).
+/// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural
+/// perfmon version 2 or later (CPUID.0AH:EAX[7:0]), whatever counters really exist behind it.
 pub fn takes_resource_lists() -> bool {
-    matches!(cpuid::model().pmu, PmuKind::Intel { .. }) && cpuid::cpuid(0xA, 0)[0] & 0xff >= 2
+    const GENU: u32 = u32::from_le_bytes(*b"Genu");
+    const INEI: u32 = u32::from_le_bytes(*b"ineI");
+    let vendor = cpuid::cpuid(0, 0);
+    vendor[1] == GENU && vendor[3] == INEI && cpuid::cpuid(0xA, 0)[0] & 0xff >= 2
 }
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
@@ -332,6 +336,7 @@ mod tests {
 
     #[test]
     fn one_owner_at_a_time_and_lists_are_validated() {
+        cpuid::set_model(&cpuid::SKYLAKE);
         crate::cpu::enter(0);
         let mut handle = 0usize;
         let handler = 0x1234_5678_9abc_usize;

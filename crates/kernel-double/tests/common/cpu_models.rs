@@ -5,7 +5,7 @@
 //! models), then unload clean.
 
 use super::*;
-use kernel_double::cpu::cpuid::{self, CpuModel, PmuKind};
+use kernel_double::cpu::cpuid::{self, CpuModel};
 use kernel_double::cpu::{msr, pmu};
 use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
