@@ -1,7 +1,7 @@
 //! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
 
 use crate::cpu::msr;
-use crate::exports::{dpc, hal, pcw, pool, ps};
+use crate::exports::{callback, dpc, hal, pcw, pool, ps};
 use crate::violations::{self, Violation};
 use std::fmt;
 
@@ -14,6 +14,9 @@ pub struct Report {
     pub pending_dpcs: usize,
     pub open_handles: usize,
     pub live_objects: usize,
+    /// Callback registrations and callback object references still held (ExRegisterCallback,
+    /// ExCreateCallback).
+    pub callbacks: usize,
     pub hal_owner: Option<hal::Owner>,
     pub msr_writes: usize,
     pub violations: Vec<Violation>,
@@ -29,6 +32,7 @@ impl Report {
             pending_dpcs: dpc::outstanding(),
             open_handles: ps::open_handles(),
             live_objects: ps::live_objects(),
+            callbacks: callback::outstanding(),
             hal_owner: hal::owner(),
             msr_writes: msr::writes().len(),
             violations: violations::all(),
@@ -43,6 +47,7 @@ impl Report {
             && self.pending_dpcs == 0
             && self.open_handles == 0
             && self.live_objects == 0
+            && self.callbacks == 0
             && self.hal_owner.is_none()
             && self.violations.is_empty()
     }
@@ -64,6 +69,7 @@ impl fmt::Display for Report {
         writeln!(f, "live system threads: {}", self.live_system_threads)?;
         writeln!(f, "pending DPCs: {}", self.pending_dpcs)?;
         writeln!(f, "open handles: {}, referenced objects: {}", self.open_handles, self.live_objects)?;
+        writeln!(f, "callback registrations and references: {}", self.callbacks)?;
         writeln!(f, "HAL counters owner: {:?}", self.hal_owner)?;
         writeln!(f, "MSR writes: {}", self.msr_writes)?;
         writeln!(f, "violations: {}", self.violations.len())?;

@@ -269,6 +269,38 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
     Some(Ok(()))
 }
 
+/// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
+/// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
+/// "Architectural Performance Monitoring": the registers' reset values), except that
+/// IA32_PERF_GLOBAL_CTRL comes up with every general-purpose counter's enable bit set and the fixed
+/// counters' clear ("Architectural Performance Monitoring Version 2", so that version 1 software keeps
+/// working). The HAL re-arms its interrupt but reprograms no client's counters (observed in
+/// decompiled Windows 10/11 HAL builds). Counting events are kept: what the driver read stays what
+/// was counted.
+pub fn power_on_reset() {
+    let Some(pmu) = PMU.get() else { return };
+    for vp in 0..pmu.processors.len() as u32 {
+        let mut guard = lock(vp);
+        let state = &mut *guard;
+        for counter in state.gp.iter_mut().chain(state.fixed.iter_mut()) {
+            *counter = Counter::default();
+        }
+        state.fixed_ctrl = 0;
+        state.global_status = 0;
+        state.global_ctrl = match pmu.kind {
+            PmuKind::Intel { gp, .. } => (1u64 << gp) - 1,
+            _ => 0,
+        };
+    }
+}
+
+/// Another tool writes `value` to the PMU register `msr` of `vp` behind the owner's back, as a reader
+/// built on a raw MSR driver (WinRing0) does without HAL arbitration: no ownership check, no
+/// violation (the foreign tool is not under test). Panics if `msr` is not a PMU register of the model.
+pub fn foreign_write(vp: u32, msr: u32, value: u64) {
+    write(vp, msr, value).unwrap_or_else(|| panic!("MSR {msr:#x} is not a PMU register")).unwrap();
+}
+
 /// The event a GP counter's control selects (index into [`RATES`]), if it is one the workload makes.
 fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
     let umask = (control >> 8) & 0xFF;

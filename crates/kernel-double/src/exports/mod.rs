@@ -6,6 +6,7 @@
 //! so a violation can name the call site as an RVA of the image.
 
 pub mod affinity;
+pub mod callback;
 pub mod dbg;
 pub mod dpc;
 pub mod hal;
@@ -52,7 +53,10 @@ macro_rules! exports {
 exports! {
     "ntoskrnl.exe" "DbgPrintEx" kd_DbgPrintEx => dbg::dbg_print_ex;
     "ntoskrnl.exe" "ExAllocatePool2" kd_ExAllocatePool2 => pool::ex_allocate_pool2;
+    "ntoskrnl.exe" "ExCreateCallback" kd_ExCreateCallback => callback::ex_create_callback;
     "ntoskrnl.exe" "ExFreePoolWithTag" kd_ExFreePoolWithTag => pool::ex_free_pool_with_tag;
+    "ntoskrnl.exe" "ExRegisterCallback" kd_ExRegisterCallback => callback::ex_register_callback;
+    "ntoskrnl.exe" "ExUnregisterCallback" kd_ExUnregisterCallback => callback::ex_unregister_callback;
     "ntoskrnl.exe" "KeBugCheckEx" kd_KeBugCheckEx => dbg::ke_bug_check_ex;
     "ntoskrnl.exe" "KeAcquireSpinLockAtDpcLevel" kd_KeAcquireSpinLockAtDpcLevel => spinlock::ke_acquire_spin_lock_at_dpc_level;
     "ntoskrnl.exe" "KeAcquireSpinLockRaiseToDpc" kd_KeAcquireSpinLockRaiseToDpc => spinlock::ke_acquire_spin_lock_raise_to_dpc;

@@ -306,6 +306,14 @@ pub unsafe extern "win64" fn ob_reference_object_by_handle(
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn obf_dereference_object(object: usize) -> isize {
     let call = enter("ObfDereferenceObject", DISPATCH_LEVEL);
+    match super::callback::dereference(object) {
+        Some(Ok(left)) => return left as isize,
+        Some(Err(())) => {
+            call.violation(format!("dereference of callback object {object:#x}, which has no references"));
+            return 0;
+        }
+        None => {}
+    }
     let known = with_objects(|objects| objects.references.get(&object).copied());
     match known {
         Some(references) => {
