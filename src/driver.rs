@@ -4,6 +4,7 @@
 use crate::counters::{driver_status, hardware_counters};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
+use crate::kernel::power::{PowerCallback, PowerListener};
 use crate::kernel::system_thread::{Periodic, SystemThread, Waker};
 use crate::kernel::{NtStatus, clock, processors};
 use crate::pcw::driver_status::STATUS;
@@ -30,6 +31,12 @@ impl CountSource for SharedPmu {
     }
 }
 
+impl PowerListener for SharedPmu {
+    fn power_transition(&self, back_in_s0: bool) {
+        self.0.power_transition(back_in_s0);
+    }
+}
+
 impl Periodic for SharedPmu {
     fn next_tick(&self) -> Option<u64> {
         self.0.next_tick()
@@ -46,11 +53,12 @@ type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, S
 
 /// Everything DriverEntry set up. Fields drop in declaration order, which is teardown order: the
 /// countersets unregister (waiting for running callbacks) before anything a callback reads is freed,
-/// and each owns what its callbacks read; the housekeeping thread stops (and is waited for) before
-/// the PMU client it shares is released and freed.
+/// and each owns what its callbacks read; the power callback is unregistered and the housekeeping
+/// thread stops (and is waited for) before the PMU client they share is released and freed.
 pub struct Driver {
     _driver_status: SingleInstanceCounterset,
     _hardware_counters: CallbackCounterset<HardwareCountersProvider>,
+    _power: PowerCallback<SharedPmu>,
     _housekeeping: SystemThread<SharedPmu>,
 }
 
@@ -69,6 +77,8 @@ impl Driver {
         let pmu = SharedPmu(PoolArc::new(pmu).map_err(|_| out_of_memory("PMU client"))?);
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
+        let power = PowerCallback::register(pmu.clone())
+            .inspect_err(|status| log_error!("registering for \\Callback\\PowerState failed: {status:#x}"))?;
         let provider =
             HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
@@ -88,6 +98,7 @@ impl Driver {
         Ok(Driver {
             _driver_status: driver_status,
             _hardware_counters: hardware_counters,
+            _power: power,
             _housekeeping: housekeeping,
         })
     }

@@ -24,7 +24,10 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
         &[
             "DbgPrintEx",
             "ExAllocatePool2",
+            "ExCreateCallback",
             "ExFreePoolWithTag",
+            "ExRegisterCallback",
+            "ExUnregisterCallback",
             "KeBugCheckEx",
             "KeClearEvent",
             "KeGetProcessorNumberFromIndex",

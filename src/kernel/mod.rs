@@ -16,6 +16,7 @@ mod entry;
 pub mod irql;
 pub mod pcw;
 pub mod pool;
+pub mod power;
 pub mod processors;
 
 /// An NTSTATUS value.

@@ -82,6 +82,12 @@ impl DriverStatus {
     pub fn record_allocation_failure(&self) {
         self.block.allocation_failures.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Counts one processor whose counters had lost their programming and were programmed again.
+    /// Lock-free: called inside the all-processor call.
+    pub fn record_reprogram(&self) {
+        self.block.pmu_reprograms.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::program::{self, Msrs};
 use crate::kernel::all_processors::run_on_every_processor;
 use crate::kernel::hal_counters::{AcquireError, OverflowHandler, Ownership, Request};
 use crate::kernel::pool::{PoolSlice, Zeroable};
+use crate::kernel::power::PowerListener;
 use crate::kernel::system_thread::{Periodic, Waker};
 use crate::kernel::{clock, msr, pmi};
 use crate::pcw::driver_status::{DriverStatus, PmuState};
@@ -262,9 +263,16 @@ impl PmuClient {
         log_info!("PMU released");
     }
 
-    /// Reads this processor's counters into its reported values. Runs inside the all-processor call.
+    /// Reads this processor's counters into its reported values, or programs them again if they lost
+    /// their programming. Runs inside the all-processor call.
     fn read_this_processor(&self, session: &Session) {
         let Some(processor) = self.processors.get(pmi::current_processor_index() as usize) else { return };
+        let Some(vendor) = self.model().map(|model| model.vendor) else { return };
+        if !program::intact(vendor, &session.plan, &mut OwnedMsrs) {
+            Self::reprogram(processor, vendor, &session.plan);
+            self.status.record_reprogram();
+            return;
+        }
         // With an overflow interrupt, counters are read through the fold protocol against the global
         // status register; without one they are polled.
         let interrupt = session.owned != OwnedMask::EMPTY;
@@ -283,6 +291,22 @@ impl PmuClient {
                 let _ = processor.counters.report(slot, extended);
             }
         }
+        processor.counters.publish();
+    }
+
+    /// Programs this processor's counters again after they lost their programming (a resume reset
+    /// them, or a foreign tool rewrote them): their values are no longer the driver's, so a reset
+    /// must not read as a wrap. Each counter's last reported value becomes its base, as at a release,
+    /// and counting starts again from 0: nothing is double-counted and nothing goes backwards; the
+    /// events between the loss and this repair are not counted.
+    fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan) {
+        program::stop_and_clear(vendor, plan, &mut OwnedMsrs);
+        processor.counters.release();
+        processor.counters.acquire();
+        for (slot, assignment) in plan.iter().enumerate() {
+            let _ = processor.poll.start(slot, 0, assignment.width);
+        }
+        program::start(vendor, plan, &mut OwnedMsrs);
         processor.counters.publish();
     }
 
@@ -387,6 +411,15 @@ impl PmuClient {
     /// Time since the last activity, in 100 ns units.
     fn idle_100ns(&self, now: u64) -> u64 {
         clock::ticks_to_100ns(now.wrapping_sub(self.last_activity.load(Ordering::Acquire)))
+    }
+}
+
+impl PowerListener for PmuClient {
+    /// Before the system leaves S0: read every counter, so the counts up to the sleep are kept. Back
+    /// in S0: the read finds the PMU reset and programs it again at once, instead of at the next
+    /// collect. At IRQL <= DISPATCH_LEVEL: the read takes no lock it would wait for.
+    fn power_transition(&self, _back_in_s0: bool) {
+        self.read_all();
     }
 }
 

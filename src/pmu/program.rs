@@ -100,6 +100,24 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
 }
 
+/// Whether this processor's PMU still holds what [`start`] programmed: every general-purpose
+/// control, the plan's IA32_FIXED_CTR_CTRL fields and its global enable bits. Resume from S3/S4
+/// leaves the PMU at its power-on values (the HAL does not reprogram a client's counters), and a tool
+/// that writes MSRs without HAL arbitration may clear an event select: then the counters no longer
+/// count what the plan says, and their values are not the driver's to extend. Reads one MSR per
+/// general-purpose counter plus the two shared registers; writes nothing.
+pub fn intact(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) -> bool {
+    let controls = plan.iter().all(|assignment| match assignment.slot {
+        Slot::General(_) => msrs.read(assignment.control_msr) == assignment.control,
+        Slot::Fixed(_) => true,
+    });
+    let fixed = fixed_fields(plan) == 0
+        || msrs.read(msr::IA32_FIXED_CTR_CTRL) & fixed_fields(plan) == plan.fixed_ctrl();
+    let global = global_registers(vendor, plan)
+        .is_none_or(|global| msrs.read(global.control) & plan.global_ctrl() == plan.global_ctrl());
+    controls && fixed && global
+}
+
 /// One read of the plan's counters on this processor: each raw value (masked to its width), in plan
 /// order, and the plan's bits of the global overflow status (0 where there is no status register).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

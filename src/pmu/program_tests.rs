@@ -120,3 +120,42 @@ fn the_status_register_is_the_vendors_or_none_without_global_registers() {
     let zen2 = zen2();
     assert_eq!(global_status_register(zen2.vendor, &plan(&zen2)), None);
 }
+
+/// What `start` programs reads back as intact; a power-on reset (Intel: counters and controls 0,
+/// IA32_PERF_GLOBAL_CTRL with the GP enables set) or a cleared event select does not.
+#[test]
+fn intact_until_a_reset_or_a_foreign_write() {
+    for model in [skylake(), zen2(), crate::pmu::model::tests::ZEN4_RYZEN9_7950X.model()] {
+        let plan = plan(&model);
+        let mut msrs = MsrFile::default();
+        start(model.vendor, &plan, &mut msrs);
+        assert!(intact(model.vendor, &plan, &mut msrs), "{:?}: as started", model.vendor);
+        let writes = msrs.writes.len();
+
+        let mut reset = MsrFile::default();
+        reset.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0xF);
+        assert!(!intact(model.vendor, &plan, &mut reset), "{:?}: after a power-on reset", model.vendor);
+
+        let general = plan.iter().find(|a| matches!(a.slot, Slot::General(_))).unwrap();
+        msrs.values.insert(general.control_msr, 0);
+        assert!(!intact(model.vendor, &plan, &mut msrs), "{:?}: event select cleared", model.vendor);
+        assert_eq!(msrs.writes.len(), writes, "the check writes nothing");
+    }
+}
+
+/// Fixed counters and the global enable are checked too (Intel): a tool that clears only
+/// IA32_FIXED_CTR_CTRL or IA32_PERF_GLOBAL_CTRL is caught, and bits of other owners do not matter.
+#[test]
+fn intact_checks_the_shared_registers_by_the_plans_bits_only() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    start(model.vendor, &plan, &mut msrs);
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, plan.global_ctrl() | 1 << 35);
+    assert!(intact(model.vendor, &plan, &mut msrs), "a foreign owner's bit");
+    msrs.values.insert(msr::IA32_FIXED_CTR_CTRL, 0);
+    assert!(!intact(model.vendor, &plan, &mut msrs), "fixed counters disabled");
+    start(model.vendor, &plan, &mut msrs);
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0);
+    assert!(!intact(model.vendor, &plan, &mut msrs), "global enables cleared");
+}

@@ -118,8 +118,8 @@ fn the_real_manifest_numbering() {
     // No resourceBase: the numbering verified against real CTRPP output starts at 1.
     assert_eq!(manifest.provider.resource_base, 0);
     let strings = string_resources(&manifest);
-    // 2 countersets + 29 counters, 3 strings each.
-    assert_eq!(strings.len(), 3 * 31);
+    // 2 countersets + 30 counters, 3 strings each.
+    assert_eq!(strings.len(), 3 * 32);
     let first: Vec<(u32, &str, StringKind)> =
         strings.iter().take(3).map(|s| (s.id, s.text.as_str(), s.kind)).collect();
     assert_eq!(
@@ -134,8 +134,8 @@ fn the_real_manifest_numbering() {
     let driver = strings.iter().find(|s| s.text == "Hardware Counters Driver").unwrap();
     assert_eq!((driver.id, driver.set, driver.counter), (4 * 22 + 1, 1, None));
     let last = strings.last().unwrap();
-    assert_eq!((last.id, last.kind), (4 * 30 + 3, StringKind::Description));
-    assert!(last.text.starts_with("Times HalAllocateHardwareCounters refused"));
+    assert_eq!((last.id, last.kind), (4 * 31 + 3, StringKind::Description));
+    assert!(last.text.starts_with("Times a processor's counters were found no longer programmed"));
     // Ascending and unique.
     assert!(strings.windows(2).all(|w| w[0].id < w[1].id));
 }

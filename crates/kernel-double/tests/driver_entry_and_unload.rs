@@ -26,7 +26,7 @@ fn driver_entry_registers_collects_and_unloads_clean() {
     let registrations = pcw::registrations();
     let summary: Vec<_> =
         registrations.iter().map(|r| (r.name.as_str(), r.counter_count, r.has_callback)).collect();
-    assert_eq!(summary, [(HARDWARE_COUNTERS, 21, true), (DRIVER_STATUS, 8, false)]);
+    assert_eq!(summary, [(HARDWARE_COUNTERS, 21, true), (DRIVER_STATUS, 9, false)]);
     assert_eq!(ps::live_system_threads(), 1, "the housekeeping thread is not running");
 
     let (status, instances) = pcw::collect(HARDWARE_COUNTERS, &pcw::Query::default()).expect("registered");
@@ -49,7 +49,7 @@ fn driver_entry_registers_collects_and_unloads_clean() {
     assert_eq!(status, STATUS_SUCCESS);
     assert_eq!(status_instances.len(), 1, "{status_instances:?}");
     assert_eq!(status_instances[0].name, "");
-    assert_eq!(status_instances[0].values.as_ref().map(Vec::len), Some(8));
+    assert_eq!(status_instances[0].values.as_ref().map(Vec::len), Some(9));
 
     let lines = dbg::lines();
     assert!(

@@ -68,6 +68,7 @@ pub const DRIVER_STATUS: CounterSetSpec = CounterSetSpec {
         rate("Avg. Collect Time"),
         rate("Allocation Failures"),
         rate("Ownership Failures"),
+        rate("PMU Reprograms"),
     ],
 };
 

@@ -252,7 +252,7 @@ fn a_catalogue_mismatch_is_a_violation() {
     let rows = check_sample(&sample, Some(0), None, &mut ThreadChecks::default(), &base());
     assert_eq!(verdicts(&rows, Check::Catalogue), [Verdict::Violation]);
     let detail = &rows.iter().find(|r| r.check == Check::Catalogue).unwrap().detail;
-    assert!(detail.contains("Ownership Failures") && detail.contains("Surprise"), "{detail}");
+    assert!(detail.contains("PMU Reprograms") && detail.contains("Surprise"), "{detail}");
     // not checked inside a stop window
     let rows = check_sample(&sample, None, None, &mut ThreadChecks::default(), &base());
     assert!(verdicts(&rows, Check::Catalogue).is_empty());
