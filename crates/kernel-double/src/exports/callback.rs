@@ -192,3 +192,63 @@ pub fn suspend_resume() {
     pmu::power_on_reset();
     notify(true);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attributes(name: &UnicodeString, case_insensitive: bool) -> ObjectAttributes {
+        ObjectAttributes {
+            length: std::mem::size_of::<ObjectAttributes>() as u32,
+            root_directory: 0,
+            object_name: name,
+            attributes: if case_insensitive { OBJ_CASE_INSENSITIVE } else { 0 },
+            security_descriptor: 0,
+            security_quality_of_service: 0,
+        }
+    }
+
+    extern "win64" fn routine(_context: usize, _argument1: usize, _argument2: usize) {}
+
+    #[test]
+    fn the_power_state_object_is_opened_referenced_registered_and_released() {
+        crate::cpu::enter(0);
+        let units: Vec<u16> = "\\callback\\powerstate".encode_utf16().collect();
+        let name = UnicodeString::from_units(&units);
+        let other: Vec<u16> = "\\Callback\\Nothing".encode_utf16().collect();
+        let other = UnicodeString::from_units(&other);
+        let mut object = 0usize;
+        // SAFETY: valid attributes, names and output for each call.
+        unsafe {
+            assert_eq!(
+                ex_create_callback(&mut object, &attributes(&other, true), 0, 1),
+                STATUS_OBJECT_NAME_NOT_FOUND
+            );
+            assert_eq!(
+                ex_create_callback(&mut object, &attributes(&name, false), 0, 1),
+                STATUS_OBJECT_NAME_NOT_FOUND
+            );
+            assert_eq!(
+                ex_register_callback(power_state_object(), routine as usize, 0),
+                0,
+                "no reference held"
+            );
+            assert_eq!(ex_create_callback(&mut object, &attributes(&name, true), 0, 1), STATUS_SUCCESS);
+            assert_eq!(object, power_state_object());
+            let registration = ex_register_callback(object, routine as usize, 7);
+            assert_ne!(registration, 0);
+            // Left registered and referenced at unload: the report's leak check sees both.
+            assert_eq!(outstanding(), 2);
+            assert!(!crate::report::Report::now().is_clean());
+            ex_unregister_callback(registration);
+            assert_eq!(dereference(object), Some(Ok(0)));
+            assert_eq!(outstanding(), 0);
+            assert_eq!(dereference(object), Some(Err(())), "a reference released twice");
+            ex_unregister_callback(registration);
+        }
+        let found = crate::violations::take();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].message.contains("referenced: 0"), "{}", found[0]);
+        assert!(found[1].message.contains("not registered"), "{}", found[1]);
+    }
+}
