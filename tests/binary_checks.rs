@@ -55,6 +55,7 @@ const EXPECTATIONS: Expectations = Expectations {
     // windows-sys links the HAL as hal.dll, the WDK as HAL.dll; modules compare case-insensitively.
     allowed_modules: &["ntoskrnl.exe", "HAL.dll"],
     imports: EXPECTED_IMPORTS,
+    forbidden_imports: &[],
 };
 
 fn repository() -> &'static Path {
