@@ -56,7 +56,7 @@ mod tests {
     }
 
     #[test]
-    fn finds_kernel_and_hal_routines_of_the_bound_build_only() {
+    fn finds_kernel_and_hal_routines_of_the_bound_build_only_at_passive_level() {
         set_system_routines(&Registry::of_build(WINDOWS_10_2004));
         let registry = Registry::of_build(WINDOWS_10_2004);
         assert_eq!(
@@ -77,13 +77,21 @@ mod tests {
 
         // SAFETY: NULL is what the violation check is about; the double reads nothing through it.
         assert!(unsafe { mm_get_system_routine_address(std::ptr::null()) }.is_null());
+        let kpcr = crate::cpu::current();
+        kpcr.set_irql(crate::cpu::DISPATCH_LEVEL);
+        assert!(
+            !lookup("ExAllocatePoolWithTag").is_null(),
+            "the double records the violation and still answers"
+        );
+        kpcr.set_irql(PASSIVE_LEVEL);
         // all(), not take(): other unit tests of this process record violations of their own.
         let messages: Vec<String> = violations::all()
             .into_iter()
             .filter(|violation| violation.at == "MmGetSystemRoutineAddress")
             .map(|violation| violation.message)
             .collect();
-        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert_eq!(messages.len(), 2, "{messages:#?}");
         assert!(messages[0].contains("NULL UNICODE_STRING"), "{}", messages[0]);
+        assert!(messages[1].contains("called at IRQL 2, above its maximum 0"), "{}", messages[1]);
     }
 }
