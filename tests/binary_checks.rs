@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use driver_catalog::pe::{authenticode_digest, embedded_signature_digest};
 use driver_image_checks::{
-    Expectations, Rule, Violation, check_image, check_rule, recompute_checksum, section_file_range,
-    verify_signature,
+    Expectations, ForbiddenImport, Rule, Violation, check_image, check_rule, recompute_checksum,
+    section_file_range, verify_signature,
 };
 
 /// Every routine the driver imports. A new kernel call adds its name here.
@@ -23,7 +23,7 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
         "ntoskrnl.exe",
         &[
             "DbgPrintEx",
-            "ExAllocatePool2",
+            "ExAllocatePoolWithTag",
             "ExCreateCallback",
             "ExFreePoolWithTag",
             "ExRegisterCallback",
@@ -36,6 +36,7 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "KeQueryActiveProcessorCountEx",
             "KeSetEvent",
             "KeWaitForSingleObject",
+            "MmGetSystemRoutineAddress",
             "ObReferenceObjectByHandle",
             "ObfDereferenceObject",
             "PcwAddInstance",
@@ -55,10 +56,20 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
     ("HAL.dll", &["HalAllocateHardwareCounters", "HalFreeHardwareCounters", "KeQueryPerformanceCounter"]),
 ];
 
+/// ExAllocatePool2 exists from Windows 10 version 2004 (build 19041) on; the driver supports 1903
+/// (build 18362), so it finds the routine at run time (src/kernel/pool.rs) instead of importing it.
+const EX_ALLOCATE_POOL2: ForbiddenImport = ForbiddenImport {
+    module: "ntoskrnl.exe",
+    name: "ExAllocatePool2",
+    why: "Windows 10 builds before 19041 (version 2004) do not export it, so the image would not load on \
+          1903 or 1909",
+};
+
 const EXPECTATIONS: Expectations = Expectations {
     // windows-sys links the HAL as hal.dll, the WDK as HAL.dll; modules compare case-insensitively.
     allowed_modules: &["ntoskrnl.exe", "HAL.dll"],
     imports: EXPECTED_IMPORTS,
+    forbidden_imports: &[EX_ALLOCATE_POOL2],
 };
 
 fn repository() -> &'static Path {
@@ -134,6 +145,36 @@ fn driver_entry_is_in_discardable_init() {
 #[test]
 fn imports_are_exactly_the_expected_ones() {
     assert_rule_holds(Rule::Imports);
+}
+
+/// A copy of the real image whose import of ExAllocatePoolWithTag is renamed ExAllocatePool2 in its
+/// hint/name table, as an image that imports ExAllocatePool2 statically would have it: the imports
+/// rule reports the forbidden import, besides the unexpected and the missing name.
+#[test]
+fn an_import_of_exallocatepool2_is_reported() {
+    let mut bytes = read(&signed_image());
+    let name = b"ExAllocatePoolWithTag\0";
+    let at: Vec<usize> = bytes
+        .windows(name.len())
+        .enumerate()
+        .filter(|(_, window)| window == name)
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(at.len(), 1, "the image names ExAllocatePoolWithTag once, in its import table");
+    let renamed = b"ExAllocatePool2\0";
+    bytes[at[0]..at[0] + name.len()].fill(0);
+    bytes[at[0]..at[0] + renamed.len()].copy_from_slice(renamed);
+    recompute_checksum(&mut bytes).expect("the driver is a PE image");
+
+    let (module, name) = ("ntoskrnl.exe".to_string(), "ExAllocatePool2".to_string());
+    assert_eq!(
+        check_rule(&bytes, &EXPECTATIONS, Rule::Imports),
+        [
+            Violation::UnexpectedImport { module: module.clone(), name: name.clone() },
+            Violation::MissingImport { module: module.clone(), name: "ExAllocatePoolWithTag".into() },
+            Violation::ForbiddenImport { module, name, why: EX_ALLOCATE_POOL2.why },
+        ]
+    );
 }
 
 #[test]

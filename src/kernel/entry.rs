@@ -30,6 +30,8 @@ pub unsafe extern "system" fn DriverEntry(
     _registry_path: *const UNICODE_STRING,
 ) -> NTSTATUS {
     log_info!("pmupcw {} loading", env!("CARGO_PKG_VERSION"));
+    // SAFETY: DriverEntry, at PASSIVE_LEVEL, before anything allocates.
+    unsafe { super::pool::find_allocator() };
     match Driver::load() {
         Ok(loaded) => {
             // SAFETY: DriverEntry runs alone (see LoadedDriver).

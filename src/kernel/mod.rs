@@ -26,3 +26,14 @@ pub mod hal_counters;
 pub mod msr;
 pub mod pmi;
 pub mod system_thread;
+
+/// A UNICODE_STRING viewing `units`, for a call that reads the name only while it runs (PCW copies
+/// names; MmGetSystemRoutineAddress compares it).
+fn unicode_string(units: &[u16]) -> windows_sys::Win32::Foundation::UNICODE_STRING {
+    let bytes = (units.len() * 2) as u16;
+    windows_sys::Win32::Foundation::UNICODE_STRING {
+        Length: bytes,
+        MaximumLength: bytes,
+        Buffer: units.as_ptr().cast_mut(),
+    }
+}

@@ -2,6 +2,7 @@
 //! the callback shim that turns PCW's raw callback information into a safe [`Query`].
 
 use super::pool::PoolBox;
+use super::unicode_string;
 use crate::pcw::{
     AddInstanceFailed, CounterBlock, CounterDescriptor, CountersetCallback, InstanceSink, Query,
 };
@@ -46,12 +47,6 @@ const _: () = {
         core::mem::offset_of!(CounterDescriptor, size) == core::mem::offset_of!(PCW_COUNTER_DESCRIPTOR, Size)
     );
 };
-
-/// A UNICODE_STRING viewing `units` (PCW copies names; the view need only last for the call).
-fn unicode_string(units: &[u16]) -> UNICODE_STRING {
-    let bytes = (units.len() * 2) as u16;
-    UNICODE_STRING { Length: bytes, MaximumLength: bytes, Buffer: units.as_ptr().cast_mut() }
-}
 
 /// A counterset answered by callback, owning the callback object: PcwUnregister (which waits for
 /// running callbacks) returns before the object is freed, because fields drop in declaration order.

@@ -1,24 +1,82 @@
-//! Non-paged pool allocations, owned: freed exactly once, when the owner drops.
+//! Non-paged pool allocations, owned: freed exactly once, when the owner drops. They come from
+//! ExAllocatePool2 where the kernel exports it, else from ExAllocatePoolWithTag (see [`find_allocator`]).
 
+use core::ffi::c_void;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use windows_sys::Wdk::System::SystemServices::{ExAllocatePool2, ExFreePoolWithTag};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use windows_sys::Wdk::Foundation::NonPagedPoolNx;
+use windows_sys::Wdk::System::SystemServices::{
+    ExAllocatePoolWithTag, ExFreePoolWithTag, MmGetSystemRoutineAddress,
+};
 
-/// POOL_FLAG_NON_PAGED (wdm.h): resident memory, usable at any IRQL. ExAllocatePool2 zeroes it.
+/// POOL_FLAG_NON_PAGED (wdm.h): resident, non-executable memory, usable at any IRQL; what
+/// NonPagedPoolNx is to ExAllocatePoolWithTag. ExAllocatePool2 zeroes it.
 const POOL_FLAG_NON_PAGED: u64 = 0x40;
 
-/// The page size: ExAllocatePool2 returns page-aligned memory for allocations of at least a page.
+/// The page size: both allocation routines return page-aligned memory for allocations of at least a
+/// page.
 const PAGE_SIZE: usize = 4096;
 
-/// `bytes` of zeroed non-paged pool aligned to `align`. ExAllocatePool2 aligns small allocations to 16
-/// bytes and those of a page or more to a page, so a type aligned beyond 16 (per-processor state on its
-/// own cache lines) gets at least a page.
+/// `PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag)` (wdm.h).
+type ExAllocatePool2 = unsafe extern "system" fn(flags: u64, bytes: usize, tag: u32) -> *mut c_void;
+
+/// ExAllocatePool2 when this kernel exports it, else null. Set once by [`find_allocator`] in
+/// DriverEntry, before the first allocation and before any other thread of the driver runs.
+static EX_ALLOCATE_POOL2: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+
+/// "ExAllocatePool2" as MmGetSystemRoutineAddress takes names: UTF-16.
+const EX_ALLOCATE_POOL2_NAME: [u16; 15] = ascii_to_utf16(b"ExAllocatePool2");
+
+const fn ascii_to_utf16<const N: usize>(ascii: &[u8; N]) -> [u16; N] {
+    let mut units = [0; N];
+    let mut index = 0;
+    while index < N {
+        units[index] = ascii[index] as u16;
+        index += 1;
+    }
+    units
+}
+
+/// Chooses the allocation routine. ExAllocatePool2 exists only from Windows 10 version 2004 (build
+/// 19041; its Microsoft Learn page, Requirements), and the kernel refuses to load an image with an
+/// import it does not export, so the driver does not import it: it looks it up with
+/// MmGetSystemRoutineAddress, and on Windows 10 1903 and 1909, where it is missing, allocates with
+/// ExAllocatePoolWithTag(NonPagedPoolNx) and zeroes the memory itself.
+///
+/// # Safety
+/// Call only from DriverEntry: this routine lives in its discardable INIT section. DriverEntry runs
+/// at PASSIVE_LEVEL, as MmGetSystemRoutineAddress requires, and must call it before anything
+/// allocates.
+#[unsafe(link_section = "INIT")]
+pub(super) unsafe fn find_allocator() {
+    let name = super::unicode_string(&EX_ALLOCATE_POOL2_NAME);
+    // SAFETY: a valid UNICODE_STRING over a static buffer, passed at PASSIVE_LEVEL (the contract).
+    let routine = unsafe { MmGetSystemRoutineAddress(&name) };
+    EX_ALLOCATE_POOL2.store(routine, Ordering::Release);
+}
+
+/// `bytes` of zeroed non-paged pool aligned to `align`. Both allocation routines align small
+/// allocations to 16 bytes and those of a page or more to a page, so a type aligned beyond 16
+/// (per-processor state on its own cache lines) gets at least a page.
 fn allocate(bytes: usize, align: usize) -> Option<NonNull<u8>> {
     assert!(align <= PAGE_SIZE, "no pool allocation is aligned beyond a page");
     let bytes = if align > 16 { bytes.max(PAGE_SIZE) } else { bytes.max(1) };
+    let ex_allocate_pool2 = EX_ALLOCATE_POOL2.load(Ordering::Acquire);
+    if !ex_allocate_pool2.is_null() {
+        // SAFETY: a non-null value is the address MmGetSystemRoutineAddress gave for ExAllocatePool2,
+        // whose signature is ExAllocatePool2's.
+        let ex_allocate_pool2: ExAllocatePool2 = unsafe { core::mem::transmute(ex_allocate_pool2) };
+        // SAFETY: plain allocation call; the result is checked for NULL.
+        let memory = unsafe { ex_allocate_pool2(POOL_FLAG_NON_PAGED, bytes, crate::POOL_TAG) };
+        return NonNull::new(memory.cast());
+    }
     // SAFETY: plain allocation call; the result is checked for NULL.
-    let memory = unsafe { ExAllocatePool2(POOL_FLAG_NON_PAGED, bytes, crate::POOL_TAG) };
-    NonNull::new(memory.cast())
+    let memory = NonNull::new(unsafe { ExAllocatePoolWithTag(NonPagedPoolNx, bytes, crate::POOL_TAG) })?;
+    // SAFETY: `bytes` fresh, writable bytes nothing else references; ExAllocatePoolWithTag leaves
+    // whatever they held before.
+    unsafe { memory.cast::<u8>().write_bytes(0, bytes) };
+    Some(memory.cast())
 }
 
 /// A zero-initialised slice of `T` in non-paged pool, tagged with [`crate::POOL_TAG`].
@@ -89,14 +147,10 @@ unsafe impl<T: Sync> Sync for PoolBox<T> {}
 impl<T> PoolBox<T> {
     /// Moves `value` into pool memory; gives it back if the pool is exhausted.
     pub fn new(value: T) -> Result<Self, T> {
-        const { assert!(core::mem::align_of::<T>() <= 16) };
-        // SAFETY: plain allocation call; the result is checked for NULL below.
-        let memory = unsafe {
-            ExAllocatePool2(POOL_FLAG_NON_PAGED, core::mem::size_of::<T>().max(1), crate::POOL_TAG)
-        };
-        let Some(memory) = NonNull::new(memory.cast::<T>()) else {
+        let Some(memory) = allocate(core::mem::size_of::<T>(), core::mem::align_of::<T>()) else {
             return Err(value);
         };
+        let memory = memory.cast::<T>();
         // SAFETY: fresh, suitably sized and aligned memory that nothing else references.
         unsafe { memory.as_ptr().write(value) };
         Ok(PoolBox { value: memory })

@@ -64,6 +64,19 @@ pub struct Expectations {
     /// The exact set of names imported from each module. A module of `allowed_modules` that is
     /// missing here is expected to contribute no import at all.
     pub imports: &'static [(&'static str, &'static [&'static str])],
+    /// Routines the driver must never import, even if `imports` lists them: the kernel's loader
+    /// refuses an image whose imports it does not export, so importing a routine that some Windows
+    /// build the driver supports lacks keeps the driver from loading there.
+    pub forbidden_imports: &'static [ForbiddenImport],
+}
+
+/// A routine the driver must not import, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForbiddenImport {
+    pub module: &'static str,
+    pub name: &'static str,
+    /// Where the image would not load, e.g. "Windows 10 builds before 19041 do not export it".
+    pub why: &'static str,
 }
 
 /// One check of [`check_image`]; [`check_rule`] runs a single one.
@@ -75,7 +88,8 @@ pub enum Rule {
     EntryPoint,
     /// The entry point lies in [`INIT_SECTION`], which has [`INIT_CHARACTERISTICS`].
     InitSection,
-    /// Imports come from allowed modules, by name, and match [`Expectations::imports`] exactly.
+    /// Imports come from allowed modules, by name, match [`Expectations::imports`] exactly and name
+    /// none of [`Expectations::forbidden_imports`].
     Imports,
     /// No TLS directory: kernel images cannot have thread-local storage (the kernel's loader neither
     /// allocates it nor runs TLS callbacks).
@@ -147,6 +161,11 @@ pub enum Violation {
         module: String,
         name: String,
     },
+    ForbiddenImport {
+        module: String,
+        name: String,
+        why: &'static str,
+    },
     // Rule::NoTls
     TlsDirectory {
         rva: u32,
@@ -215,6 +234,9 @@ impl fmt::Display for Violation {
             }
             Violation::MissingImport { module, name } => {
                 write!(f, "expected import {module}!{name} is missing")
+            }
+            Violation::ForbiddenImport { module, name, why } => {
+                write!(f, "imports {module}!{name}, which the driver must not: {why}")
             }
             Violation::TlsDirectory { rva, size } => {
                 write!(f, "has a TLS directory (rva {rva:#x}, size {size:#x})")
@@ -354,6 +376,7 @@ impl<'a> Image<'a> {
             violations.extend(module_violations(module, names, expected));
         }
         violations.extend(missing_imports(&imported, expected));
+        violations.extend(forbidden_imports(&imported, expected));
         violations
     }
 
@@ -483,6 +506,19 @@ fn missing_imports(imported: &BTreeMap<String, ImportedModule>, expected: &Expec
         }
     }
     violations
+}
+
+/// Imports of [`Expectations::forbidden_imports`], named as the image spells the module.
+fn forbidden_imports(imported: &BTreeMap<String, ImportedModule>, expected: &Expectations) -> Vec<Violation> {
+    let found = expected.forbidden_imports.iter().filter_map(|forbidden| {
+        let (module, names) = imported.get(&forbidden.module.to_ascii_lowercase())?;
+        names.contains(forbidden.name).then(|| Violation::ForbiddenImport {
+            module: module.clone(),
+            name: forbidden.name.to_string(),
+            why: forbidden.why,
+        })
+    });
+    found.collect()
 }
 
 /// The names `module` may export to the driver: its entry of [`Expectations::imports`], none if it

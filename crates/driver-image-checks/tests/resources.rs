@@ -22,7 +22,7 @@ use synthetic::{Spec, build};
 
 const RESOURCES_RC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/resources.rc");
 /// What [`check_rule`] needs besides the image; the rules run here do not read it.
-const NO_IMPORTS: Expectations = Expectations { allowed_modules: &[], imports: &[] };
+const NO_IMPORTS: Expectations = Expectations { allowed_modules: &[], imports: &[], forbidden_imports: &[] };
 const SETUP: &str = "run scripts/linux/setup.sh, which installs Debian's llvm package";
 
 /// The resource-only DLL linked from [`RESOURCES_RC`], built once per test binary.

@@ -5,8 +5,8 @@
 mod synthetic;
 
 use driver_image_checks::{
-    Expectations, Rule, Violation, check_image, check_rule, compute_checksum, recompute_checksum,
-    section_file_range,
+    Expectations, ForbiddenImport, Rule, Violation, check_image, check_rule, compute_checksum,
+    recompute_checksum, section_file_range,
 };
 use object::pe;
 use synthetic::{Spec, TEST_IMPORTS, Thunk, WIN_CERT_TYPE_X509, build, by_name};
@@ -14,7 +14,11 @@ use synthetic::{Spec, TEST_IMPORTS, Thunk, WIN_CERT_TYPE_X509, build, by_name};
 const EXPECTED: Expectations = Expectations {
     allowed_modules: &["ntoskrnl.exe", "HAL.dll"],
     imports: &[("ntoskrnl.exe", &TEST_IMPORTS)],
+    forbidden_imports: &[NEWER_ROUTINE],
 };
+
+const NEWER_ROUTINE: ForbiddenImport =
+    ForbiddenImport { module: "ntoskrnl.exe", name: "ExAllocatePool2", why: "a supported build lacks it" };
 
 /// The violations of the image built from `spec`.
 fn violations(spec: Spec) -> Vec<Violation> {
@@ -123,6 +127,29 @@ fn missing_expected_name_is_reported() {
     let spec = with_imports(vec![("ntoskrnl.exe", by_name(&["DbgPrintEx", "KeBugCheckEx"]))]);
     let expected = Violation::MissingImport { module: "ntoskrnl.exe".into(), name: "memset".into() };
     assert_eq!(violations(spec), [expected]);
+}
+
+#[test]
+fn forbidden_import_is_reported_with_why() {
+    let spec = with_imports(ntoskrnl_imports_plus(Thunk::Name("ExAllocatePool2")));
+    let (module, name) = ("ntoskrnl.exe".to_string(), "ExAllocatePool2".to_string());
+    let unexpected = Violation::UnexpectedImport { module: module.clone(), name: name.clone() };
+    let forbidden = Violation::ForbiddenImport { module, name, why: NEWER_ROUTINE.why };
+    assert_eq!(violations(spec), [unexpected, forbidden]);
+}
+
+/// Listing a forbidden routine among the expected imports does not make importing it pass.
+#[test]
+fn forbidden_import_is_reported_even_when_expected() {
+    const NAMES: [&str; 4] = ["DbgPrintEx", "ExAllocatePool2", "KeBugCheckEx", "memset"];
+    let expected = Expectations { imports: &[("NTOSKRNL.EXE", &NAMES)], ..EXPECTED };
+    let image = build(&with_imports(vec![("ntoskrnl.exe", by_name(&NAMES))]));
+    let forbidden = Violation::ForbiddenImport {
+        module: "ntoskrnl.exe".into(),
+        name: "ExAllocatePool2".into(),
+        why: NEWER_ROUTINE.why,
+    };
+    assert_eq!(check_image(&image.bytes, &expected), [forbidden]);
 }
 
 #[test]
@@ -294,4 +321,13 @@ fn violations_display_their_details() {
     assert_eq!(missing.to_string(), "expected import ntoskrnl.exe!memset is missing");
     let checksum = Violation::BadChecksum { stored: 0x1234, computed: 0x5678 };
     assert_eq!(checksum.to_string(), "stored PE checksum 0x1234 differs from the computed 0x5678");
+    let forbidden = Violation::ForbiddenImport {
+        module: "ntoskrnl.exe".into(),
+        name: "ExAllocatePool2".into(),
+        why: NEWER_ROUTINE.why,
+    };
+    assert_eq!(
+        forbidden.to_string(),
+        "imports ntoskrnl.exe!ExAllocatePool2, which the driver must not: a supported build lacks it"
+    );
 }

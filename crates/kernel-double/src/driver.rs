@@ -2,7 +2,7 @@
 //! DRIVER_OBJECT and registry path, at PASSIVE_LEVEL, and INIT discarded once DriverEntry returns.
 
 use crate::cpu::{self, PASSIVE_LEVEL};
-use crate::exports::{Registry, UnicodeString, dpc, ps};
+use crate::exports::{Registry, UnicodeString, dpc, mm, ps};
 use crate::loader::{Image, LoadError};
 use crate::status::NtStatus;
 use crate::violations;
@@ -32,17 +32,20 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// Loads the image at `path`, binding it to the full fake kernel.
+    /// Loads the image at `path`, binding it to the fake kernel of the chosen Windows build
+    /// ([`crate::kernel_build`]).
     pub fn load(path: &Path) -> Result<Driver, LoadError> {
         let bytes =
             std::fs::read(path).map_err(|error| LoadError::Os(format!("{}: {error}", path.display())))?;
         Driver::load_bytes(&bytes, &Registry::kernel())
     }
 
-    /// Loads an image from memory, binding it to `registry`.
+    /// Loads an image from memory, binding it to `registry`, which MmGetSystemRoutineAddress then
+    /// searches too.
     pub fn load_bytes(bytes: &[u8], registry: &Registry) -> Result<Driver, LoadError> {
         cpu::trap::install();
         let image = Image::load(bytes, registry)?;
+        mm::set_system_routines(registry);
         let units: Vec<u16> =
             "\\REGISTRY\\MACHINE\\SYSTEM\\CurrentControlSet\\Services\\pmupcw".encode_utf16().collect();
         let registry_path = Box::new(UnicodeString::from_units(&units));

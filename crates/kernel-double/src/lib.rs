@@ -9,6 +9,7 @@
 //! * [`exports`] implements the ntoskrnl and HAL routines the driver imports (and the DPC and thread
 //!   affinity routines a driver of its kind may import), each checking the maximum IRQL it is
 //!   documented for; [`violations`] collects what the checks find.
+//! * [`kernel_build`] chooses the Windows build presented, which decides what ntoskrnl.exe exports.
 //! * [`driver`] calls DriverEntry and DriverUnload with a fake DRIVER_OBJECT, and [`report`] gathers
 //!   the end-of-run state (leaks, registrations, threads, handles, violations).
 //! * [`consumer`] reads the countersets as PDH does and prints typeperf CSV and PERF_OBJECT_TYPE blocks
@@ -23,6 +24,7 @@ pub mod consumer;
 pub mod cpu;
 pub mod driver;
 pub mod exports;
+pub mod kernel_build;
 pub mod loader;
 pub mod report;
 pub mod status;

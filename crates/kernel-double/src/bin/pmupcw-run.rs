@@ -6,9 +6,12 @@
 //!
 //! ```text
 //! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] [--cpu-model MODEL]
+//!            [--kernel-build BUILD]
 //! ```
 //! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake`, `zen4`,
-//! `hyperv-no-pmu`, `no-pmu`. The workload: after each interval every virtual processor runs
+//! `hyperv-no-pmu`, `no-pmu`. BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
+//! 1903) or later, by default 26100; it decides what ntoskrnl.exe exports
+//! (`kernel_double::kernel_build`). The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
 //! processors' rates differ.
 //! The driver defaults to `$PMUPCW_PACKAGE_DIR/pmupcw.sys`, else target/package/pmupcw/pmupcw.sys
@@ -33,6 +36,7 @@ mod run {
     use kernel_double::cpu::{pmu, topology};
     use kernel_double::driver::Driver;
     use kernel_double::exports::pcw;
+    use kernel_double::kernel_build;
     use kernel_double::report::Report;
     use kernel_double::status::STATUS_SUCCESS;
     use std::path::{Path, PathBuf};
@@ -46,6 +50,7 @@ mod run {
         interval: Duration,
         processors: Option<u32>,
         model: &'static CpuModel,
+        kernel_build: u32,
     }
 
     fn model(name: &str) -> &'static CpuModel {
@@ -63,7 +68,8 @@ mod run {
         eprintln!("pmupcw-run: {why}");
         eprintln!(
             "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
-             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu]"
+             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})]",
+            kernel_build::WINDOWS_10_1903
         );
         std::process::exit(2);
     }
@@ -78,6 +84,7 @@ mod run {
             interval: Duration::from_millis(1000),
             processors: None,
             model: &cpuid::SKYLAKE,
+            kernel_build: kernel_build::WINDOWS_11_24H2,
         };
         let mut arguments = std::env::args().skip(1);
         while let Some(argument) = arguments.next() {
@@ -91,6 +98,14 @@ mod run {
                 "--interval-ms" => options.interval = Duration::from_millis(number(value())),
                 "--processors" => options.processors = Some(number(value()).clamp(1, 128) as u32),
                 "--cpu-model" => options.model = model(&value()),
+                "--kernel-build" => {
+                    options.kernel_build = u32::try_from(number(value()))
+                        .ok()
+                        .filter(|&build| build >= kernel_build::WINDOWS_10_1903)
+                        .unwrap_or_else(|| {
+                            usage(&format!("the oldest kernel build is {}", kernel_build::WINDOWS_10_1903))
+                        })
+                }
                 "--help" | "-h" => usage("help"),
                 other => usage(&format!("unknown argument {other:?}")),
             }
@@ -112,7 +127,13 @@ mod run {
             topology::configure(processors, processors.min(64));
         }
         cpuid::set_model(options.model);
-        println!("# CPU model: {}, {} virtual processors", options.model.name, topology::processor_count());
+        kernel_build::set(options.kernel_build);
+        println!(
+            "# CPU model: {}, {} virtual processors, Windows build {}",
+            options.model.name,
+            topology::processor_count(),
+            options.kernel_build
+        );
         let manifest_path = options.driver.with_file_name("pmupcw.man");
         let manifest = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => consumer::parse_manifest(&manifest_path.display().to_string(), &text),

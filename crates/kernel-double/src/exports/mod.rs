@@ -11,13 +11,14 @@ pub mod dbg;
 pub mod dpc;
 pub mod hal;
 pub mod ke;
+pub mod mm;
 pub mod pcw;
 pub mod pool;
 pub mod ps;
 pub mod rtl;
 pub mod spinlock;
 
-use crate::{cpu, loader, violations};
+use crate::{cpu, kernel_build, loader, violations};
 use std::collections::HashMap;
 
 /// Defines `$trampoline`, which records the caller in the KPCR and tail-jumps to `$implementation`.
@@ -53,6 +54,7 @@ macro_rules! exports {
 exports! {
     "ntoskrnl.exe" "DbgPrintEx" kd_DbgPrintEx => dbg::dbg_print_ex;
     "ntoskrnl.exe" "ExAllocatePool2" kd_ExAllocatePool2 => pool::ex_allocate_pool2;
+    "ntoskrnl.exe" "ExAllocatePoolWithTag" kd_ExAllocatePoolWithTag => pool::ex_allocate_pool_with_tag;
     "ntoskrnl.exe" "ExCreateCallback" kd_ExCreateCallback => callback::ex_create_callback;
     "ntoskrnl.exe" "ExFreePoolWithTag" kd_ExFreePoolWithTag => pool::ex_free_pool_with_tag;
     "ntoskrnl.exe" "ExRegisterCallback" kd_ExRegisterCallback => callback::ex_register_callback;
@@ -77,6 +79,7 @@ exports! {
     "ntoskrnl.exe" "KeSetSystemGroupAffinityThread" kd_KeSetSystemGroupAffinityThread => affinity::ke_set_system_group_affinity_thread;
     "ntoskrnl.exe" "KeSetTargetProcessorDpcEx" kd_KeSetTargetProcessorDpcEx => dpc::ke_set_target_processor_dpc_ex;
     "ntoskrnl.exe" "KeWaitForSingleObject" kd_KeWaitForSingleObject => ke::ke_wait_for_single_object;
+    "ntoskrnl.exe" "MmGetSystemRoutineAddress" kd_MmGetSystemRoutineAddress => mm::mm_get_system_routine_address;
     "ntoskrnl.exe" "ObReferenceObjectByHandle" kd_ObReferenceObjectByHandle => ps::ob_reference_object_by_handle;
     "ntoskrnl.exe" "ObfDereferenceObject" kd_ObfDereferenceObject => ps::obf_dereference_object;
     "ntoskrnl.exe" "PcwAddInstance" kd_PcwAddInstance => pcw::pcw_add_instance;
@@ -104,10 +107,16 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Every export of the fake kernel.
+    /// Every export of the fake kernel of the chosen Windows build ([`kernel_build::current`]).
     pub fn kernel() -> Registry {
+        Registry::of_build(kernel_build::current())
+    }
+
+    /// Every export the fake kernel has on Windows build `build`.
+    pub fn of_build(build: u32) -> Registry {
         let routines = table()
             .into_iter()
+            .filter(|(module, name, _)| kernel_build::exports(build, module, name))
             .map(|(module, name, address)| ((module.to_ascii_lowercase(), name.to_string()), address))
             .collect();
         Registry { routines }

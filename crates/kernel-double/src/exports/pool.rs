@@ -1,16 +1,17 @@
-//! ExAllocatePool2 / ExFreePoolWithTag with Driver Verifier's pool tracking: every allocation's tag and
-//! size, frees with the wrong tag, double frees and frees of unknown addresses, and a leak report.
+//! ExAllocatePool2, ExAllocatePoolWithTag and ExFreePoolWithTag with Driver Verifier's pool tracking:
+//! every allocation's tag and size, frees with the wrong tag, double frees and frees of unknown
+//! addresses, and a leak report; both allocation routines share it, and fault injection.
 //!
 //! **Special pool** (Driver Verifier's, for every allocation): each block gets its own mapping whose
 //! last page is a no-access guard page, and the block ends against it: a block below a page is placed
-//! at the end of its page, at ExAllocatePool2's 16-byte alignment, so at most 15 bytes of slack lie
+//! at the end of its page, at the 16-byte alignment both routines give, so at most 15 bytes of slack lie
 //! between its end and the guard; a block of a page or more starts on a page boundary. Touching the
 //! guard page faults, and the trap handler reports it ([`guard_fault`]) as an access past the end of
 //! the allocation, naming its tag, size and the driver's instruction, then aborts the process (Verifier's
 //! bug check 0xCD). The slack is filled with a pattern checked on free, which catches writes past the
 //! end that stop short of the guard page (a violation, as Verifier's 0xC1).
 
-use super::enter;
+use super::{Call, enter};
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -24,6 +25,8 @@ const POOL_FLAG_KNOWN: u64 = 0x1 | 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100;
 const PAGE: usize = 4096;
 /// What the slack between a block's end and its guard page holds until the block is freed.
 const SLACK_PATTERN: u8 = 0xCD;
+/// What an allocation the routine does not zero holds when the driver gets it.
+const UNINITIALIZED_PATTERN: u8 = 0xA5;
 
 /// One live allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +34,8 @@ pub struct Allocation {
     pub address: usize,
     pub size: usize,
     pub tag: u32,
-    pub flags: u64,
+    /// The routine that made it (ExAllocatePool2 or ExAllocatePoolWithTag).
+    pub allocator: &'static str,
 }
 
 impl Allocation {
@@ -68,6 +72,8 @@ struct Pool {
     /// Addresses freed and not reused since, to tell a double free from a wild pointer.
     freed: HashSet<usize>,
     allocations: u64,
+    /// Allocations so far by the routine that was called.
+    made_by: HashMap<&'static str, u64>,
     /// Fail the allocation with this 0-based sequence number (fault injection), if set.
     fail_at: Option<u64>,
 }
@@ -150,13 +156,20 @@ pub fn allocation_count() -> u64 {
     with_pool(|pool| pool.allocations)
 }
 
+/// Allocations made so far through `routine` (ExAllocatePool2 or ExAllocatePoolWithTag) with valid
+/// arguments, those failed by fault injection included.
+pub fn allocation_count_by(routine: &str) -> u64 {
+    with_pool(|pool| pool.made_by.get(routine).copied().unwrap_or(0))
+}
+
 /// Makes the allocation with 0-based sequence number `index` fail (NULL), for fault injection.
 pub fn fail_allocation(index: Option<u64>) {
     with_pool(|pool| pool.fail_at = index);
 }
 
 /// `PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag)`: IRQL <= DISPATCH_LEVEL
-/// (APC_LEVEL for paged pool). Zeroed unless POOL_FLAG_UNINITIALIZED.
+/// (APC_LEVEL for paged pool). Zeroed unless POOL_FLAG_UNINITIALIZED. Exported from Windows 10 version
+/// 2004 on ([`crate::kernel_build`]).
 ///
 /// # Safety
 /// Called by driver code through its import table, with the arguments the routine documents.
@@ -171,6 +184,44 @@ pub unsafe extern "win64" fn ex_allocate_pool2(flags: u64, size: usize, tag: u32
         call.violation(format!("invalid pool flags {flags:#x}: exactly one pool type is required"));
         return std::ptr::null_mut();
     }
+    allocate(&call, size, tag, flags & POOL_FLAG_UNINITIALIZED == 0)
+}
+
+/// POOL_TYPE values (wdm.h) a driver may pass to ExAllocatePoolWithTag and the double models.
+const NON_PAGED_POOL: u32 = 0;
+const PAGED_POOL: u32 = 1;
+const NON_PAGED_POOL_NX: u32 = 512;
+/// POOL_COLD_ALLOCATION (wdm.h): an advisory hint, ignored.
+const POOL_COLD_ALLOCATION: u32 = 256;
+
+/// `PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag)`: IRQL <=
+/// DISPATCH_LEVEL (APC_LEVEL for paged pool); the memory is not zeroed
+/// (https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepoolwithtag). Its
+/// alignment (16 bytes below a page, a page from a page up) is ExAllocatePool2's, so both share the
+/// special pool, tracking and fault injection. The double takes NonPagedPool, NonPagedPoolNx and
+/// PagedPool, optionally with POOL_COLD_ALLOCATION; any other type is a violation: the must-succeed and
+/// session types are for the system only (POOL_TYPE on Microsoft Learn), and the cache-aligned types and
+/// POOL_RAISE_IF_ALLOCATION_FAILURE are not modelled. The tag must be non-zero, as for ExAllocatePool2.
+///
+/// # Safety
+/// Called by driver code through its import table, with the arguments the routine documents.
+pub unsafe extern "win64" fn ex_allocate_pool_with_tag(pool_type: u32, size: usize, tag: u32) -> *mut u8 {
+    let base_type = pool_type & !POOL_COLD_ALLOCATION;
+    let call =
+        enter("ExAllocatePoolWithTag", if base_type == PAGED_POOL { APC_LEVEL } else { DISPATCH_LEVEL });
+    if ![NON_PAGED_POOL, PAGED_POOL, NON_PAGED_POOL_NX].contains(&base_type) {
+        call.violation(format!(
+            "pool type {pool_type:#x} is not one a driver may pass (or the double models)"
+        ));
+        return std::ptr::null_mut();
+    }
+    allocate(&call, size, tag, false)
+}
+
+/// What both allocation routines do once their pool type is checked: the tag check, fault injection,
+/// then a special pool block, zeroed or filled with a pattern that makes reliance on zeroes visible
+/// (uninitialised pool is not zero on Windows), and its tracking.
+fn allocate(call: &Call, size: usize, tag: u32, zeroed: bool) -> *mut u8 {
     if tag == 0 {
         call.violation("pool tag 0".into());
         return std::ptr::null_mut();
@@ -178,6 +229,7 @@ pub unsafe extern "win64" fn ex_allocate_pool2(flags: u64, size: usize, tag: u32
     let fail = with_pool(|pool| {
         let index = pool.allocations;
         pool.allocations += 1;
+        *pool.made_by.entry(call.export).or_default() += 1;
         pool.fail_at == Some(index)
     });
     if fail || size > (1 << 32) {
@@ -185,12 +237,11 @@ pub unsafe extern "win64" fn ex_allocate_pool2(flags: u64, size: usize, tag: u32
     }
     let memory = map_block(size);
     if !memory.is_null() {
-        let allocation = Allocation { address: memory as usize, size, tag, flags };
-        // The mapping is zeroed. Uninitialised pool is not zero on Windows: make reliance on zeroes
-        // visible.
-        if flags & POOL_FLAG_UNINITIALIZED != 0 {
+        let allocation = Allocation { address: memory as usize, size, tag, allocator: call.export };
+        // The mapping is zeroed.
+        if !zeroed {
             // SAFETY: the block's `size` bytes lie in the writable part of the new mapping.
-            unsafe { memory.write_bytes(0xA5, size) };
+            unsafe { memory.write_bytes(UNINITIALIZED_PATTERN, size) };
         }
         let slack = allocation.slack();
         // SAFETY: the slack lies between the block and the guard page, in the writable mapping.
@@ -292,13 +343,28 @@ mod tests {
             // A write into the slack is found when the block is freed.
             block.add(26).write(0);
             ex_free_pool_with_tag(block, TAG);
+
+            // ExAllocatePoolWithTag: the same tracking and special pool, memory not zeroed.
+            let before_with_tag = allocation_count_by("ExAllocatePoolWithTag");
+            let old = ex_allocate_pool_with_tag(NON_PAGED_POOL_NX, 40, TAG);
+            assert!(!old.is_null() && (old as usize).is_multiple_of(16));
+            assert!(std::slice::from_raw_parts(old, 40).iter().all(|&byte| byte == UNINITIALIZED_PATTERN));
+            assert_eq!(
+                guard_fault(old as u64 + 48).map(|allocation| allocation.allocator),
+                Some("ExAllocatePoolWithTag")
+            );
+            assert!(ex_allocate_pool_with_tag(2, 8, TAG).is_null(), "NonPagedPoolMustSucceed");
+            assert!(ex_allocate_pool_with_tag(NON_PAGED_POOL_NX, 8, 0).is_null(), "tag 0");
+            assert_eq!(allocation_count_by("ExAllocatePoolWithTag"), before_with_tag + 1);
+            ex_free_pool_with_tag(old, u32::from_le_bytes(*b"Othr"));
         }
-        let messages: Vec<String> = violations::take()
+        // all(), not take(): other unit tests of this process record violations of their own.
+        let messages: Vec<String> = violations::all()
             .into_iter()
             .filter(|violation| violation.at.starts_with("Ex"))
             .map(|violation| violation.message)
             .collect();
-        assert_eq!(messages.len(), 6, "{messages:#?}");
+        assert_eq!(messages.len(), 9, "{messages:#?}");
         assert!(messages[0].contains("invalid pool flags"));
         assert!(messages[1].contains("pool tag 0"));
         assert!(messages[2].contains("double free"));
@@ -306,6 +372,13 @@ mod tests {
         assert!(messages[4].contains("allocated with tag") && messages[4].contains("Test"));
         assert!(messages[5].contains("24-byte allocation tagged \"Test\""), "{}", messages[5]);
         assert!(messages[5].contains("written past its end (at +0x1a)"), "{}", messages[5]);
+        assert!(messages[6].contains("pool type 0x2"), "{}", messages[6]);
+        assert!(messages[7].contains("pool tag 0"), "{}", messages[7]);
+        assert!(
+            messages[8].contains("allocated with tag") && messages[8].contains("Test"),
+            "{}",
+            messages[8]
+        );
     }
 
     /// Whether this process can read the byte at `address` (without faulting).

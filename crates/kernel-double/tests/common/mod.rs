@@ -8,8 +8,10 @@
 
 pub mod cpu_models;
 pub mod death;
+pub mod kernel_builds;
 pub mod machine_code;
 pub mod pmi_sweep;
+pub mod pool_faults;
 pub mod single_step;
 
 use kernel_double::driver::Driver;
