@@ -149,4 +149,11 @@ const IMAGE_LAYOUT_FLAGS: &[&str] = &[
     "/PDBALTPATH:%_PDB%", // record only the PDB's file name, not the build machine's path
     "/SECTION:INIT,ERD",  // DriverEntry's section: execute, read, discardable (never writable)
     "/SECTION:.pmi,ERP",  // the overflow handler alone: execute, read, not pageable (src/kernel/pmi.rs)
+    // CET shadow stack compatible: a debug directory entry of type IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS
+    // with IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT (https://learn.microsoft.com/cpp/build/reference/cetcompat,
+    // https://learn.microsoft.com/windows/win32/debug/pe-format#extended-dll-characteristics), without
+    // which Kernel-mode Hardware-enforced Stack Protection counts the driver as incompatible
+    // (https://learn.microsoft.com/windows-server/security/kernel-mode-hardware-stack-protection). The
+    // driver never rewrites a return address: panics bug-check, nothing unwinds, no longjmp.
+    "/CETCOMPAT",
 ];

@@ -158,6 +158,11 @@ fn authenticode_signature_is_embedded() {
     assert_rule_holds(Rule::Signature);
 }
 
+#[test]
+fn image_is_cet_compatible() {
+    assert_rule_holds(Rule::CetCompatible);
+}
+
 /// Catches a rule added to the crate but not yet given its own test above.
 #[test]
 fn every_rule_holds() {
