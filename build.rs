@@ -13,7 +13,8 @@
 //!   * `wdk` feature (Windows host with the WDK): through `wdk_build::configure_wdk_binary_build`, which
 //!     also finds the WDK's libraries and sets the `driver_model__driver_type` cfg the wdk crates need.
 //!
-//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`]. Host builds (unit tests) need only counters.rs.
+//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`] and the overflow handler's section flag, spelled
+//! for the linker that runs ([`resident_section_flag`]). Host builds (unit tests) need only counters.rs.
 
 use std::ffi::OsString;
 use std::fs;
@@ -44,6 +45,12 @@ fn main() {
     for flag in IMAGE_LAYOUT_FLAGS {
         println!("cargo::rustc-cdylib-link-arg={flag}");
     }
+    // Cargo tells a build script the linker it resolved for the target (.cargo/config.toml's rust-lld,
+    // or Makefile.toml's link.exe in the WDK flow); rustc's default for this target is link.exe. Cargo
+    // does not rerun a build script for another linker by itself: the WDK flow's override is watched.
+    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_PC_WINDOWS_MSVC_LINKER");
+    let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "link.exe".to_owned());
+    println!("cargo::rustc-cdylib-link-arg={}", resident_section_flag(&linker));
 }
 
 /// Compiles the manifest into OUT_DIR/counters.rs and, for the driver, into OUT_DIR/pmupcw.res, which
@@ -143,12 +150,16 @@ fn configure_kernel_link() {
     );
 }
 
-/// Flags both modes add to the kernel link.
+/// Flags both modes add to the kernel link; link.exe and lld-link read each the same way.
 const IMAGE_LAYOUT_FLAGS: &[&str] = &[
-    "/RELEASE",           // write the PE checksum, which the kernel loader verifies for drivers
+    // The PE checksum: "The operating system requires the Checksum for device drivers"
+    // (https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum). link.exe sets it by
+    // default under /SUBSYSTEM:NATIVE; lld-link (LLD 22) writes it only when given /RELEASE and leaves
+    // the field 0 otherwise. Signing rewrites the checksum anyway (osslsigncode stores the new file's),
+    // so /RELEASE is what makes the unsigned linker output valid too (tests/binary_checks.rs checks both).
+    "/RELEASE",
     "/PDBALTPATH:%_PDB%", // record only the PDB's file name, not the build machine's path
     "/SECTION:INIT,ERD",  // DriverEntry's section: execute, read, discardable (never writable)
-    "/SECTION:.pmi,ERP",  // the overflow handler alone: execute, read, not pageable (src/kernel/pmi.rs)
     // CET shadow stack compatible: a debug directory entry of type IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS
     // with IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT (https://learn.microsoft.com/cpp/build/reference/cetcompat,
     // https://learn.microsoft.com/windows/win32/debug/pe-format#extended-dll-characteristics), without
@@ -157,3 +168,18 @@ const IMAGE_LAYOUT_FLAGS: &[&str] = &[
     // driver never rewrites a return address: panics bug-check, nothing unwinds, no longjmp.
     "/CETCOMPAT",
 ];
+
+/// The flag that makes `.pmi`, the overflow handler's section (src/kernel/pmi.rs), execute, read and
+/// IMAGE_SCN_MEM_NOT_PAGED, for `linker` (a path or name: link.exe's syntax if its stem is `link`,
+/// else lld-link's, which rust-lld speaks). The linkers read /SECTION's P attribute in opposite senses
+/// (https://learn.microsoft.com/cpp/build/reference/section-specify-section-attributes): for link.exe,
+/// P is "Pageable", one of the two attributes "used in the negative sense", so `!P` is what sets
+/// IMAGE_SCN_MEM_NOT_PAGED and `P` leaves the section pageable; lld-link sets IMAGE_SCN_MEM_NOT_PAGED
+/// for `P` and rejects `!` ("/section: invalid argument"). The binary checks require the flag
+/// (driver-image-checks' `resident_code_section`), besides a name the kernel does not page (not PAGE*).
+fn resident_section_flag(linker: &str) -> &'static str {
+    // Either separator: a Windows path must be read right on any host.
+    let file = linker.rsplit(['/', '\\']).next().unwrap_or(linker);
+    let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
+    if stem.eq_ignore_ascii_case("link") { "/SECTION:.pmi,ER!P" } else { "/SECTION:.pmi,ERP" }
+}

@@ -254,7 +254,8 @@ fn version_resource_describes_a_system_driver_of_this_version() {
 const OVERFLOW_HANDLER_SECTION: &str = ".pmi";
 
 /// The PMU overflow handler runs at PROFILE_LEVEL, where a page fault bugchecks: build.rs links its
-/// section with `/SECTION:.pmi,ERP`, code the kernel neither pages out nor discards.
+/// section execute, read and IMAGE_SCN_MEM_NOT_PAGED (`resident_section_flag`), code the kernel neither
+/// pages out nor discards.
 #[test]
 fn overflow_handler_section_is_resident() {
     let path = signed_image();

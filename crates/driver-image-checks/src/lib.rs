@@ -83,7 +83,8 @@ pub enum Rule {
     NoTls,
     /// No section is both writable and executable.
     NoWritableExecutable,
-    /// The stored PE checksum is set and correct (Windows validates it when loading a driver).
+    /// The stored PE checksum is set and correct ("The operating system requires the Checksum for
+    /// device drivers": https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum).
     Checksum,
     /// DllCharacteristics has FORCE_INTEGRITY, so the kernel refuses the image unless signed.
     ForceIntegrity,
