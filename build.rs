@@ -61,8 +61,8 @@ fn generate_counters(driver: bool) -> Result<(), String> {
     let out_dir = PathBuf::from(env("OUT_DIR")?);
     let text =
         fs::read_to_string(package_dir.join(MANIFEST)).map_err(|error| format!("{MANIFEST}: {error}"))?;
-    let generated = counter_manifest::compile(MANIFEST, &text, &env("CARGO_PKG_VERSION")?)
-        .map_err(|error| error.to_string())?;
+    let generated =
+        counter_manifest::compile(MANIFEST, &text, &driver_version()?).map_err(|error| error.to_string())?;
     write_if_changed(&out_dir.join("counters.rs"), &generated.rust)?;
     if !driver {
         return Ok(());
@@ -98,6 +98,21 @@ fn resource_compiler() -> Result<RcTool, String> {
             counter_manifest::LLVM_RC_NAMES.join(", ")
         )
     })
+}
+
+/// The version VERSIONINFO gives the driver: the Cargo version, with the package's build number as its
+/// fourth part when `PMUPCW_BUILD_NUMBER` is set (scripts/linux/package.sh sets it to the number it
+/// stamps into the INF's DriverVer, so that the image and the INF say the same version), else 0.
+fn driver_version() -> Result<String, String> {
+    println!("cargo::rerun-if-env-changed=PMUPCW_BUILD_NUMBER");
+    let Ok(build) = std::env::var("PMUPCW_BUILD_NUMBER") else { return env("CARGO_PKG_VERSION") };
+    // Each part of a DriverVer version must be below 65535 (INF DriverVer directive).
+    if !build.parse::<u16>().is_ok_and(|number| number < u16::MAX) {
+        return Err(format!("PMUPCW_BUILD_NUMBER `{build}` is not a number from 0 to 65534"));
+    }
+    let [major, minor, patch] =
+        ["CARGO_PKG_VERSION_MAJOR", "CARGO_PKG_VERSION_MINOR", "CARGO_PKG_VERSION_PATCH"].map(env);
+    Ok(format!("{}.{}.{}.{build}", major?, minor?, patch?))
 }
 
 fn env(name: &str) -> Result<String, String> {
