@@ -3,8 +3,9 @@
 //! - the stamped INF (`pmupcw.inf`, from `inf/pmupcw.inx`) has the structure of a primitive driver
 //!   that installs pmupcw.sys as a demand-start kernel service and places the manifest beside it, with
 //!   DriverVer stamped from the Cargo version and a build number, and names exactly the package's files;
-//! - a package built later outranks the ones built before it (DriverVer), and the image's VERSIONINFO
-//!   says the INF's DriverVer version (tests/deployment/upgrade.rs);
+//! - a package built later outranks the ones built before it (DriverVer), the image's VERSIONINFO says
+//!   the INF's DriverVer version, and Install-Pmupcw.ps1 restarts a service that runs another image
+//!   than the package's (tests/deployment/upgrade.rs);
 //! - every package file the Windows scripts (`scripts/windows/*.ps1`) name exists in the package;
 //! - the package holds the INF, the manifest, the certificate, the driver and the scripts.
 //!
@@ -23,7 +24,8 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-// DriverVer ordering and the build number, the image's version against the INF's.
+// DriverVer ordering and the build number, the image's version against the INF's, and the install
+// script's restart of a service that runs another image than the package's.
 #[path = "deployment/upgrade.rs"]
 mod upgrade;
 

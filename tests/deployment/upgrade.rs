@@ -1,13 +1,18 @@
-//! Upgrades: a package built later must replace the one installed before it.
+//! Upgrades: installing a newer package over an installed one must replace the running driver.
 //!
 //! - DriverVer (`mm/dd/yyyy,w.x.y.z`, https://learn.microsoft.com/windows-hardware/drivers/install/inf-driverver-directive)
 //!   is what Windows prefers packages by, dates first and versions second. scripts/linux/driver-ver.sh
 //!   stamps the build time's date and the Cargo version with a build number; run at chosen times, a
 //!   package built later must outrank every package built before it.
 //! - The image's VERSIONINFO says the version the INF's DriverVer does.
+//! - A running driver keeps the image it was started from, so Install-Pmupcw.ps1 must hash the image the
+//!   service runs and the package's pmupcw.sys, and stop and start the service when they differ, saying
+//!   so. The script is checked statically (no PowerShell here): its code, with strings and comments
+//!   blanked, gives the structure; the text gives the commands.
 //!
 //! Each checker is shown to fail on a mutated copy: a fixed build number, a build number counted since
-//! an epoch, an INF whose build number is not the image's.
+//! an epoch, an INF whose build number is not the image's, and install scripts that compare nothing,
+//! branch on equal hashes, do not stop the service, do not say so, or hash another file.
 
 use std::cmp::Ordering;
 use std::process::Command;
@@ -246,4 +251,257 @@ fn version_checker_reports_an_inf_whose_build_number_is_not_the_image_s() {
         "{}",
         listed(&problems)
     );
+}
+
+// -------------------------------------------------------------------------------------------------
+// Install-Pmupcw.ps1 restarts a service that runs another image
+
+/// `text` with every string and comment replaced by spaces (line breaks kept), so that brackets and
+/// keywords are found only in code. PowerShell: `'...'` (`''` inside), `"..."` (backtick escapes),
+/// `# ...` to the end of the line, `<# ... #>`.
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut code = bytes.to_vec();
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = match bytes[at] {
+            b'\'' => (at + 1..bytes.len())
+                .find(|&i| bytes[i] == b'\'' && bytes.get(i + 1) != Some(&b'\''))
+                .map_or(bytes.len(), |i| i + 1),
+            b'"' => {
+                let mut i = at + 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'`' { 2 } else { 1 };
+                }
+                (i + 1).min(bytes.len())
+            }
+            b'<' if bytes.get(at + 1) == Some(&b'#') => {
+                text[at..].find("#>").map_or(bytes.len(), |offset| at + offset + 2)
+            }
+            b'#' => text[at..].find('\n').map_or(bytes.len(), |offset| at + offset),
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        for byte in &mut code[at..end] {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+        at = end;
+    }
+    String::from_utf8(code).expect("only ASCII was written")
+}
+
+/// The index just past the bracket that closes the one at `open` (`(` or `{`) in `code`.
+fn closing(code: &str, open: usize) -> Option<usize> {
+    let (opening, closing) = match code.as_bytes()[open] {
+        b'(' => (b'(', b')'),
+        _ => (b'{', b'}'),
+    };
+    let mut depth = 0usize;
+    for (index, &byte) in code.as_bytes().iter().enumerate().skip(open) {
+        if byte == opening {
+            depth += 1;
+        } else if byte == closing {
+            depth -= 1;
+            if depth == 0 {
+                return Some(index + 1);
+            }
+        }
+    }
+    None
+}
+
+/// Every `if (condition) { block }` of `code`: the ranges of the condition and of the block.
+fn if_blocks(code: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let mut blocks = Vec::new();
+    for (at, _) in code.match_indices("if (") {
+        let open = at + "if ".len();
+        let Some(condition_end) = closing(code, open) else { continue };
+        let Some(brace) = code[condition_end..].find('{').map(|offset| condition_end + offset) else {
+            continue;
+        };
+        if !code[condition_end..brace].trim().is_empty() {
+            continue;
+        }
+        if let Some(block_end) = closing(code, brace) {
+            blocks.push((open..condition_end, brace..block_end));
+        }
+    }
+    blocks
+}
+
+/// The right-hand sides of `$name = ...` lines in `text`.
+fn assignments<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let prefix = format!("${name} = ");
+    text.lines().filter_map(|line| line.trim_start().strip_prefix(prefix.as_str())).collect()
+}
+
+/// The variable names `text` assigns on lines matching `matches` (`$name = ...`).
+fn assigned_where(text: &str, matches: impl Fn(&str) -> bool) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|line| line.trim_start().strip_prefix('$')?.split_once(" = "))
+        .filter(|(_, value)| matches(value))
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// The names of the hash variables: assigned from `Get-FileHash -LiteralPath $path`, where `$path` is
+/// assigned from something `path_matches` accepts.
+fn hashes_of(script: &str, path_matches: impl Fn(&str) -> bool) -> BTreeSet<String> {
+    assigned_where(script, |value| {
+        let Some(path) = value.split("Get-FileHash -LiteralPath $").nth(1) else { return false };
+        let path: String = path.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        assignments(script, &path).iter().any(|assigned| path_matches(assigned))
+    })
+}
+
+const SC_STOP: &str = "Invoke-Tool sc.exe @('stop'";
+const SC_START: &str = "Invoke-Tool sc.exe @('start'";
+
+/// What is wrong with how `script` (importing the helper `module`) upgrades a running service: it
+/// must hash the service's image (Get-ServiceImagePath) and the package's driver
+/// ($PackageFiles.Driver), and where the two differ stop the service (sc.exe stop, itself or through a
+/// module function), say that it restarts it, and start it after.
+fn restart_problems(script: &str, module: &str) -> Vec<String> {
+    let service_hashes = hashes_of(script, |path| path.contains("Get-ServiceImagePath"));
+    let package_hashes = hashes_of(script, |path| path.contains("$PackageFiles.Driver"));
+    let mut problems = Vec::new();
+    if service_hashes.is_empty() {
+        problems
+            .push("hashes no image the service runs (Get-FileHash of a Get-ServiceImagePath path)".into());
+    }
+    if package_hashes.is_empty() {
+        problems.push("hashes no package pmupcw.sys (Get-FileHash of the $PackageFiles.Driver path)".into());
+    }
+    let differs = |condition: &str| {
+        let words: Vec<&str> = condition.split([' ', '(', ')']).filter(|word| !word.is_empty()).collect();
+        words.windows(3).any(|w| {
+            let (left, right) = (w[0].trim_start_matches('$'), w[2].trim_start_matches('$'));
+            w[1].eq_ignore_ascii_case("-ne")
+                && (service_hashes.contains(left) && package_hashes.contains(right)
+                    || package_hashes.contains(left) && service_hashes.contains(right))
+        })
+    };
+    let stopping_functions = stopping_functions(module);
+    let stops = |block: &str| {
+        block.contains(SC_STOP) || stopping_functions.iter().any(|f| block.contains(f.as_str()))
+    };
+
+    let code = code_only(script);
+    let branches: Vec<_> =
+        if_blocks(&code).into_iter().filter(|(condition, _)| differs(&script[condition.clone()])).collect();
+    if branches.is_empty() {
+        problems.push(
+            "no branch is taken when the service's image and the package's pmupcw.sys hash differently"
+                .into(),
+        );
+        return problems;
+    }
+    let Some((_, block)) = branches.iter().find(|(_, block)| stops(&script[block.clone()])) else {
+        problems.push("does not stop the service where the hashes differ".into());
+        return problems;
+    };
+    if !says_restart(&script[block.clone()]) {
+        problems.push("does not say (Write-Step) that it restarts the service".into());
+    }
+    if !script[block.end..].contains(SC_START) {
+        problems.push("does not start the service after stopping it".into());
+    }
+    problems
+}
+
+/// The functions of `module` whose body runs `sc.exe stop`.
+fn stopping_functions(module: &str) -> Vec<String> {
+    let code = code_only(module);
+    let body = |name: &str| {
+        let at = code.find(&format!("function {name}"))?;
+        let open = at + code[at..].find('{')?;
+        Some(&module[open..closing(&code, open)?])
+    };
+    defined_functions(module)
+        .into_iter()
+        .filter(|name| body(name).is_some_and(|b| b.contains(SC_STOP)))
+        .collect()
+}
+
+/// Whether a Write-Step of `block` (its message may span the next lines) speaks of restarting.
+fn says_restart(block: &str) -> bool {
+    block
+        .split("Write-Step")
+        .skip(1)
+        .any(|message| message.lines().take(3).any(|line| line.to_ascii_lowercase().contains("restart")))
+}
+
+fn install_script_and_module() -> (String, String) {
+    let dir = repository().join("scripts/windows");
+    (read_text(&dir.join("Install-Pmupcw.ps1")), read_text(&dir.join(TOOLS_MODULE)))
+}
+
+#[test]
+fn install_restarts_a_service_that_runs_another_image() {
+    let (install, module) = install_script_and_module();
+    let problems = restart_problems(&install, &module);
+    assert!(problems.is_empty(), "Install-Pmupcw.ps1:\n{}", listed(&problems));
+}
+
+#[track_caller]
+fn assert_restart_problem(script: &str, module: &str, expected: &str) {
+    let problems = restart_problems(script, module);
+    assert!(
+        problems.iter().any(|problem| problem.contains(expected)),
+        "expected a problem containing {expected:?}, got:\n{}",
+        listed(&problems)
+    );
+}
+
+/// `text` with `from` replaced by `to`, which must change it.
+#[track_caller]
+fn mutated(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "the script has no {from:?} to mutate");
+    text.replace(from, to)
+}
+
+#[test]
+fn restart_checker_reports_a_script_that_compares_no_hashes() {
+    let (install, module) = install_script_and_module();
+    let script = mutated(&install, "Get-FileHash", "Get-Item");
+    assert_restart_problem(&script, &module, "hashes no image the service runs");
+    assert_restart_problem(&script, &module, "hashes no package pmupcw.sys");
+}
+
+#[test]
+fn restart_checker_reports_a_branch_on_equal_hashes_only() {
+    let (install, module) = install_script_and_module();
+    let script = mutated(&install, "$runningHash -ne $packageHash", "$runningHash -eq $packageHash");
+    let script = mutated(&script, "$installedHash -ne $packageHash", "$installedHash -eq $packageHash");
+    assert_restart_problem(&script, &module, "no branch is taken when");
+}
+
+#[test]
+fn restart_checker_reports_a_branch_that_does_not_stop_the_service() {
+    let (install, module) = install_script_and_module();
+    let script = mutated(&install, "        Stop-DriverService $ServiceName\n", "");
+    assert_restart_problem(&script, &module, "does not stop the service where the hashes differ");
+    // The module's function is what stops: one that does not, does not count.
+    let idle_module = mutated(&module, SC_STOP, "Invoke-Tool sc.exe @('query'");
+    assert_restart_problem(&install, &idle_module, "does not stop the service where the hashes differ");
+}
+
+#[test]
+fn restart_checker_reports_a_silent_restart_and_no_start_after_it() {
+    let (install, module) = install_script_and_module();
+    let silent = mutated(&install, "): restarting it\")", ")\")");
+    assert_restart_problem(&silent, &module, "does not say (Write-Step) that it restarts the service");
+    let no_start = mutated(&install, SC_START, "Invoke-Tool sc.exe @('query'");
+    assert_restart_problem(&no_start, &module, "does not start the service after stopping it");
+}
+
+#[test]
+fn restart_checker_reports_a_hash_of_another_package_file() {
+    let (install, module) = install_script_and_module();
+    let script = mutated(&install, "Get-FileHash -LiteralPath $driver", "Get-FileHash -LiteralPath $inf");
+    assert_restart_problem(&script, &module, "hashes no package pmupcw.sys");
 }
