@@ -13,7 +13,8 @@
 //!   * `wdk` feature (Windows host with the WDK): through `wdk_build::configure_wdk_binary_build`, which
 //!     also finds the WDK's libraries and sets the `driver_model__driver_type` cfg the wdk crates need.
 //!
-//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`]. Host builds (unit tests) need only counters.rs.
+//! Both modes add the flags of [`IMAGE_LAYOUT_FLAGS`] and the overflow handler's section flag, spelled
+//! for the linker that runs ([`resident_section_flag`]). Host builds (unit tests) need only counters.rs.
 
 use std::ffi::OsString;
 use std::fs;
@@ -44,6 +45,12 @@ fn main() {
     for flag in IMAGE_LAYOUT_FLAGS {
         println!("cargo::rustc-cdylib-link-arg={flag}");
     }
+    // Cargo tells a build script the linker it resolved for the target (.cargo/config.toml's rust-lld,
+    // or Makefile.toml's link.exe in the WDK flow); rustc's default for this target is link.exe. Cargo
+    // does not rerun a build script for another linker by itself: the WDK flow's override is watched.
+    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_PC_WINDOWS_MSVC_LINKER");
+    let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "link.exe".to_owned());
+    println!("cargo::rustc-cdylib-link-arg={}", resident_section_flag(&linker));
 }
 
 /// Compiles the manifest into OUT_DIR/counters.rs and, for the driver, into OUT_DIR/pmupcw.res, which
@@ -54,8 +61,8 @@ fn generate_counters(driver: bool) -> Result<(), String> {
     let out_dir = PathBuf::from(env("OUT_DIR")?);
     let text =
         fs::read_to_string(package_dir.join(MANIFEST)).map_err(|error| format!("{MANIFEST}: {error}"))?;
-    let generated = counter_manifest::compile(MANIFEST, &text, &env("CARGO_PKG_VERSION")?)
-        .map_err(|error| error.to_string())?;
+    let generated =
+        counter_manifest::compile(MANIFEST, &text, &driver_version()?).map_err(|error| error.to_string())?;
     write_if_changed(&out_dir.join("counters.rs"), &generated.rust)?;
     if !driver {
         return Ok(());
@@ -91,6 +98,21 @@ fn resource_compiler() -> Result<RcTool, String> {
             counter_manifest::LLVM_RC_NAMES.join(", ")
         )
     })
+}
+
+/// The version VERSIONINFO gives the driver: the Cargo version, with the package's build number as its
+/// fourth part when `PMUPCW_BUILD_NUMBER` is set (scripts/linux/package.sh sets it to the number it
+/// stamps into the INF's DriverVer, so that the image and the INF say the same version), else 0.
+fn driver_version() -> Result<String, String> {
+    println!("cargo::rerun-if-env-changed=PMUPCW_BUILD_NUMBER");
+    let Ok(build) = std::env::var("PMUPCW_BUILD_NUMBER") else { return env("CARGO_PKG_VERSION") };
+    // Each part of a DriverVer version must be below 65535 (INF DriverVer directive).
+    if !build.parse::<u16>().is_ok_and(|number| number < u16::MAX) {
+        return Err(format!("PMUPCW_BUILD_NUMBER `{build}` is not a number from 0 to 65534"));
+    }
+    let [major, minor, patch] =
+        ["CARGO_PKG_VERSION_MAJOR", "CARGO_PKG_VERSION_MINOR", "CARGO_PKG_VERSION_PATCH"].map(env);
+    Ok(format!("{}.{}.{}.{build}", major?, minor?, patch?))
 }
 
 fn env(name: &str) -> Result<String, String> {
@@ -143,10 +165,36 @@ fn configure_kernel_link() {
     );
 }
 
-/// Flags both modes add to the kernel link.
+/// Flags both modes add to the kernel link; link.exe and lld-link read each the same way.
 const IMAGE_LAYOUT_FLAGS: &[&str] = &[
-    "/RELEASE",           // write the PE checksum, which the kernel loader verifies for drivers
+    // The PE checksum: "The operating system requires the Checksum for device drivers"
+    // (https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum). link.exe sets it by
+    // default under /SUBSYSTEM:NATIVE; lld-link (LLD 22) writes it only when given /RELEASE and leaves
+    // the field 0 otherwise. Signing rewrites the checksum anyway (osslsigncode stores the new file's),
+    // so /RELEASE is what makes the unsigned linker output valid too (tests/binary_checks.rs checks both).
+    "/RELEASE",
     "/PDBALTPATH:%_PDB%", // record only the PDB's file name, not the build machine's path
     "/SECTION:INIT,ERD",  // DriverEntry's section: execute, read, discardable (never writable)
-    "/SECTION:.pmi,ERP",  // the overflow handler alone: execute, read, not pageable (src/kernel/pmi.rs)
+    // CET shadow stack compatible: a debug directory entry of type IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS
+    // with IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT (https://learn.microsoft.com/cpp/build/reference/cetcompat,
+    // https://learn.microsoft.com/windows/win32/debug/pe-format#extended-dll-characteristics), without
+    // which Kernel-mode Hardware-enforced Stack Protection counts the driver as incompatible
+    // (https://learn.microsoft.com/windows-server/security/kernel-mode-hardware-stack-protection). The
+    // driver never rewrites a return address: panics bug-check, nothing unwinds, no longjmp.
+    "/CETCOMPAT",
 ];
+
+/// The flag that makes `.pmi`, the overflow handler's section (src/kernel/pmi.rs), execute, read and
+/// IMAGE_SCN_MEM_NOT_PAGED, for `linker` (a path or name: link.exe's syntax if its stem is `link`,
+/// else lld-link's, which rust-lld speaks). The linkers read /SECTION's P attribute in opposite senses
+/// (https://learn.microsoft.com/cpp/build/reference/section-specify-section-attributes): for link.exe,
+/// P is "Pageable", one of the two attributes "used in the negative sense", so `!P` is what sets
+/// IMAGE_SCN_MEM_NOT_PAGED and `P` leaves the section pageable; lld-link sets IMAGE_SCN_MEM_NOT_PAGED
+/// for `P` and rejects `!` ("/section: invalid argument"). The binary checks require the flag
+/// (driver-image-checks' `resident_code_section`), besides a name the kernel does not page (not PAGE*).
+fn resident_section_flag(linker: &str) -> &'static str {
+    // Either separator: a Windows path must be read right on any host.
+    let file = linker.rsplit(['/', '\\']).next().unwrap_or(linker);
+    let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
+    if stem.eq_ignore_ascii_case("link") { "/SECTION:.pmi,ER!P" } else { "/SECTION:.pmi,ERP" }
+}

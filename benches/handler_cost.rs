@@ -15,7 +15,7 @@ use std::process;
 
 use driver_image_checks::{handler_cost, section_listing};
 
-/// The section build.rs gives the overflow handler (`/SECTION:.pmi,ERP`).
+/// The section build.rs makes resident for the overflow handler (`resident_section_flag`).
 const SECTION: &str = ".pmi";
 
 fn image_path() -> PathBuf {

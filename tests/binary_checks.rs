@@ -202,6 +202,11 @@ fn authenticode_signature_is_embedded() {
     assert_rule_holds(Rule::Signature);
 }
 
+#[test]
+fn image_is_cet_compatible() {
+    assert_rule_holds(Rule::CetCompatible);
+}
+
 /// Catches a rule added to the crate but not yet given its own test above.
 #[test]
 fn every_rule_holds() {
@@ -280,11 +285,13 @@ fn version_resource_describes_a_system_driver_of_this_version() {
     let version =
         driver_image_checks::version_info(&read(&signed_image())).unwrap_or_else(|error| panic!("{error}"));
     let numbers = counter_manifest::version_numbers(env!("CARGO_PKG_VERSION")).unwrap();
-    assert_eq!(version.file_version, numbers);
-    assert_eq!(version.product_version, numbers);
+    // The fourth number is the package's build number (scripts/linux/driver-ver.sh), which
+    // tests/deployment.rs checks against the INF's DriverVer.
+    assert_eq!(version.file_version[..3], numbers[..3]);
+    assert_eq!(version.product_version, version.file_version);
     assert_eq!((version.file_os, version.file_type, version.file_subtype), (0x40004, 3, 7));
     assert_eq!(version.strings.get("OriginalFilename").map(String::as_str), Some("pmupcw.sys"));
-    let dotted = numbers.map(|number| number.to_string()).join(".");
+    let dotted = version.file_version.map(|number| number.to_string()).join(".");
     assert_eq!(version.strings.get("FileVersion"), Some(&dotted));
 }
 
@@ -293,7 +300,8 @@ fn version_resource_describes_a_system_driver_of_this_version() {
 const OVERFLOW_HANDLER_SECTION: &str = ".pmi";
 
 /// The PMU overflow handler runs at PROFILE_LEVEL, where a page fault bugchecks: build.rs links its
-/// section with `/SECTION:.pmi,ERP`, code the kernel neither pages out nor discards.
+/// section execute, read and IMAGE_SCN_MEM_NOT_PAGED (`resident_section_flag`), code the kernel neither
+/// pages out nor discards.
 #[test]
 fn overflow_handler_section_is_resident() {
     let path = signed_image();

@@ -2,7 +2,10 @@
 //!
 //! - the stamped INF (`pmupcw.inf`, from `inf/pmupcw.inx`) has the structure of a primitive driver
 //!   that installs pmupcw.sys as a demand-start kernel service and places the manifest beside it, with
-//!   DriverVer stamped from the Cargo version, and names exactly the package's files;
+//!   DriverVer stamped from the Cargo version and a build number, and names exactly the package's files;
+//! - a package built later outranks the ones built before it (DriverVer), the image's VERSIONINFO says
+//!   the INF's DriverVer version, and Install-Pmupcw.ps1 restarts a service that runs another image
+//!   than the package's (tests/deployment/upgrade.rs);
 //! - every package file the Windows scripts (`scripts/windows/*.ps1`) name exists in the package;
 //! - the package holds the INF, the manifest, the certificate, the driver and the scripts.
 //!
@@ -20,6 +23,11 @@ use std::collections::BTreeSet;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+// DriverVer ordering and the build number, the image's version against the INF's, and the install
+// script's restart of a service that runs another image than the package's.
+#[path = "deployment/upgrade.rs"]
+mod upgrade;
 
 fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -173,33 +181,6 @@ fn fields(value: &str) -> Vec<&str> {
     value.split(',').map(str::trim).collect()
 }
 
-/// A DriverVer value `mm/dd/yyyy,w.x.y.z`: Ok(version) or why not.
-fn driver_ver_version(value: &str) -> Result<&str, String> {
-    let (date, version) =
-        value.split_once(',').ok_or_else(|| format!("DriverVer {value:?} is not `mm/dd/yyyy,w.x.y.z`"))?;
-    let date_parts: Vec<&str> = date.trim().split('/').collect();
-    let date_ok = date_parts.len() == 3
-        && [2, 2, 4]
-            .iter()
-            .zip(&date_parts)
-            .all(|(length, part)| part.len() == *length && part.bytes().all(|byte| byte.is_ascii_digit()));
-    if !date_ok {
-        return Err(format!("DriverVer date {date:?} is not mm/dd/yyyy"));
-    }
-    let version = version.trim();
-    let parts: Vec<&str> = version.split('.').collect();
-    if parts.len() != 4 || !parts.iter().all(|part| part.parse::<u16>().is_ok()) {
-        return Err(format!("DriverVer version {version:?} is not four 16-bit numbers"));
-    }
-    Ok(version)
-}
-
-/// The Cargo package version as the 4-part DriverVer version package.sh stamps (0.1.0 -> 0.1.0.0).
-fn stamped_version(cargo_version: &str) -> String {
-    let core = cargo_version.split(['-', '+']).next().unwrap_or(cargo_version);
-    format!("{core}.0")
-}
-
 const ARCH_DEFAULT_INSTALL: &str = "DefaultInstall.NTamd64";
 const SERVICE_NAME: &str = "pmupcw";
 const DRIVER_FILE: &str = "pmupcw.sys";
@@ -245,14 +226,11 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
             }
             match version.value("DriverVer") {
                 None | Some("") => problem("[Version] DriverVer is missing or not stamped".to_owned()),
-                Some(value) => match driver_ver_version(value) {
-                    Err(error) => problem(format!("[Version] {error}")),
-                    Ok(found) if found != stamped_version(cargo_version) => problem(format!(
-                        "[Version] DriverVer version {found} is not the Cargo version {cargo_version} as {}",
-                        stamped_version(cargo_version)
-                    )),
-                    Ok(_) => {}
-                },
+                Some(value) => {
+                    for message in upgrade::driver_ver_problems(value, cargo_version) {
+                        problem(format!("[Version] {message}"));
+                    }
+                }
             }
             if !version.value("CatalogFile").is_some_and(|value| value.eq_ignore_ascii_case("pmupcw.cat")) {
                 problem("[Version] CatalogFile is not pmupcw.cat".to_owned());
@@ -498,7 +476,7 @@ fn inf_checker_reports_a_driver_ver_that_is_not_the_cargo_version() {
     let (text, package) = stamped_inf();
     let problems = check_inf(&text, "9.8.7", &package);
     assert!(
-        problems.iter().any(|problem| problem.contains("is not the Cargo version 9.8.7 as 9.8.7.0")),
+        problems.iter().any(|problem| problem.contains("does not start with the Cargo version 9.8.7")),
         "{}",
         listed(&problems)
     );

@@ -4,7 +4,8 @@
 #   pmupcw.cer  that certificate (DER), to import into a test machine's Root and TrustedPublisher stores
 #   pmupcw.pdb  symbols
 #   pmupcw.man  the counter manifest (lodctr /m:)
-#   pmupcw.inf  the installation INF, stamped from inf/pmupcw.inx (see stamp_inf below)
+#   pmupcw.inf  the installation INF, stamped from inf/pmupcw.inx (see stamp_inf below), its DriverVer
+#               from scripts/linux/driver-ver.sh
 #   pmupcw.cat  the catalog (inf2cat's job, crates/driver-catalog): hashes of pmupcw.inf and the files
 #               it names, signed with the test certificate; pnputil requires it
 #   *.ps1       scripts/windows/: install, uninstall, Driver Verifier (run on the test machine)
@@ -22,6 +23,14 @@ package_dir=target/package/pmupcw
 for tool in osslsigncode openssl; do
     command -v "$tool" >/dev/null || { echo "package: $tool is missing; run scripts/linux/setup.sh" >&2; exit 1; }
 done
+
+# The package's build time, which its DriverVer carries (scripts/linux/driver-ver.sh): now, or
+# SOURCE_DATE_EPOCH for a reproducible package. The driver's VERSIONINFO gets the same build number
+# (build.rs reads PMUPCW_BUILD_NUMBER), so the image and the INF say the same version.
+source scripts/linux/driver-ver.sh
+build_epoch=${SOURCE_DATE_EPOCH:-$(date +%s)}
+PMUPCW_BUILD_NUMBER=$(driver_build_number "$build_epoch")
+export PMUPCW_BUILD_NUMBER
 
 started_ns=$(date +%s%N)
 cargo build --release --locked --target "$target" -p pmupcw
@@ -51,20 +60,17 @@ openssl x509 -in "$cert_dir/pmupcw-test.pem" -outform DER -out "$package_dir/pmu
 cp "$build_dir/pmupcw.pdb" "$package_dir/pmupcw.pdb"
 cp manifests/pmupcw.man "$package_dir/pmupcw.man"
 # "Stamp" the INF template as the WDK's stampinf does in the Windows flow (`stampinf -d * -a amd64
-# -v *`): DriverVer gets the date (UTC; SOURCE_DATE_EPOCH when set, for reproducible packages) and the
-# Cargo package version as four parts (0.1.0 -> 0.1.0.0; a pre-release/build suffix is dropped), and
-# the architecture placeholder $ARCH$ becomes amd64. CatalogFile is already pmupcw.cat in the template.
+# -v *`): DriverVer gets the build time's UTC date and the Cargo package version with the build number
+# as its fourth part (0.1.0 built at 21:30:10 UTC -> 0.1.0.38705; see scripts/linux/driver-ver.sh),
+# and the architecture placeholder $ARCH$ becomes amd64. CatalogFile is already pmupcw.cat in the
+# template.
 stamp_inf() {
-    local pkgid version date
+    local pkgid stamp
     pkgid=$(cargo pkgid --locked -p pmupcw)
-    version=${pkgid##*[#@]}
-    version=${version%%[-+]*}
-    [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] \
-        || { echo "package: cannot make a DriverVer version from '$pkgid'" >&2; return 1; }
-    date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%m/%d/%Y)
-    sed -e "s|^DriverVer[[:space:]]*=.*$|DriverVer   = $date,$version.0|" \
+    stamp=$(driver_ver "${pkgid##*[#@]}" "$build_epoch") || return 1
+    sed -e "s|^DriverVer[[:space:]]*=.*$|DriverVer   = $stamp|" \
         -e 's|\$ARCH\$|amd64|g' "$1" >"$2"
-    grep -q "^DriverVer   = $date,$version.0\$" "$2" \
+    grep -q "^DriverVer   = $stamp\$" "$2" \
         || { echo "package: $1 has no DriverVer line to stamp" >&2; return 1; }
     if grep -q '\$ARCH\$' "$2"; then echo "package: $2 still names \$ARCH\$" >&2; return 1; fi
 }

@@ -7,15 +7,19 @@
 .DESCRIPTION
     Run from the package folder (the one holding pmupcw.inf, pmupcw.sys, pmupcw.man, pmupcw.cer and
     the signed catalog). Each step checks first and is skipped when already done, so running the
-    script again is harmless:
+    script again is harmless, and running it from a newer package upgrades:
       1. test signing must be on (bcdedit /enum {current}: "testsigning Yes");
       2. the test certificate goes into LocalMachine\Root and LocalMachine\TrustedPublisher
          (skipped when its thumbprint is already there);
       3. pnputil /add-driver pmupcw.inf /install (a primitive driver: this creates the demand-start
-         kernel service pmupcw, running from the driver store);
+         kernel service pmupcw, running from the driver store), then checks that the service's image
+         is now the package's pmupcw.sys (same SHA-256): Windows prefers the package with the later
+         DriverVer (date, then version), so an older or equal one may leave the installed one in place;
       4. lodctr /m:<driver store folder>\pmupcw.man <driver store folder>
          (unlodctr /m: first when the provider is already registered);
-      5. sc.exe start pmupcw (skipped when running);
+      5. sc.exe start pmupcw; when the service is already running an image whose SHA-256 differs from
+         the package's pmupcw.sys (an upgrade: a running driver keeps the image it was started from),
+         sc.exe stop pmupcw first, so that the new image runs against the new manifest;
       6. typeperf "\Hardware Counters(*)\Instructions Retired/sec" -sc 2.
     Any failure stops the script with a message saying what failed and what to do, and exit code 1.
 
@@ -67,7 +71,7 @@ function Get-PackagePath([string]$Name) {
 try {
     $inf = Get-PackagePath $PackageFiles.Inf
     $cer = Get-PackagePath $PackageFiles.Certificate
-    $null = Get-PackagePath $PackageFiles.Driver
+    $driver = Get-PackagePath $PackageFiles.Driver
     $null = Get-PackagePath $PackageFiles.Manifest
     # pnputil installs a driver package only with a catalog signed by a trusted certificate: check it
     # before changing anything.
@@ -106,16 +110,32 @@ try {
         }
     }
 
-    # 3. The driver package (its signed catalog was checked above).
+    # 3. The driver package (its signed catalog was checked above). A running service keeps the image
+    #    it was started from, whatever pnputil installs: note that image first, for step 5.
+    $runningImage = $null
+    $runningHash = $null
+    if ((Get-ServiceState $ServiceName) -eq 'RUNNING') {
+        $runningImage = Get-ServiceImagePath $ServiceName
+        $runningHash = if ($runningImage -and (Test-Path -LiteralPath $runningImage)) { (Get-FileHash -LiteralPath $runningImage -Algorithm SHA256).Hash }
+    }
     $pnp = Invoke-Tool pnputil.exe @('/add-driver', $inf, '/install') -OkExitCodes @(0, 259, 3010)
     if ($pnp.ExitCode -eq 3010) { Write-Warning 'pnputil says a restart is needed to complete the installation.' }
-    $folder = Get-ServiceImageFolder $ServiceName
-    if (-not $folder) {
+    $image = Get-ServiceImagePath $ServiceName
+    if (-not $image) {
         throw ("pnputil added the driver package but the $ServiceName service does not exist. See " +
             "$env:SystemRoot\INF\setupapi.dev.log for the [DefaultInstall] processing of $($PackageFiles.Inf) " +
             '(primitive drivers need Windows 10 version 1903 or later).')
     }
-    Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder"
+    $packageHash = (Get-FileHash -LiteralPath $driver -Algorithm SHA256).Hash
+    $installedHash = (Get-FileHash -LiteralPath $image -Algorithm SHA256).Hash
+    if ($installedHash -ne $packageHash) {
+        throw ("the $ServiceName service starts $image (SHA-256 $installedHash), not this package's " +
+            "$($PackageFiles.Driver) (SHA-256 $packageHash): the installed driver package stayed in place (Windows " +
+            "prefers the later DriverVer, date then version). Build the package again ('cargo make package' stamps " +
+            "a later DriverVer), or remove the installed one with .\$($PackageFiles.UninstallScript) first.")
+    }
+    $folder = Split-Path -Parent $image
+    Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder (SHA-256 $packageHash)"
 
     # 4. Counter registration, from the manifest the INF placed beside the driver.
     $manifest = Join-Path $folder $PackageFiles.Manifest
@@ -130,10 +150,17 @@ try {
     $null = Invoke-Tool lodctr.exe @("/m:$manifest", $folder)
     Write-Step "registered the countersets of $manifest"
 
-    # 5. Start the service.
+    # 5. Start the service. One that runs another image than the package's (noted before step 3) is
+    #    restarted, so that the new image runs against the counters just registered.
     $state = Get-ServiceState $ServiceName
+    if ($state -eq 'RUNNING' -and $runningHash -ne $packageHash) {
+        Write-Step ("service $ServiceName runs $runningImage (SHA-256 $runningHash), not the package's " +
+            "$($PackageFiles.Driver) (SHA-256 $packageHash): restarting it")
+        Stop-DriverService $ServiceName
+        $state = Get-ServiceState $ServiceName
+    }
     if ($state -eq 'RUNNING') {
-        Write-Step "service $ServiceName is already running"
+        Write-Step "service $ServiceName is already running the package's $($PackageFiles.Driver)"
     } else {
         $null = Invoke-Tool sc.exe @('start', $ServiceName) -OkExitCodes @(0, 1056)
         for ($i = 0; $i -lt 20 -and (Get-ServiceState $ServiceName) -eq 'START_PENDING'; $i++) { Start-Sleep -Milliseconds 500 }

@@ -1,8 +1,9 @@
 <#
 .SYNOPSIS
     What Install-Pmupcw.ps1, Uninstall-Pmupcw.ps1 and Enable-Verifier.ps1 share: step messages, running
-    a native tool with checked exit codes, the pmupcw service's state and image folder, and the counter
-    provider a manifest declares. Each script imports it from its own folder (the package folder).
+    a native tool with checked exit codes, the pmupcw service's state, image and image folder, stopping
+    it, and the counter provider a manifest declares. Each script imports it from its own folder (the
+    package folder).
 #>
 Set-StrictMode -Version Latest
 
@@ -37,8 +38,9 @@ function Get-ServiceState([string]$Name) {
     throw "sc.exe query $Name failed (exit code $LASTEXITCODE):`n$query"
 }
 
-# The folder the service's image runs from (the driver store folder), or $null without a service.
-function Get-ServiceImageFolder([string]$Name) {
+# The full path of the service's image (in the driver store), or $null without a service. The service
+# starts whatever file this names; one that is already running keeps the image it was started from.
+function Get-ServiceImagePath([string]$Name) {
     $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$Name"
     if (-not (Test-Path $key)) { return $null }
     $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
@@ -46,7 +48,22 @@ function Get-ServiceImageFolder([string]$Name) {
     $image = $image -replace '^\\\?\?\\', ''
     $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
     if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
+    $image
+}
+
+# The folder the service's image runs from (the driver store folder), or $null without a service.
+function Get-ServiceImageFolder([string]$Name) {
+    $image = Get-ServiceImagePath $Name
+    if (-not $image) { return $null }
     Split-Path -Parent $image
+}
+
+# Stops a running driver service and waits until it has (the driver's unload routine has returned).
+function Stop-DriverService([string]$Name) {
+    $null = Invoke-Tool sc.exe @('stop', $Name) -OkExitCodes @(0, 1062)
+    for ($i = 0; $i -lt 20 -and (Get-ServiceState $Name) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
+    $state = Get-ServiceState $Name
+    if ($state -ne 'STOPPED') { throw "service $Name did not stop (state $state); a restart unloads it." }
 }
 
 # The counter provider the manifest declares: its GUID, and whether lodctr has registered it.
@@ -56,4 +73,4 @@ function Get-CounterProvider([string]$Manifest) {
     [pscustomobject]@{ Guid = $guid; Registered = (Test-Path $key) }
 }
 
-Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImageFolder, Get-CounterProvider
+Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider

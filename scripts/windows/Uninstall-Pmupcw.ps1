@@ -50,10 +50,7 @@ try {
     # 1. Stop the service.
     $state = Get-ServiceState $ServiceName
     if ($state -eq 'RUNNING') {
-        $null = Invoke-Tool sc.exe @('stop', $ServiceName) -OkExitCodes @(0, 1062)
-        for ($i = 0; $i -lt 20 -and (Get-ServiceState $ServiceName) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
-        $state = Get-ServiceState $ServiceName
-        if ($state -ne 'STOPPED') { throw "service $ServiceName did not stop (state $state); a restart unloads it." }
+        Stop-DriverService $ServiceName
         Write-Step "stopped service $ServiceName"
     } else {
         Write-Step "service $ServiceName is not running ($state)"

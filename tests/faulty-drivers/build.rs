@@ -16,8 +16,8 @@ const WDM_DRIVER_FLAGS: &[&str] = &[
     "/MANIFEST:NO",
 ];
 
-/// build.rs's IMAGE_LAYOUT_FLAGS, minus the `.pmi` section only pmupcw has.
-const IMAGE_LAYOUT_FLAGS: &[&str] = &["/RELEASE", "/PDBALTPATH:%_PDB%", "/SECTION:INIT,ERD"];
+/// build.rs's IMAGE_LAYOUT_FLAGS (its `.pmi` flag is pmupcw's own).
+const IMAGE_LAYOUT_FLAGS: &[&str] = &["/RELEASE", "/PDBALTPATH:%_PDB%", "/SECTION:INIT,ERD", "/CETCOMPAT"];
 
 fn main() {
     println!("cargo::rerun-if-changed=../build.rs");

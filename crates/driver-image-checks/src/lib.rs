@@ -36,6 +36,7 @@ use std::process::Command;
 use goblin::error::Error;
 use goblin::pe::PE;
 use goblin::pe::certificate_table::{AttributeCertificate, AttributeCertificateType};
+use goblin::pe::debug::{IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS, IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT};
 use goblin::pe::dll_characteristic::IMAGE_DLLCHARACTERISTICS_FORCE_INTEGRITY;
 use goblin::pe::header::{COFF_MACHINE_X86_64, DosHeader, SIZEOF_COFF_HEADER, SIZEOF_PE_MAGIC};
 use goblin::pe::import::SyntheticImportLookupTableEntry;
@@ -96,17 +97,24 @@ pub enum Rule {
     NoTls,
     /// No section is both writable and executable.
     NoWritableExecutable,
-    /// The stored PE checksum is set and correct (Windows validates it when loading a driver).
+    /// The stored PE checksum is set and correct ("The operating system requires the Checksum for
+    /// device drivers": https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum).
     Checksum,
     /// DllCharacteristics has FORCE_INTEGRITY, so the kernel refuses the image unless signed.
     ForceIntegrity,
     /// An Authenticode signature (WIN_CERT_TYPE_PKCS_SIGNED_DATA) is embedded.
     Signature,
+    /// The debug directory has an IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS entry with
+    /// IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT, which link.exe and lld-link write for /CETCOMPAT
+    /// (PE format, "Extended DLL Characteristics"): the image declares itself compatible with CET
+    /// shadow stacks, without which Kernel-mode Hardware-enforced Stack Protection counts a driver as
+    /// incompatible.
+    CetCompatible,
 }
 
 impl Rule {
     /// Every rule, in the order [`check_image`] reports them.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 10] = [
         Rule::Format,
         Rule::EntryPoint,
         Rule::InitSection,
@@ -116,6 +124,7 @@ impl Rule {
         Rule::Checksum,
         Rule::ForceIntegrity,
         Rule::Signature,
+        Rule::CetCompatible,
     ];
 }
 
@@ -196,6 +205,11 @@ pub enum Violation {
     WrongCertificateType {
         found: u16,
     },
+    // Rule::CetCompatible
+    /// The extended DLL characteristics the debug directory holds, or `None` without such an entry.
+    NotCetCompatible {
+        ex_dll_characteristics: Option<u32>,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -267,6 +281,16 @@ impl fmt::Display for Violation {
                 "WIN_CERTIFICATE type is {found}, not {} (WIN_CERT_TYPE_PKCS_SIGNED_DATA)",
                 AttributeCertificateType::PkcsSignedData as u16
             ),
+            Violation::NotCetCompatible { ex_dll_characteristics: None } => write!(
+                f,
+                "not CET compatible: the debug directory has no extended DLL characteristics entry \
+                 (type {IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS}; link with /CETCOMPAT)"
+            ),
+            Violation::NotCetCompatible { ex_dll_characteristics: Some(flags) } => write!(
+                f,
+                "not CET compatible: extended DLL characteristics {flags:#x} lack CET_COMPAT \
+                 ({IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT:#x}; link with /CETCOMPAT)"
+            ),
         }
     }
 }
@@ -325,6 +349,7 @@ impl<'a> Image<'a> {
             Rule::Checksum => self.checksum(),
             Rule::ForceIntegrity => self.force_integrity(),
             Rule::Signature => self.signature(),
+            Rule::CetCompatible => self.cet_compatible(),
         }
     }
 
@@ -458,6 +483,16 @@ impl<'a> Image<'a> {
             }
             Err(violation) => vec![violation],
         }
+    }
+
+    fn cet_compatible(&self) -> Vec<Violation> {
+        let debug_data = self.pe.debug_data.as_ref();
+        let ex_dll_characteristics =
+            debug_data.and_then(|data| data.ex_dll_characteristics_info).map(|info| info.characteristics_ex);
+        if ex_dll_characteristics.is_some_and(|flags| flags & IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT != 0) {
+            return Vec::new();
+        }
+        vec![Violation::NotCetCompatible { ex_dll_characteristics }]
     }
 
     /// The first WIN_CERTIFICATE of the security directory, whose "virtual address" is, unlike

@@ -9,7 +9,7 @@ use driver_image_checks::{HandlerCost, handler_cost, resident_code_section, sect
 use object::pe;
 use synthetic::{Section, Spec, build};
 
-/// What the driver's `/SECTION:.pmi,ERP` gives: code, execute, read, not paged.
+/// What build.rs gives the driver's `.pmi` (lld-link `/SECTION:.pmi,ERP`): code, execute, read, not paged.
 const RESIDENT_CODE: pe::SectionFlags = pe::SectionFlags(
     pe::IMAGE_SCN_CNT_CODE.0
         | pe::IMAGE_SCN_MEM_EXECUTE.0

@@ -9,7 +9,10 @@ use driver_image_checks::{
     recompute_checksum, section_file_range,
 };
 use object::pe;
-use synthetic::{Spec, TEST_IMPORTS, Thunk, WIN_CERT_TYPE_X509, build, by_name};
+use synthetic::{
+    IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT, IMAGE_DLLCHARACTERISTICS_EX_FORWARD_CFI_COMPAT, Spec,
+    TEST_IMPORTS, Thunk, WIN_CERT_TYPE_X509, build, by_name,
+};
 
 const EXPECTED: Expectations = Expectations {
     allowed_modules: &["ntoskrnl.exe", "HAL.dll"],
@@ -284,6 +287,38 @@ fn security_directory_past_the_end_of_the_file_is_reported() {
         matches!(found.as_slice(), [Violation::SignatureOutsideFile { offset, size, file_len: len }]
             if *len == file_len && *offset as usize + *size as usize == file_len + 8),
         "{found:?}"
+    );
+}
+
+// Rule::CetCompatible
+
+#[test]
+fn image_without_a_debug_directory_is_not_cet_compatible() {
+    let spec = Spec { ex_dll_characteristics: None, ..Spec::baseline() };
+    assert_eq!(violations(spec), [Violation::NotCetCompatible { ex_dll_characteristics: None }]);
+}
+
+#[test]
+fn extended_characteristics_without_cet_compat_are_reported() {
+    let flags = IMAGE_DLLCHARACTERISTICS_EX_FORWARD_CFI_COMPAT;
+    let spec = Spec { ex_dll_characteristics: Some(flags), ..Spec::baseline() };
+    assert_eq!(violations(spec), [Violation::NotCetCompatible { ex_dll_characteristics: Some(flags) }]);
+}
+
+#[test]
+fn cet_compat_among_other_extended_characteristics_passes() {
+    let flags = IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT | IMAGE_DLLCHARACTERISTICS_EX_FORWARD_CFI_COMPAT;
+    let spec = Spec { ex_dll_characteristics: Some(flags), ..Spec::baseline() };
+    assert_eq!(violations(spec), []);
+}
+
+/// A real lld-link image linked without /CETCOMPAT (the fixture above) has no such entry.
+#[test]
+fn lld_link_output_without_cetcompat_is_reported() {
+    let bytes = include_bytes!("fixtures/lld-release.sys");
+    assert_eq!(
+        check_rule(bytes, &EXPECTED, Rule::CetCompatible),
+        [Violation::NotCetCompatible { ex_dll_characteristics: None }]
     );
 }
 

@@ -3,7 +3,7 @@
 //!
 //! `object::write::pe::Writer` lays out the DOS header, NT headers, section table, file and section
 //! alignment and the certificate table; what it has no builder for (the export and import
-//! directories, a TLS directory) is assembled here into the `.rdata` section. Building each variant
+//! directories, a TLS directory, the debug directory) is assembled here into the `.rdata` section. Building each variant
 //! from a [`Spec`], rather than patching bytes of one image, keeps every variant a well-formed image
 //! (sizes, RVAs and the checksum stay consistent), so only the property under test changes.
 
@@ -12,6 +12,12 @@ use object::pe;
 use object::write::pe::{NtHeaders, Writer};
 
 pub const TEST_IMPORTS: [&str; 3] = ["DbgPrintEx", "KeBugCheckEx", "memset"];
+
+/// The extended DLL characteristic /CETCOMPAT sets (PE format, "Extended DLL Characteristics":
+/// https://learn.microsoft.com/windows/win32/debug/pe-format#extended-dll-characteristics).
+pub const IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT: u32 = 0x1;
+/// Another one, FORWARD_CFI_COMPAT, for an entry that says something other than CET_COMPAT.
+pub const IMAGE_DLLCHARACTERISTICS_EX_FORWARD_CFI_COMPAT: u32 = 0x40;
 
 /// One entry of an import lookup table.
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +53,9 @@ pub struct Spec {
     pub checksum: bool,
     /// A further section after `.data`, such as the driver's `.pmi`.
     pub extra_section: Option<Section>,
+    /// The flags of the debug directory's IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS entry, or no debug
+    /// directory at all.
+    pub ex_dll_characteristics: Option<u32>,
 }
 
 /// A section of chosen name, characteristics and contents. Its virtual size is the length of the
@@ -84,6 +93,8 @@ impl Spec {
             certificate_type: Some(WIN_CERT_TYPE_PKCS_SIGNED_DATA),
             checksum: true,
             extra_section: None,
+            // What lld-link /CETCOMPAT gives the real driver.
+            ex_dll_characteristics: Some(IMAGE_DLLCHARACTERISTICS_EX_CET_COMPAT),
         }
     }
 }
@@ -105,12 +116,13 @@ const DRIVER_ENTRY_CODE: [u8; 3] = [0x31, 0xc0, 0xc3];
 const TEXT_CODE: [u8; 16] =
     [0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc];
 const DATA: [u8; 16] = [0x11; 16];
+const FILE_ALIGNMENT: u64 = 0x200;
 /// Stands in for the PKCS#7 SignedData blob: the structural rule only looks at the header.
 const FAKE_SIGNED_DATA: [u8; 24] = [0x30; 24];
 
 pub fn build(spec: &Spec) -> Built {
     let mut bytes = Vec::new();
-    let mut writer = Writer::new(spec.is_64, 0x1000, 0x200, &mut bytes);
+    let mut writer = Writer::new(spec.is_64, 0x1000, FILE_ALIGNMENT as u32, &mut bytes);
     writer.reserve_dos_header_and_stub();
     writer.reserve_nt_headers(pe::IMAGE_NUMBEROF_DIRECTORY_ENTRIES);
     writer.reserve_section_headers(4 + u16::from(spec.extra_section.is_some()));
@@ -131,15 +143,21 @@ pub fn build(spec: &Spec) -> Built {
     });
 
     let driver_entry = if spec.driver_entry_in_init { init.virtual_address } else { text.virtual_address };
-    let rdata = Rdata::build(spec, writer.virtual_len(), driver_entry);
+    // The next section starts at the next file-aligned offset: the debug directory records it.
+    let rdata_file_offset = writer.reserved_len().next_multiple_of(FILE_ALIGNMENT) as u32;
+    let rdata = Rdata::build(spec, writer.virtual_len(), rdata_file_offset, driver_entry);
     let rdata_range = writer.reserve_rdata_section(rdata.bytes.len() as u32);
     assert_eq!(rdata_range.virtual_address, rdata.rva, ".rdata was laid out for another address");
+    assert_eq!(rdata_range.file_offset, rdata_file_offset, ".rdata was laid out for another offset");
     writer.set_data_directory(pe::IMAGE_DIRECTORY_ENTRY_EXPORT, rdata.export.0, rdata.export.1);
     if let Some((rva, size)) = rdata.import {
         writer.set_data_directory(pe::IMAGE_DIRECTORY_ENTRY_IMPORT, rva, size);
     }
     if let Some((rva, size)) = rdata.tls {
         writer.set_data_directory(pe::IMAGE_DIRECTORY_ENTRY_TLS, rva, size);
+    }
+    if let Some((rva, size)) = rdata.debug {
+        writer.set_data_directory(pe::IMAGE_DIRECTORY_ENTRY_DEBUG, rva, size);
     }
     let certificate = spec.certificate_type.map(win_certificate);
     if let Some(certificate) = &certificate {
@@ -202,21 +220,32 @@ fn win_certificate(certificate_type: u16) -> Vec<u8> {
     bytes
 }
 
-/// The `.rdata` section: export directory, import directory, optional TLS directory. Tables are
-/// written before the directories that point at them, so no address is needed before it is known.
+/// The `.rdata` section: export directory, import directory, optional TLS and debug directories.
+/// Tables are written before the directories that point at them, so no address is needed before it
+/// is known.
 struct Rdata {
     rva: u32,
+    file_offset: u32,
     is_64: bool,
     bytes: Vec<u8>,
     export: (u32, u32),
     import: Option<(u32, u32)>,
     tls: Option<(u32, u32)>,
+    debug: Option<(u32, u32)>,
 }
 
 impl Rdata {
-    fn build(spec: &Spec, rva: u32, driver_entry: u32) -> Rdata {
-        let mut rdata =
-            Rdata { rva, is_64: spec.is_64, bytes: Vec::new(), export: (0, 0), import: None, tls: None };
+    fn build(spec: &Spec, rva: u32, file_offset: u32, driver_entry: u32) -> Rdata {
+        let mut rdata = Rdata {
+            rva,
+            file_offset,
+            is_64: spec.is_64,
+            bytes: Vec::new(),
+            export: (0, 0),
+            import: None,
+            tls: None,
+            debug: None,
+        };
         rdata.export = rdata.exports(spec.export_name, driver_entry);
         if !spec.imports.is_empty() {
             rdata.import = Some(rdata.imports(&spec.imports));
@@ -224,7 +253,26 @@ impl Rdata {
         if spec.tls_directory {
             rdata.tls = Some(rdata.tls_directory());
         }
+        if let Some(flags) = spec.ex_dll_characteristics {
+            rdata.debug = Some(rdata.ex_dll_characteristics_directory(flags));
+        }
         rdata
+    }
+
+    /// A debug directory of one IMAGE_DEBUG_DIRECTORY, of type IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS,
+    /// whose data is the 4-byte `flags`: what /CETCOMPAT adds.
+    fn ex_dll_characteristics_directory(&mut self, flags: u32) -> (u32, u32) {
+        self.align(4);
+        let data = self.u32(flags);
+        let data_file_offset = self.file_offset + (data - self.rva);
+        let directory = self.here();
+        // IMAGE_DEBUG_DIRECTORY: Characteristics, TimeDateStamp, Major+MinorVersion, Type, SizeOfData,
+        // AddressOfRawData, PointerToRawData (a file offset).
+        let debug_type = pe::IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS.0;
+        for field in [0, 0, 0, debug_type, 4, data, data_file_offset] {
+            self.u32(field);
+        }
+        (directory, self.here() - directory)
     }
 
     /// An export directory with the single export `name` at `rva`.
