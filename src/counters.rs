@@ -3,4 +3,13 @@
 //! and the string resources linked into the driver, with no other edit.
 #![allow(clippy::all)]
 
+/// Counter data blocks: `#[repr(C)]` structs of plain integers, generated from the manifest, whose
+/// bytes PCW copies according to the counter descriptors. Declared here, beside the only types that
+/// implement it, so that the PCW logic (`crate::pcw`, which re-exports it) holds no unsafe code.
+///
+/// # Safety
+/// Implementors must be `#[repr(C)]` with only integer (or atomic integer) fields and no padding PCW
+/// could read uninitialised; the generated structs satisfy this (build.rs lays them out without gaps).
+pub unsafe trait CounterBlock: Sync + 'static {}
+
 include!(concat!(env!("OUT_DIR"), "/counters.rs"));

@@ -3,51 +3,20 @@
 
 use crate::counters::{driver_status, hardware_counters};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
+use crate::kernel::platform::{Client, KernelPlatform};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
-use crate::kernel::power::{PowerCallback, PowerListener};
-use crate::kernel::system_thread::{Periodic, SystemThread, Waker};
+use crate::kernel::power::PowerCallback;
+use crate::kernel::system_thread::SystemThread;
 use crate::kernel::{NtStatus, clock, processors};
 use crate::pcw::driver_status::STATUS;
-use crate::pcw::hardware_counters::{CountSource, EventCounts, HardwareCounters};
+use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
-use crate::pmu::client::PmuClient;
-use crate::pmu::model::Detection;
+use crate::pmu::model::{self, Detection};
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
-/// The PMU client, shared by the Hardware Counters callback and the housekeeping thread; the last of
-/// them to go releases the counters (PmuClient's Drop) and frees it.
-#[derive(Clone)]
-struct SharedPmu(PoolArc<PmuClient>);
-
-impl CountSource for SharedPmu {
-    fn refresh(&self) {
-        self.0.refresh();
-    }
-    fn counts(&self, processor_index: u32) -> EventCounts {
-        self.0.counts(processor_index)
-    }
-    fn query_added(&self) {
-        self.0.query_added();
-    }
-}
-
-impl PowerListener for SharedPmu {
-    fn power_transition(&self, back_in_s0: bool) {
-        self.0.power_transition(back_in_s0);
-    }
-}
-
-impl Periodic for SharedPmu {
-    fn next_tick(&self) -> Option<u64> {
-        self.0.next_tick()
-    }
-    fn tick(&self) {
-        self.0.tick();
-    }
-    fn attach(&self, waker: Option<Waker>) {
-        self.0.attach(waker);
-    }
-}
+/// The PMU client, shared by the Hardware Counters callback, the power callback and the
+/// housekeeping thread; the last of them to go releases the counters (PmuClient's Drop) and frees it.
+type SharedPmu = PoolArc<Client>;
 
 type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
 
@@ -68,13 +37,17 @@ impl Driver {
     pub fn load() -> Result<Self, NtStatus> {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
-        let pmu = PmuClient::new(processor_count, &STATUS)
-            .ok_or_else(|| out_of_memory("per-processor PMU state"))?;
-        match pmu.detection() {
+        // CPUID on this processor: hybrid processors report the same architectural leaf on every core.
+        let detection = model::detect(raw_cpuid::CpuIdReaderNative);
+        match detection {
             Detection::Usable(model) => log_info!("PMU: {model:?}"),
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
         }
-        let pmu = SharedPmu(PoolArc::new(pmu).map_err(|_| out_of_memory("PMU client"))?);
+        let per_processor =
+            PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
+        let pmu: SharedPmu =
+            PoolArc::new(Client::new(KernelPlatform::new(), detection, per_processor, &STATUS))
+                .map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())

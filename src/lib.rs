@@ -15,6 +15,7 @@ pub mod text;
 mod kernel;
 
 pub mod pmu;
+pub mod session;
 
 #[cfg(target_os = "windows")]
 mod driver;

@@ -15,6 +15,7 @@ pub mod clock;
 mod entry;
 pub mod irql;
 pub mod pcw;
+pub mod platform;
 pub mod pool;
 pub mod power;
 pub mod processors;

@@ -315,3 +315,18 @@ unsafe extern "system" fn callback_shim<C: CountersetCallback>(
         Err(AddInstanceFailed(status)) => status,
     }
 }
+
+/// A shared count source: the counterset's provider holds one reference.
+impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_counters::CountSource
+    for super::pool::PoolArc<S>
+{
+    fn refresh(&self) {
+        (**self).refresh();
+    }
+    fn counts(&self, processor_index: u32) -> crate::pcw::hardware_counters::EventCounts {
+        (**self).counts(processor_index)
+    }
+    fn query_added(&self) {
+        (**self).query_added();
+    }
+}

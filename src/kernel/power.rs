@@ -120,3 +120,10 @@ unsafe extern "system" fn power_state<L: PowerListener>(
     let listener = unsafe { &*context.cast::<L>() };
     listener.power_transition(argument2 as usize != 0);
 }
+
+/// A shared listener: the registration holds one reference.
+impl<L: PowerListener + Send> PowerListener for super::pool::PoolArc<L> {
+    fn power_transition(&self, back_in_s0: bool) {
+        (**self).power_transition(back_in_s0);
+    }
+}

@@ -202,3 +202,16 @@ unsafe extern "system" fn thread_main<W: Periodic>(context: *const c_void) {
     // SAFETY: ends this system thread; nothing after it runs.
     unsafe { PsTerminateSystemThread(STATUS_SUCCESS) };
 }
+
+/// Shared work: the housekeeping thread holds one reference.
+impl<W: Periodic + Send> Periodic for super::pool::PoolArc<W> {
+    fn next_tick(&self) -> Option<u64> {
+        (**self).next_tick()
+    }
+    fn tick(&self) {
+        (**self).tick();
+    }
+    fn attach(&self, waker: Option<Waker>) {
+        (**self).attach(waker);
+    }
+}

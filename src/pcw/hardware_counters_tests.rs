@@ -60,9 +60,8 @@ impl InstanceSink for Recorder {
         if self.fail_after == Some(self.instances.len()) {
             return Err(AddInstanceFailed(0xC000_0023_u32 as i32)); // STATUS_BUFFER_TOO_SMALL
         }
-        assert_eq!(core::mem::size_of::<T>(), core::mem::size_of::<Values>());
-        // SAFETY (test): T is Values, the only block type this counterset reports (size checked above).
-        let values = data.map(|data| unsafe { *(data as *const T).cast::<Values>() });
+        let values =
+            data.map(|data| *(data as &dyn core::any::Any).downcast_ref::<Values>().expect("a Values block"));
         self.instances.push((String::from_utf16(name).unwrap(), id, values));
         Ok(())
     }

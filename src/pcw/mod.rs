@@ -2,6 +2,7 @@
 //!
 //! Pure logic, no FFI: the kernel boundary (kernel/pcw.rs) registers the countersets and turns PCW's
 //! callbacks into calls on [`CountersetCallback`], so everything here is unit tested on the host.
+#![deny(unsafe_code)]
 
 pub mod driver_status;
 pub mod hardware_counters;

@@ -37,13 +37,7 @@ impl Query<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddInstanceFailed(pub i32);
 
-/// Counter data blocks: `#[repr(C)]` structs of plain integers, generated from the manifest, whose
-/// bytes PCW copies according to the counter descriptors.
-///
-/// # Safety
-/// Implementors must be `#[repr(C)]` with only integer (or atomic integer) fields and no padding PCW
-/// could read uninitialised; the generated structs satisfy this (build.rs lays them out without gaps).
-pub unsafe trait CounterBlock: Sync + 'static {}
+pub use crate::counters::CounterBlock;
 
 /// Where a provider puts the instances it reports: PcwAddInstance in the driver, a recorder in tests.
 pub trait InstanceSink {

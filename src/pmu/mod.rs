@@ -3,14 +3,14 @@
 //!
 //! Pure, host-tested logic: `model` (CPUID detection), `events` (encodings and the counter plan),
 //! `program` (MSR sequences), `extend`, `fold` and `poll` (width extension and the overflow
-//! handler/reader protocol, model-checked with loom). `client` ties them to the kernel (driver only).
+//! handler/reader protocol, model-checked with loom), `processor` (one processor's state). The
+//! ownership session (`crate::session`) drives them.
+#![deny(unsafe_code)]
 
 pub mod events;
 pub mod extend;
 pub mod fold;
 pub mod model;
 pub mod poll;
+pub mod processor;
 pub mod program;
-
-#[cfg(target_os = "windows")]
-pub mod client;

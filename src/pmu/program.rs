@@ -11,7 +11,7 @@ use super::model::Vendor;
 
 /// MSR access on the current processor.
 pub trait Msrs {
-    fn read(&mut self, msr: u32) -> u64;
+    fn read(&self, msr: u32) -> u64;
     fn write(&mut self, msr: u32, value: u64);
 }
 
@@ -106,7 +106,7 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
 /// that writes MSRs without HAL arbitration may clear an event select: then the counters no longer
 /// count what the plan says, and their values are not the driver's to extend. Reads one MSR per
 /// general-purpose counter plus the two shared registers; writes nothing.
-pub fn intact(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) -> bool {
+pub fn intact(vendor: Vendor, plan: &CounterPlan, msrs: &impl Msrs) -> bool {
     let controls = plan.iter().all(|assignment| match assignment.slot {
         Slot::General(_) => msrs.read(assignment.control_msr) == assignment.control,
         Slot::Fixed(_) => true,
@@ -126,7 +126,7 @@ pub struct RawRead {
     pub pending_overflows: u64,
 }
 
-pub fn read(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) -> RawRead {
+pub fn read(vendor: Vendor, plan: &CounterPlan, msrs: &impl Msrs) -> RawRead {
     let mut result = RawRead::default();
     for (slot, assignment) in plan.iter().enumerate() {
         let width_mask = if assignment.width >= 64 { u64::MAX } else { (1u64 << assignment.width) - 1 };

@@ -1,0 +1,157 @@
+//! The ownership session's platform in the driver: HalAllocateHardwareCounters, KeIpiGenericCall,
+//! rdmsr/wrmsr, the performance counter, the IRQL, the housekeeping thread and DbgPrintEx.
+
+use super::all_processors::run_on_every_processor;
+use super::hal_counters::{OverflowHandler, Ownership};
+use super::pmi::{OverflowSink, Target, current_processor_index, overflow_handler};
+use super::pool::{PoolSlice, Zeroable};
+use super::power::PowerListener;
+use super::system_thread::{Periodic, Waker};
+use super::{clock, irql, msr};
+use crate::pmu::processor::PerProcessor;
+use crate::pmu::program::Msrs;
+use crate::session::{Form, Platform, PmuClient};
+use core::fmt;
+
+/// The driver's PMU client.
+pub type Client = PmuClient<KernelPlatform>;
+
+/// The client the overflow handler folds into, while counters are owned with an interrupt.
+static PMI_TARGET: Target<Client> = Target::new();
+
+impl OverflowSink for Client {
+    fn target() -> &'static Target<Self> {
+        &PMI_TARGET
+    }
+
+    #[inline(always)]
+    fn fold(&self, processor: u32, overflow_bits: u64) {
+        self.fold_overflow(processor, overflow_bits);
+    }
+}
+
+// SAFETY: atomics only; all zero is "nothing counted yet", the state `Default` builds.
+unsafe impl Zeroable for PerProcessor {}
+
+/// The kernel as the session sees it.
+pub struct KernelPlatform {
+    /// Wakes the housekeeping thread when its schedule changes; set while the thread runs.
+    waker: spin::RwLock<Option<Waker>>,
+}
+
+impl KernelPlatform {
+    pub const fn new() -> Self {
+        KernelPlatform { waker: spin::RwLock::new(None) }
+    }
+}
+
+/// Counters owned through the HAL. Dropping frees them, then stops the overflow handler from
+/// reaching the client (the HAL calls no handler after HalFreeHardwareCounters returns).
+pub struct KernelOwnership {
+    hal: Option<Ownership>,
+    overflow_interrupt: bool,
+}
+
+impl Drop for KernelOwnership {
+    fn drop(&mut self) {
+        drop(self.hal.take());
+        if self.overflow_interrupt {
+            PMI_TARGET.withdraw();
+        }
+    }
+}
+
+/// rdmsr/wrmsr on the current processor, lent only inside [`Platform::on_every_processor`], under a
+/// [`KernelOwnership`]: the field is private, so nothing else can make one.
+pub struct OwnedMsrs {
+    _lent: (),
+}
+
+impl Msrs for OwnedMsrs {
+    #[inline(always)]
+    fn read(&self, register: u32) -> u64 {
+        // SAFETY: the plan names only MSRs CPUID reported; lent only while the counters are owned.
+        unsafe { msr::read(register) }
+    }
+
+    #[inline(always)]
+    fn write(&mut self, register: u32, value: u64) {
+        // SAFETY: as above, and the counters are owned (HalAllocateHardwareCounters succeeded).
+        unsafe { msr::write(register, value) }
+    }
+}
+
+impl Platform for KernelPlatform {
+    type Ownership = KernelOwnership;
+    type Msrs = OwnedMsrs;
+    type Processors = PoolSlice<PerProcessor>;
+
+    fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
+        let request = match form {
+            Form::WholePmu => None,
+            Form::Listed { counters, overflow_interrupt } => {
+                let handler: Option<OverflowHandler> =
+                    overflow_interrupt.then_some(overflow_handler::<Client> as OverflowHandler);
+                Some((counters, handler))
+            }
+        };
+        let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });
+        if overflow_interrupt {
+            // SAFETY: withdrawn below if the HAL refuses, else by the returned ownership's Drop after
+            // the counters are freed; the client keeps that ownership inside itself (its Drop releases
+            // it), so the client outlives the publication.
+            unsafe { PMI_TARGET.publish(client) };
+        }
+        // SAFETY: the handler is resident code of this image that reads only the published client,
+        // which stays valid while the ownership lives (above).
+        let result = unsafe { Ownership::allocate(request) };
+        if result.is_err() && overflow_interrupt {
+            PMI_TARGET.withdraw();
+        }
+        result.map(|hal| KernelOwnership { hal: Some(hal), overflow_interrupt })
+    }
+
+    #[inline(always)]
+    fn on_every_processor<F: Fn(u32, &mut OwnedMsrs) + Sync>(&self, _ownership: &KernelOwnership, work: &F) {
+        run_on_every_processor(&|| work(current_processor_index(), &mut OwnedMsrs { _lent: () }));
+    }
+
+    fn now_100ns(&self) -> u64 {
+        clock::ticks_to_100ns(clock::performance_counter())
+    }
+
+    fn at_passive_level(&self) -> bool {
+        irql::current() == 0
+    }
+
+    fn wake_housekeeping(&self) {
+        if let Some(waker) = self.waker.read().as_ref() {
+            waker.wake();
+        }
+    }
+
+    fn log(&self, line: fmt::Arguments<'_>) {
+        super::debug::print(super::debug::Level::Info, line);
+    }
+}
+
+impl Periodic for Client {
+    fn next_tick(&self) -> Option<u64> {
+        PmuClient::next_tick(self)
+    }
+
+    fn tick(&self) {
+        PmuClient::tick(self);
+    }
+
+    fn attach(&self, waker: Option<Waker>) {
+        // The write lock waits for a wake in progress, so after a detach no wake touches the event.
+        *self.platform().waker.write() = waker;
+    }
+}
+
+impl PowerListener for Client {
+    fn power_transition(&self, back_in_s0: bool) {
+        PmuClient::power_transition(self, back_in_s0);
+    }
+}

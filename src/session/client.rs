@@ -1,0 +1,385 @@
+//! The PMU client: owns the hardware counters while consumers are active, programs them on every
+//! processor, extends them to exact 64-bit counts and hands per-processor snapshots to the collect
+//! callback. The logic it runs is in `crate::pmu` (model, events, program, fold, poll); the machine
+//! is a [`Platform`].
+//!
+//! Concurrency:
+//! * Ownership changes (acquire, release) happen at PASSIVE_LEVEL under the write side of `session`;
+//!   collects take the read side with `try_read` and never wait: during a change they report the last
+//!   snapshots.
+//! * The overflow handler reaches the per-processor counters through [`PmuClient::fold_overflow`],
+//!   which the platform calls while an ownership with an Overflow descriptor is held.
+//! * Each processor's counters are read and written only on that processor, inside the all-processor
+//!   call (IPI_LEVEL, which the PMI at PROFILE_LEVEL can interrupt: the read protocol retries) or by
+//!   its overflow handler.
+
+use super::platform::{Form, Platform};
+use super::schedule::Schedule;
+use crate::pcw::driver_status::{DriverStatus, PmuState};
+use crate::pcw::hardware_counters::{CountSource, EventCounts};
+use crate::pmu::events::{CounterPlan, Event, MAX_ASSIGNMENTS, plan_with_pmi};
+use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement};
+use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
+use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
+use crate::pmu::processor::PerProcessor;
+use crate::pmu::program::{self, Msrs};
+use core::sync::atomic::{AtomicU64, Ordering};
+use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
+
+/// Why the counters could not be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcquireError {
+    /// Another client owns them (STATUS_INSUFFICIENT_RESOURCES for the whole PMU) or the HAL's PMU
+    /// arbiter has another actor (STATUS_DEVICE_BUSY): try again later.
+    Busy,
+    /// Any other failure, with its status.
+    Failed(i32),
+}
+
+/// An owned session: the HAL ownership and how the counters run.
+struct Session<P: Platform> {
+    ownership: P::Ownership,
+    plan: CounterPlan,
+    /// The plan's global bits when the overflow handler folds them; empty when polled.
+    owned: OwnedMask,
+}
+
+pub struct PmuClient<P: Platform> {
+    platform: P,
+    detection: Detection,
+    processors: P::Processors,
+    session: spin::RwLock<Option<Session<P>>>,
+    /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
+    /// set before the counters are enabled, cleared after they are stopped.
+    pmi_owned: AtomicU64,
+    schedule: Schedule,
+    status: &'static DriverStatus,
+}
+
+impl<P: Platform> PmuClient<P> {
+    /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero).
+    /// No MSR is touched.
+    pub fn new(
+        platform: P,
+        detection: Detection,
+        processors: P::Processors,
+        status: &'static DriverStatus,
+    ) -> Self {
+        status.set_pmu_state(match detection {
+            Detection::Usable(_) => PmuState::Idle,
+            Detection::Unusable(Unusable::HypervisorWithoutPmu) => PmuState::UnsupportedHypervisor,
+            Detection::Unusable(Unusable::NoArchitecturalPerfmon | Unusable::PerfmonVersionTooOld) => {
+                PmuState::UnsupportedNoArchitecturalPerfmon
+            }
+            Detection::Unusable(Unusable::UnknownVendor) => PmuState::UnsupportedVendor,
+            Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
+        });
+        PmuClient {
+            platform,
+            detection,
+            processors,
+            session: spin::RwLock::new(None),
+            pmi_owned: AtomicU64::new(0),
+            schedule: Schedule::new(),
+            status,
+        }
+    }
+
+    pub fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    fn model(&self) -> Option<PmuModel> {
+        match self.detection {
+            Detection::Usable(model) => Some(model),
+            Detection::Unusable(_) => None,
+        }
+    }
+
+    /// The overflow handler's work on processor `processor`: folds `overflow_bits` into its counts.
+    /// Lock-free and call-free once inlined (the handler runs at PROFILE_LEVEL).
+    #[inline(always)]
+    pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
+        let owned = OwnedMask::new(self.pmi_owned.load(Ordering::Acquire)).unwrap_or(OwnedMask::EMPTY);
+        if let Some(processor) = self.processors.get(processor as usize) {
+            processor.counters.fold(overflow_bits, owned);
+        }
+    }
+
+    /// Asks the HAL for the plan's counters: a resource list (with an Overflow descriptor if the
+    /// model interrupts) on Intel, the whole PMU elsewhere; any refusal of the list falls back to
+    /// the whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner. Only the Intel
+    /// HAL implements resource lists (observed in decompiled Windows 10/11 HAL builds): elsewhere a
+    /// list fails with STATUS_INSUFFICIENT_RESOURCES, or succeeds with a NULL handle in an older
+    /// build. Returns the ownership and whether the overflow handler is wired.
+    fn request(&self, model: &PmuModel, plan: &CounterPlan) -> Result<(P::Ownership, bool), AcquireError> {
+        let whole_pmu = || match self.platform.allocate(Form::WholePmu, self) {
+            Ok(ownership) => Ok((ownership, false)),
+            Err(STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
+            Err(status) => Err(AcquireError::Failed(status)),
+        };
+        if model.vendor != Vendor::Intel {
+            return whole_pmu();
+        }
+        let mut indexes = [0u32; MAX_ASSIGNMENTS];
+        for (index, assignment) in indexes.iter_mut().zip(plan.iter()) {
+            *index = assignment.hal_index;
+        }
+        let form =
+            Form::Listed { counters: &indexes[..plan.len()], overflow_interrupt: model.overflow_interrupt };
+        match self.platform.allocate(form, self) {
+            Ok(ownership) => Ok((ownership, model.overflow_interrupt)),
+            Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
+            Err(_) => whole_pmu(),
+        }
+    }
+
+    /// Owns and starts the counters on every processor, if there is a usable PMU and no session yet.
+    /// PASSIVE_LEVEL.
+    pub fn acquire(&self) {
+        let Some(model) = self.model() else { return };
+        let mut session = self.session.write();
+        if session.is_some() {
+            return;
+        }
+        self.schedule.attempted(self.platform.now_100ns());
+        let wanted = plan_with_pmi(&model, model.overflow_interrupt);
+        let (ownership, interrupt) = match self.request(&model, &wanted) {
+            Ok(owned) => owned,
+            Err(error) => {
+                self.status.record_ownership_failure();
+                let state = if error == AcquireError::Busy { PmuState::Busy } else { PmuState::Failed };
+                self.status.set_pmu_state(state);
+                self.platform
+                    .log(format_args!("HalAllocateHardwareCounters refused the counters: {error:?}"));
+                return;
+            }
+        };
+        // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
+        let plan = if interrupt { wanted } else { plan_with_pmi(&model, false) };
+        let owned = if interrupt {
+            OwnedMask::new(plan.global_ctrl()).unwrap_or(OwnedMask::EMPTY)
+        } else {
+            OwnedMask::EMPTY
+        };
+        self.pmi_owned.store(owned.bits(), Ordering::Release);
+        self.platform.on_every_processor(&ownership, &|index, msrs| {
+            if let Some(processor) = self.processors.get(index as usize) {
+                processor.counters.acquire();
+                for (slot, assignment) in plan.iter().enumerate() {
+                    let _ = processor.poll.start(slot, 0, assignment.width);
+                }
+            }
+            program::start(model.vendor, &plan, msrs);
+        });
+        self.status.set_counters_owned(plan.len() as u32);
+        self.status.set_pmu_state(PmuState::Active);
+        let how = if interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
+        self.platform.log(format_args!("PMU owned: {} counters, {how}", plan.len()));
+        *session = Some(Session { ownership, plan, owned });
+        drop(session);
+        // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
+        // (and polling to do, without an interrupt).
+        self.platform.wake_housekeeping();
+    }
+
+    /// Stops, clears and frees the counters, keeping every count as the base of the next session.
+    /// PASSIVE_LEVEL.
+    pub fn release(&self) {
+        let Some(model) = self.model() else { return };
+        let mut session = self.session.write();
+        let Some(open) = session.take() else { return };
+        self.platform.on_every_processor(&open.ownership, &|index, msrs| {
+            self.read_processor(&open, model.vendor, index, msrs);
+            if let Some(processor) = self.processors.get(index as usize) {
+                processor.counters.release();
+            }
+            program::stop_and_clear(model.vendor, &open.plan, msrs);
+        });
+        self.pmi_owned.store(0, Ordering::Release);
+        drop(open.ownership);
+        self.status.set_counters_owned(0);
+        self.status.set_pmu_state(PmuState::Idle);
+        self.platform.log(format_args!("PMU released"));
+    }
+
+    /// Reads processor `index`'s counters into its reported values, or programs them again if they
+    /// lost their programming. Runs inside the all-processor call, on that processor.
+    fn read_processor(&self, session: &Session<P>, vendor: Vendor, index: u32, msrs: &mut P::Msrs) {
+        let Some(processor) = self.processors.get(index as usize) else { return };
+        if !program::intact(vendor, &session.plan, msrs) {
+            reprogram(processor, vendor, &session.plan, msrs);
+            self.status.record_reprogram();
+            return;
+        }
+        // With an overflow interrupt, counters are read through the fold protocol against the global
+        // status register; without one they are polled.
+        let status_register = program::global_status_register(vendor, &session.plan)
+            .filter(|_| session.owned != OwnedMask::EMPTY);
+        for (slot, assignment) in session.plan.iter().enumerate() {
+            if let (Some(status_register), Some(bit)) = (status_register, assignment.global_bit) {
+                let at = Placement { owned: session.owned, bit, width: assignment.width };
+                let read_status = || msrs.read(status_register);
+                let read_raw = || msrs.read(assignment.counter_msr);
+                let _ =
+                    processor.counters.read_counter(slot, at, DEFAULT_MAX_ATTEMPTS, read_status, read_raw);
+            } else if let Some(extended) =
+                processor.poll.poll(slot, assignment.width, || msrs.read(assignment.counter_msr))
+            {
+                let _ = processor.counters.report(slot, extended);
+            }
+        }
+        processor.counters.publish();
+    }
+
+    /// Reads every processor's counters, if a session is open (and not being opened or closed).
+    fn read_all(&self) {
+        let Some(vendor) = self.model().map(|model| model.vendor) else { return };
+        let Some(session) = self.session.try_read() else { return };
+        let Some(open) = session.as_ref() else { return };
+        self.platform.on_every_processor(&open.ownership, &|index, msrs| {
+            self.read_processor(open, vendor, index, msrs)
+        });
+        let interrupts =
+            self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
+        self.status.set_overflow_interrupts(interrupts);
+    }
+
+    fn polling(&self) -> bool {
+        self.session
+            .try_read()
+            .is_some_and(|session| session.as_ref().is_some_and(|s| s.owned == OwnedMask::EMPTY))
+    }
+
+    fn plan(&self) -> Option<CounterPlan> {
+        self.session.try_read().and_then(|session| session.as_ref().map(|session| session.plan))
+    }
+
+    /// A consumer is reading (a collect, or an AddCounter when `retry_now`): own the counters if
+    /// nothing is owned and an attempt is due. An AddCounter asks the HAL again at once, even if the
+    /// last attempt found the PMU busy; a collect at most every second. At PASSIVE_LEVEL here; above
+    /// it (PCW does not promise PASSIVE) the housekeeping thread does it at once.
+    fn demand(&self, retry_now: bool) {
+        if self.model().is_none() || self.plan().is_some() {
+            return;
+        }
+        let now = self.platform.now_100ns();
+        let idle = self.status.pmu_state() == PmuState::Idle as u32;
+        if !(retry_now || idle || self.schedule.retry_due(now)) {
+            return;
+        }
+        if self.platform.at_passive_level() {
+            self.acquire();
+        } else {
+            self.schedule.defer_acquire();
+            self.platform.wake_housekeeping();
+        }
+    }
+
+    /// Before the system leaves S0 (`back_in_s0` false): read every counter, so the counts up to the
+    /// sleep are kept. Back in S0: the read finds the PMU reset and programs it again at once,
+    /// instead of at the next collect. At IRQL <= DISPATCH_LEVEL: the read waits for no lock.
+    pub fn power_transition(&self, _back_in_s0: bool) {
+        self.read_all();
+    }
+
+    /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
+    pub fn next_tick(&self) -> Option<u64> {
+        let model = self.model()?;
+        // An acquisition handed over from above PASSIVE_LEVEL starts at once.
+        if self.schedule.acquire_deferred() {
+            return Some(0);
+        }
+        // Nothing owned: sleep until woken (cheap when nobody is watching).
+        let plan = self.plan()?;
+        // Wake for the release; when polling, also often enough that no counter wraps twice between
+        // two polls.
+        let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
+        if self.polling() {
+            let width = plan.iter().map(|a| a.width).min().unwrap_or(model.gp_width);
+            let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
+            return Some(poll.min(until_release));
+        }
+        Some(until_release)
+    }
+
+    /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll, a release.
+    pub fn tick(&self) {
+        if self.schedule.take_deferred() && self.plan().is_none() {
+            self.acquire();
+        }
+        if self.polling() {
+            self.read_all();
+        }
+        if self.plan().is_some() && self.schedule.until_release(self.platform.now_100ns()) == 0 {
+            self.release();
+        }
+    }
+}
+
+/// Programs this processor's counters again after they lost their programming (a resume reset them,
+/// or a foreign tool rewrote them): their values are no longer the driver's, so a reset must not read
+/// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
+/// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
+/// loss and this repair are not counted.
+fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    program::stop_and_clear(vendor, plan, msrs);
+    processor.counters.release();
+    processor.counters.acquire();
+    for (slot, assignment) in plan.iter().enumerate() {
+        let _ = processor.poll.start(slot, 0, assignment.width);
+    }
+    program::start(vendor, plan, msrs);
+    processor.counters.publish();
+}
+
+impl<P: Platform> CountSource for PmuClient<P> {
+    fn refresh(&self) {
+        self.schedule.collected(self.platform.now_100ns());
+        self.demand(false);
+        self.read_all();
+    }
+
+    fn counts(&self, processor_index: u32) -> EventCounts {
+        let Some(processor) = self.processors.get(processor_index as usize) else {
+            return EventCounts::default();
+        };
+        let snapshot = processor.counters.snapshot();
+        let mut counts =
+            EventCounts { overflow_interrupts: snapshot.overflow_interrupts, ..EventCounts::default() };
+        // A plan's slots depend only on the model (the PMI bits change control values, not placement):
+        // between sessions, and while one is being opened or closed, report the last values, so counts
+        // never drop back to 0 while the counters are released.
+        let plan = self.plan().or_else(|| self.model().map(|model| plan_with_pmi(&model, false)));
+        let Some(plan) = plan else { return counts };
+        for (slot, assignment) in plan.iter().enumerate() {
+            let value = snapshot.values[slot];
+            match assignment.event {
+                Event::Instructions => counts.instructions_retired = value,
+                Event::CoreCycles => counts.core_cycles = value,
+                Event::ReferenceCycles => counts.reference_cycles = value,
+                Event::LlcReferences => counts.llc_references = value,
+                Event::LlcMisses => counts.llc_misses = value,
+                Event::Branches => counts.branches = value,
+                Event::BranchMispredicts => counts.branch_mispredicts = value,
+            }
+        }
+        counts
+    }
+
+    fn query_added(&self) {
+        // A RemoveCounter changes nothing: ownership ends when activity stops.
+        self.schedule.active(self.platform.now_100ns());
+        self.demand(true);
+    }
+}
+
+impl<P: Platform> Drop for PmuClient<P> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

@@ -1,0 +1,317 @@
+//! The ownership state machine on the host: a fake platform with an MSR file per processor, a HAL
+//! whose answers a test chooses, a clock a test moves and an IRQL a test sets.
+
+use super::*;
+use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use windows_sys::Win32::Foundation::{STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED};
+
+const PROCESSORS: usize = 4;
+const SECOND: u64 = 10_000_000;
+const IA32_FIXED_CTR0: u32 = 0x309;
+
+type MsrFile = Arc<Vec<Mutex<BTreeMap<u32, u64>>>>;
+
+/// What the HAL was asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Asked {
+    Listed { counters: Vec<u32>, overflow_interrupt: bool },
+    WholePmu,
+}
+
+struct FakePlatform {
+    now: AtomicU64,
+    passive: AtomicBool,
+    wakes: AtomicUsize,
+    msrs: MsrFile,
+    /// The HAL's answers to the next requests, in order; success once they run out.
+    answers: Mutex<VecDeque<i32>>,
+    asked: Mutex<Vec<Asked>>,
+    /// Ownerships alive.
+    owned: Arc<AtomicUsize>,
+}
+
+struct FakeOwnership(Arc<AtomicUsize>);
+
+impl Drop for FakeOwnership {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct FakeMsrs {
+    file: MsrFile,
+    processor: usize,
+}
+
+impl Msrs for FakeMsrs {
+    fn read(&self, msr: u32) -> u64 {
+        self.file[self.processor].lock().unwrap().get(&msr).copied().unwrap_or(0)
+    }
+    fn write(&mut self, msr: u32, value: u64) {
+        self.file[self.processor].lock().unwrap().insert(msr, value);
+    }
+}
+
+impl Platform for FakePlatform {
+    type Ownership = FakeOwnership;
+    type Msrs = FakeMsrs;
+    type Processors = Vec<PerProcessor>;
+
+    fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
+        self.asked.lock().unwrap().push(match form {
+            Form::Listed { counters, overflow_interrupt } => {
+                Asked::Listed { counters: counters.to_vec(), overflow_interrupt }
+            }
+            Form::WholePmu => Asked::WholePmu,
+        });
+        match self.answers.lock().unwrap().pop_front() {
+            Some(status) => Err(status),
+            None => {
+                assert_eq!(self.owned.fetch_add(1, Ordering::SeqCst), 0, "owned twice");
+                Ok(FakeOwnership(self.owned.clone()))
+            }
+        }
+    }
+
+    fn on_every_processor<F: Fn(u32, &mut FakeMsrs) + Sync>(&self, _ownership: &FakeOwnership, work: &F) {
+        for processor in 0..PROCESSORS {
+            work(processor as u32, &mut FakeMsrs { file: self.msrs.clone(), processor });
+        }
+    }
+
+    fn now_100ns(&self) -> u64 {
+        self.now.load(Ordering::SeqCst)
+    }
+
+    fn at_passive_level(&self) -> bool {
+        self.passive.load(Ordering::SeqCst)
+    }
+
+    fn wake_housekeeping(&self) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn log(&self, _line: core::fmt::Arguments<'_>) {}
+}
+
+fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
+    let platform = FakePlatform {
+        now: AtomicU64::new(100 * SECOND),
+        passive: AtomicBool::new(true),
+        wakes: AtomicUsize::new(0),
+        msrs: Arc::new((0..PROCESSORS).map(|_| Mutex::new(BTreeMap::new())).collect()),
+        answers: Mutex::new(answers.iter().copied().collect()),
+        asked: Mutex::new(Vec::new()),
+        owned: Arc::new(AtomicUsize::new(0)),
+    };
+    let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    PmuClient::new(platform, detection, (0..PROCESSORS).map(|_| PerProcessor::default()).collect(), status)
+}
+
+fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
+    client_for(Some(SKYLAKE_I7_6700K.model()), answers)
+}
+
+impl PmuClient<FakePlatform> {
+    fn advance(&self, by: u64) {
+        self.platform.now.fetch_add(by, Ordering::SeqCst);
+    }
+    fn asked(&self) -> Vec<Asked> {
+        self.platform.asked.lock().unwrap().clone()
+    }
+    fn owns(&self) -> bool {
+        self.platform.owned.load(Ordering::SeqCst) == 1
+    }
+    fn state(&self) -> u32 {
+        self.status.pmu_state()
+    }
+    fn msr(&self, processor: usize, msr: u32) -> u64 {
+        FakeMsrs { file: self.platform.msrs.clone(), processor }.read(msr)
+    }
+    fn set_msr(&self, processor: usize, msr: u32, value: u64) {
+        FakeMsrs { file: self.platform.msrs.clone(), processor }.write(msr, value);
+    }
+    fn reprograms(&self) -> u32 {
+        self.status.block().pmu_reprograms.load(Ordering::Relaxed)
+    }
+}
+
+#[test]
+fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() {
+    let client = skylake(&[]);
+    assert!(client.asked().is_empty(), "nothing owned before a query");
+    client.refresh();
+    let plan = plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
+    let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
+    assert_eq!(client.asked(), [Asked::Listed { counters, overflow_interrupt: true }]);
+    assert!(client.owns());
+    assert_eq!(client.state(), PmuState::Active as u32);
+    for processor in 0..PROCESSORS {
+        for assignment in plan.iter() {
+            if let crate::pmu::events::Slot::General(_) = assignment.slot {
+                assert_eq!(client.msr(processor, assignment.control_msr), assignment.control);
+            }
+        }
+    }
+    assert!(!client.polling(), "with an overflow interrupt nothing is polled");
+}
+
+#[test]
+fn amd_asks_for_the_whole_pmu_and_polls() {
+    let client = client_for(Some(ZEN4_RYZEN9_7950X.model()), &[]);
+    client.query_added();
+    assert_eq!(client.asked(), [Asked::WholePmu]);
+    assert!(client.polling());
+    let poll = poll_period_100ns(48, MAX_EVENT_HZ, DEFAULT_SAFETY) as u64;
+    assert_eq!(client.next_tick(), Some(poll.min(2 * SECOND)));
+}
+
+#[test]
+fn any_refused_list_falls_back_to_the_whole_pmu_without_an_interrupt() {
+    for refusal in [STATUS_INSUFFICIENT_RESOURCES, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY] {
+        let client = skylake(&[refusal]);
+        client.refresh();
+        assert!(matches!(client.asked()[..], [Asked::Listed { .. }, Asked::WholePmu]), "{refusal:#x}");
+        assert!(client.owns() && client.polling(), "{refusal:#x}");
+        assert_eq!(client.state(), PmuState::Active as u32);
+    }
+}
+
+#[test]
+fn busy_and_failed_pmus_are_reported_and_retried_at_most_once_a_second_by_collects() {
+    for (answers, state) in [
+        (&[STATUS_DEVICE_BUSY][..], PmuState::Busy),
+        (&[STATUS_INSUFFICIENT_RESOURCES, STATUS_INSUFFICIENT_RESOURCES][..], PmuState::Busy),
+        (&[STATUS_NO_MEMORY, STATUS_NO_MEMORY][..], PmuState::Failed),
+    ] {
+        let client = skylake(answers);
+        client.refresh();
+        assert_eq!(client.asked().len(), answers.len(), "the arbiter's busy is not retried as a whole PMU");
+        assert_eq!(client.state(), state as u32);
+        assert!(!client.owns());
+        client.advance(SECOND / 2);
+        client.refresh();
+        assert_eq!(client.asked().len(), answers.len(), "retried within a second");
+        client.advance(SECOND / 2);
+        client.refresh();
+        assert!(client.owns(), "not retried after a second");
+        assert_eq!(client.state(), PmuState::Active as u32);
+    }
+}
+
+#[test]
+fn an_add_counter_retries_a_busy_pmu_at_once() {
+    let client = skylake(&[STATUS_DEVICE_BUSY]);
+    client.query_added();
+    assert_eq!(client.state(), PmuState::Busy as u32);
+    client.query_added();
+    assert!(client.owns());
+}
+
+#[test]
+fn the_counters_go_back_after_the_hysteresis_without_activity_whatever_the_adds() {
+    let client = skylake(&[]);
+    for _ in 0..3 {
+        client.query_added(); // never removed
+    }
+    client.refresh();
+    assert_eq!(client.next_tick(), Some(2 * SECOND));
+    client.advance(2 * SECOND - 1);
+    client.tick();
+    assert!(client.owns(), "released before the hysteresis");
+    assert_eq!(client.next_tick(), Some(1));
+    client.advance(1);
+    client.tick();
+    assert!(!client.owns(), "not released after the hysteresis");
+    assert_eq!(client.state(), PmuState::Idle as u32);
+    assert_eq!(client.status.block().counters_owned.load(Ordering::Relaxed), 0);
+    // Every register is 0 but IA32_PERF_GLOBAL_OVF_CTRL, a write-only clear register.
+    for processor in 0..PROCESSORS {
+        let file = client.platform.msrs[processor].lock().unwrap();
+        assert!(file.iter().all(|(&msr, &value)| value == 0 || msr == 0x390), "left programmed: {file:x?}");
+    }
+    assert_eq!(client.next_tick(), None, "nothing owned: sleep until woken");
+}
+
+#[test]
+fn a_slow_consumer_keeps_the_counters_for_three_of_its_intervals() {
+    let client = skylake(&[]);
+    client.refresh();
+    client.advance(15 * SECOND);
+    client.refresh();
+    client.advance(45 * SECOND - 1);
+    client.tick();
+    assert!(client.owns(), "a 15 s agent lost the counters between samples");
+    client.advance(1);
+    client.tick();
+    assert!(!client.owns());
+}
+
+#[test]
+fn activity_above_passive_level_hands_the_acquisition_to_an_immediate_tick() {
+    let client = skylake(&[]);
+    client.platform.passive.store(false, Ordering::SeqCst);
+    client.query_added();
+    assert!(client.asked().is_empty(), "the HAL was called above PASSIVE_LEVEL");
+    assert_eq!(client.platform.wakes.load(Ordering::SeqCst), 1, "the housekeeping thread was not woken");
+    assert_eq!(client.next_tick(), Some(0), "the deferred acquisition waits");
+    client.platform.passive.store(true, Ordering::SeqCst);
+    client.tick();
+    assert!(client.owns());
+    assert_ne!(client.next_tick(), Some(0));
+}
+
+#[test]
+fn lost_programming_is_repaired_without_a_jump_or_a_step_back() {
+    let client = skylake(&[]);
+    client.refresh();
+    for processor in 0..PROCESSORS {
+        client.set_msr(processor, IA32_FIXED_CTR0, 1_000);
+    }
+    client.refresh();
+    assert_eq!(client.counts(0).instructions_retired, 1_000);
+    // A resume: every register back to 0 (the counter's value too).
+    for processor in 0..PROCESSORS {
+        client.platform.msrs[processor].lock().unwrap().clear();
+    }
+    client.refresh();
+    assert_eq!(client.reprograms(), PROCESSORS as u32);
+    assert_eq!(client.counts(0).instructions_retired, 1_000, "a reset read as a wrap or a step back");
+    for processor in 0..PROCESSORS {
+        client.set_msr(processor, IA32_FIXED_CTR0, 500);
+    }
+    client.refresh();
+    assert_eq!(client.counts(0).instructions_retired, 1_500, "counting did not resume");
+    assert_eq!(client.reprograms(), PROCESSORS as u32, "repaired again though intact");
+}
+
+#[test]
+fn counts_survive_a_release_and_a_new_session() {
+    let client = skylake(&[]);
+    client.refresh();
+    client.set_msr(2, IA32_FIXED_CTR0, 7_000);
+    client.advance(3 * SECOND);
+    client.tick();
+    assert!(!client.owns());
+    assert_eq!(client.counts(2).instructions_retired, 7_000, "the release read the last counts");
+    client.refresh();
+    assert!(client.owns());
+    client.set_msr(2, IA32_FIXED_CTR0, 5);
+    client.refresh();
+    assert_eq!(client.counts(2).instructions_retired, 7_005);
+}
+
+#[test]
+fn an_unusable_pmu_is_never_asked_for() {
+    let client = client_for(None, &[]);
+    client.query_added();
+    client.refresh();
+    client.tick();
+    assert!(client.asked().is_empty());
+    assert_eq!(client.next_tick(), None);
+    assert_eq!(client.state(), PmuState::UnsupportedVendor as u32);
+}

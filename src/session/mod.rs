@@ -1,0 +1,11 @@
+//! The ownership session: when the driver owns the PMU, how it asks the HAL, how it programs, reads,
+//! polls, repairs and releases the counters, and what it reports. Generic over a [`Platform`] (the
+//! kernel in the driver, a fake in the host tests), so the whole state machine is tested on the host.
+#![deny(unsafe_code)]
+
+mod client;
+pub mod platform;
+mod schedule;
+
+pub use client::{AcquireError, PmuClient};
+pub use platform::{Form, Platform};

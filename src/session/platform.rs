@@ -1,0 +1,52 @@
+//! What the ownership session needs from the machine, as one small trait: the driver implements it
+//! over the kernel (src/kernel/platform.rs), the host tests over a fake.
+
+use super::PmuClient;
+use crate::pmu::processor::PerProcessor;
+use crate::pmu::program::Msrs;
+use core::fmt;
+use core::ops::Deref;
+
+/// The two forms of a HalAllocateHardwareCounters request (ntddk.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form<'a> {
+    /// A resource list naming these HAL counter indexes, plus an Overflow descriptor if
+    /// `overflow_interrupt`.
+    Listed { counters: &'a [u32], overflow_interrupt: bool },
+    /// The whole PMU: no group affinity, no list, no overflow handler.
+    WholePmu,
+}
+
+/// The machine the session runs on.
+pub trait Platform: Sync + Sized + 'static {
+    /// Counters owned through the HAL. Dropping it frees them (HalFreeHardwareCounters) and, if the
+    /// request had an Overflow descriptor, stops the overflow handler from reaching the client.
+    type Ownership: Send + Sync;
+    /// MSR access on the processor a [`Platform::on_every_processor`] call runs on, lent only
+    /// there, under an [`Platform::Ownership`].
+    type Msrs: Msrs;
+    /// The per-processor state, one entry per processor index.
+    type Processors: Deref<Target = [PerProcessor]> + Send + Sync;
+
+    /// Asks the HAL for the counters in `form`. With an Overflow descriptor the overflow handler
+    /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success
+    /// with a NULL handle (an older HAL's answer to a list it does not take) is a failure.
+    /// PASSIVE_LEVEL.
+    fn allocate(&self, form: Form<'_>, client: &PmuClient<Self>) -> Result<Self::Ownership, i32>;
+
+    /// Runs `work` on every processor at once, with the processor's index and its MSRs, and returns
+    /// when all have finished. `work` runs above DISPATCH_LEVEL: it must not wait or allocate.
+    fn on_every_processor<F: Fn(u32, &mut Self::Msrs) + Sync>(&self, ownership: &Self::Ownership, work: &F);
+
+    /// A monotonic clock in 100 ns units.
+    fn now_100ns(&self) -> u64;
+
+    /// Whether the caller runs at PASSIVE_LEVEL, where the HAL may be asked for counters.
+    fn at_passive_level(&self) -> bool;
+
+    /// Makes the housekeeping thread re-read its schedule now. IRQL <= DISPATCH_LEVEL.
+    fn wake_housekeeping(&self);
+
+    /// Writes a line of diagnostic output (the debugger in the driver). Any IRQL.
+    fn log(&self, line: fmt::Arguments<'_>);
+}

@@ -1,0 +1,149 @@
+//! When to own the counters: on activity, released after it stops, busy PMUs retried at a bounded
+//! rate. Times are in 100 ns units from the platform's monotonic clock.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// How long the counters stay owned with no query activity (CollectData or AddCounter), at least
+/// (2 s): a consumer that restarts its query (perfmon changing views, typeperf in a loop) does not
+/// make the driver give the PMU up and take it back.
+pub const RELEASE_HYSTERESIS_100NS: u64 = 20_000_000;
+/// A consumer that collects every N seconds keeps the counters for 3 N without a collect (at least
+/// the hysteresis, at most [`MAX_IDLE_100NS`]), so that an agent sampling every 15 or 60 s sees real
+/// counts, not a PMU taken back at each sample.
+pub const IDLE_INTERVALS: u64 = 3;
+/// The longest the counters stay owned without a collect: 10 minutes.
+pub const MAX_IDLE_100NS: u64 = 6_000_000_000;
+/// How often a busy or failed PMU is asked for again, at most (1 s), on the next query activity.
+pub const RETRY_100NS: u64 = 10_000_000;
+
+/// The activity record the decisions are made from. Lock-free: collects update it concurrently.
+#[derive(Debug, Default)]
+pub struct Schedule {
+    /// The last CollectData or AddCounter. PCW promises no pairing of AddCounter and RemoveCounter,
+    /// and registry consumers (HKEY_PERFORMANCE_DATA, WMI's raw classes) only collect, so activity,
+    /// not a query count, keeps the counters owned.
+    last_activity: AtomicU64,
+    /// The last collect, and the interval before it.
+    last_collect: AtomicU64,
+    collect_interval: AtomicU64,
+    /// The last acquisition attempt (rate-limits retries).
+    last_attempt: AtomicU64,
+    /// An acquisition handed to the housekeeping thread (activity above PASSIVE_LEVEL).
+    deferred_acquire: AtomicBool,
+}
+
+impl Schedule {
+    pub const fn new() -> Self {
+        Schedule {
+            last_activity: AtomicU64::new(0),
+            last_collect: AtomicU64::new(0),
+            collect_interval: AtomicU64::new(0),
+            last_attempt: AtomicU64::new(0),
+            deferred_acquire: AtomicBool::new(false),
+        }
+    }
+
+    /// A collect at `now`: activity, and one more interval sample.
+    pub fn collected(&self, now: u64) {
+        let previous = self.last_collect.swap(now, Ordering::AcqRel);
+        if previous != 0 {
+            self.collect_interval.store(now.saturating_sub(previous), Ordering::Release);
+        }
+        self.active(now);
+    }
+
+    /// Query activity (a collect or an AddCounter) at `now`.
+    pub fn active(&self, now: u64) {
+        self.last_activity.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// An acquisition attempt starts at `now`.
+    pub fn attempted(&self, now: u64) {
+        self.last_attempt.store(now, Ordering::Release);
+    }
+
+    /// Whether a PMU found busy or failed may be asked for again at `now`.
+    pub fn retry_due(&self, now: u64) -> bool {
+        now.saturating_sub(self.last_attempt.load(Ordering::Acquire)) >= RETRY_100NS
+    }
+
+    /// How long the counters stay owned without activity: [`IDLE_INTERVALS`] collect intervals,
+    /// within [`RELEASE_HYSTERESIS_100NS`]..=[`MAX_IDLE_100NS`].
+    pub fn idle_limit(&self) -> u64 {
+        let interval = self.collect_interval.load(Ordering::Acquire);
+        interval.saturating_mul(IDLE_INTERVALS).clamp(RELEASE_HYSTERESIS_100NS, MAX_IDLE_100NS)
+    }
+
+    /// How long until the counters are due for release at `now` (0: due).
+    pub fn until_release(&self, now: u64) -> u64 {
+        let idle = now.saturating_sub(self.last_activity.load(Ordering::Acquire));
+        self.idle_limit().saturating_sub(idle)
+    }
+
+    /// Hands an acquisition to the housekeeping thread.
+    pub fn defer_acquire(&self) {
+        self.deferred_acquire.store(true, Ordering::Release);
+    }
+
+    pub fn acquire_deferred(&self) -> bool {
+        self.deferred_acquire.load(Ordering::Acquire)
+    }
+
+    /// Takes the deferred acquisition, if one was handed over.
+    pub fn take_deferred(&self) -> bool {
+        self.deferred_acquire.swap(false, Ordering::AcqRel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 10_000_000;
+
+    #[test]
+    fn the_idle_limit_follows_the_collect_interval_within_bounds() {
+        let schedule = Schedule::new();
+        assert_eq!(schedule.idle_limit(), RELEASE_HYSTERESIS_100NS, "no interval yet");
+        schedule.collected(100 * S);
+        schedule.collected(100 * S + S / 2);
+        assert_eq!(schedule.idle_limit(), RELEASE_HYSTERESIS_100NS, "3 x 0.5 s is below the hysteresis");
+        schedule.collected(101 * S);
+        schedule.collected(116 * S);
+        assert_eq!(schedule.idle_limit(), 45 * S, "a 15 s agent keeps the counters 45 s");
+        schedule.collected(3716 * S);
+        assert_eq!(schedule.idle_limit(), MAX_IDLE_100NS, "at most 10 minutes");
+    }
+
+    #[test]
+    fn release_is_due_after_the_idle_limit_from_the_last_activity() {
+        let schedule = Schedule::new();
+        schedule.collected(10 * S);
+        assert_eq!(schedule.until_release(10 * S), 2 * S);
+        assert_eq!(schedule.until_release(11 * S), S);
+        schedule.active(11 * S);
+        assert_eq!(schedule.until_release(12 * S), S, "an AddCounter is activity too");
+        assert_eq!(schedule.until_release(20 * S), 0);
+        // A late, older timestamp from a concurrent collect does not move activity back.
+        schedule.active(5 * S);
+        assert_eq!(schedule.until_release(12 * S), S);
+    }
+
+    #[test]
+    fn retries_are_at_most_one_a_second() {
+        let schedule = Schedule::new();
+        schedule.attempted(50 * S);
+        assert!(!schedule.retry_due(50 * S + S / 2));
+        assert!(schedule.retry_due(51 * S));
+    }
+
+    #[test]
+    fn a_deferred_acquisition_is_taken_once() {
+        let schedule = Schedule::new();
+        assert!(!schedule.acquire_deferred());
+        schedule.defer_acquire();
+        assert!(schedule.acquire_deferred());
+        assert!(schedule.take_deferred());
+        assert!(!schedule.take_deferred());
+    }
+}
