@@ -97,6 +97,7 @@ $ServiceName = 'pmupcw'
 # (report folder, parameters, stage) that any later run of this script picks up.
 $ResumeTaskName = 'pmupcw Test-Pmupcw resume'
 $StateFile = Join-Path $ReportRoot 'pending-run.json'
+$RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount', 'HarnessThreads', 'HarnessCycles', 'NoVerifier', 'NoSleep'
 # What typeperf samples: both countersets, every instance (per processor and _Total) and counter.
 # tests/deployment.rs checks these counter paths against the counter manifest.
 $CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters Driver\*')
@@ -136,11 +137,11 @@ function Add-Check([string]$Name, [ValidateSet('PASS', 'FAIL', 'SKIP')][string]$
         Export-Csv -LiteralPath (Join-Path $script:Report 'checks.csv') -Append -NoTypeInformation -Encoding UTF8
 }
 
+# The run's state: its report folder, when it began, its stage and the parameters it runs with.
 function Save-RunState([string]$Stage) {
     $parameters = @{}
-    foreach ($name in $script:BoundParameters.Keys) {
-        if ($name -in 'Resume', 'Restart') { continue }
-        $value = $script:BoundParameters[$name]
+    foreach ($name in $RememberedParameters) {
+        $value = (Get-Variable -Name $name -Scope Script).Value
         if ($value -is [System.Management.Automation.SwitchParameter]) { $value = $value.IsPresent }
         $parameters[$name] = $value
     }
@@ -433,11 +434,12 @@ function Invoke-TestRun($Pending) {
                 }
             }
             # Continue after the restart: a task at this user's logon, elevated, runs this script with
-            # -Resume (Register-ScheduledTask, https://learn.microsoft.com/powershell/module/scheduledtasks/register-scheduledtask).
+            # -Resume and the -ReportRoot that holds the run's state; the other parameters come from
+            # that state (Register-ScheduledTask, https://learn.microsoft.com/powershell/module/scheduledtasks/register-scheduledtask).
             Save-RunState 'restart'
             $user = [Security.Principal.WindowsIdentity]::GetCurrent().Name
             $action = New-ScheduledTaskAction -Execute (Get-Process -Id $PID).Path -WorkingDirectory $PSScriptRoot `
-                -Argument "-NoProfile -ExecutionPolicy Bypass -NoExit -File `"$PSCommandPath`" -Resume"
+                -Argument "-NoProfile -ExecutionPolicy Bypass -NoExit -File `"$PSCommandPath`" -Resume -ReportRoot `"$($ReportRoot.TrimEnd('\'))`""
             $trigger = New-ScheduledTaskTrigger -AtLogOn -User $user
             $principal = New-ScheduledTaskPrincipal -UserId $user -LogonType Interactive -RunLevel Highest
             $null = Register-ScheduledTask -TaskName $ResumeTaskName -Action $action -Trigger $trigger -Principal $principal -Force
@@ -598,7 +600,6 @@ function Invoke-TestRun($Pending) {
 # The run: one at a time; a run that waits for a restart (or was cut short) goes on in its own report
 # folder, with its parameters unless given again.
 
-$script:BoundParameters = $PSBoundParameters
 $script:Report = $null
 $outcome = 'done'
 $exitCode = 1
@@ -614,7 +615,9 @@ try {
     if ($Resume -and -not $pending) { throw "-Resume: no run waits for a restart ($StateFile is missing)." }
     if ($pending) {
         foreach ($property in $pending.Parameters.PSObject.Properties) {
-            if (-not $PSBoundParameters.ContainsKey($property.Name)) { Set-Variable -Name $property.Name -Value $property.Value }
+            if ($property.Name -in $RememberedParameters -and -not $PSBoundParameters.ContainsKey($property.Name)) {
+                Set-Variable -Name $property.Name -Value $property.Value
+            }
         }
         $script:Report = $pending.Report
         $script:Started = [datetime]::Parse($pending.Started, $null, [Globalization.DateTimeStyles]::RoundtripKind)
