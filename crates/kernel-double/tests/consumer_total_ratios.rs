@@ -9,14 +9,15 @@
 //! the difference of the data over the difference of its PERF_AVERAGE_BASE
 //! (https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types) and
 //! PERF_SAMPLE_FRACTION 100 (X1 - X0) / (B1 - B0)
-//! (https://learn.microsoft.com/previous-versions/windows/embedded/ms901187(v=msdn.10)). With the numerator and the base
-//! both summed, `_Total` is sum(numerator deltas) / sum(base deltas): the machine-wide ratio, cycle
-//! weighted for IPC, not the mean of the processors' ratios. Processors here run different IPCs, so
-//! the two differ.
+//! (https://learn.microsoft.com/previous-versions/windows/embedded/ms901187(v=msdn.10)). With the
+//! numerator and the base both summed, `_Total` is sum(numerator deltas) / sum(base deltas): the
+//! machine-wide ratio, cycle weighted for IPC, not the mean of the processors' ratios. Processors here
+//! run different IPCs, so the two differ. The base is 32-bit, so a wrap of any one processor's base is
+//! a wrap of `_Total`'s.
 
 mod common;
 
-use kernel_double::consumer::pdh::Value;
+use kernel_double::consumer::pdh::{PDH_CALC_NEGATIVE_DENOMINATOR, Value};
 use kernel_double::consumer::{self, Column, Counterset, TOTAL};
 use kernel_double::cpu::{cpuid, pmu};
 use kernel_double::exports::pcw;
@@ -92,6 +93,24 @@ fn total_ratios_are_sums_of_numerators_over_sums_of_bases() {
     let mean = (0..PROCESSORS).map(|vp| ipc(&format!("0,{vp}"))).sum::<f64>() / f64::from(PROCESSORS);
     let total = ipc(TOTAL);
     assert!((mean - total).abs() > 0.05, "_Total {total} is the mean {mean} of the processors' IPCs");
+
+    // The cost of a summed 32-bit base: when one processor's base wraps (2^32 scaled cycles, ~15
+    // minutes of a 5 GHz core), _Total's base goes backwards too, and that sample has no _Total value.
+    let cycles = pmu::counter_of(0, pmu::CORE_CYCLES).expect("core cycles are counted");
+    let wrap = 1u64 << (32 + RATIO_SCALE_SHIFT);
+    let counted = pmu::counted(0, pmu::CORE_CYCLES);
+    pmu::preload(0, cycles, counted.next_multiple_of(wrap) - 1000);
+    let before_wrap = consumer::sample(&hardware).unwrap();
+    for vp in 0..PROCESSORS {
+        pmu::step(vp, 100_000);
+    }
+    let after_wrap = consumer::sample(&hardware).unwrap();
+    let across = |instance: &str| {
+        consumer::values(&hardware, &[column(instance, 14)], Some(&before_wrap), &after_wrap)[0]
+    };
+    let negative = Value::Status(PDH_CALC_NEGATIVE_DENOMINATOR);
+    assert_eq!((across("0,0"), across(TOTAL)), (negative, negative));
+    assert!(matches!(across("0,1"), Value::Value(ipc) if ipc > 0.0), "{:?}", across("0,1"));
 
     assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
     assert!(driver.unload());
