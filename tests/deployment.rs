@@ -7,10 +7,16 @@
 //!   the INF's DriverVer version, and Install-Pmupcw.ps1 restarts a service that runs another image
 //!   than the package's (tests/deployment/upgrade.rs);
 //! - every package file the Windows scripts (`scripts/windows/*.ps1`) name exists in the package;
-//! - the package holds the INF, the manifest, the certificate, the driver and the scripts.
+//! - the package holds the INF, the manifest, the certificate, the driver, the scripts and the PDH
+//!   harness;
+//! - every counter path the scripts and the documentation quote (`\Counterset(Instance)\Counter`)
+//!   names a counterset and counter of `manifests/pmupcw.man`, with an instance exactly where the
+//!   counterset has instances;
+//! - Test-Pmupcw.ps1 installs and enables Driver Verifier through the package's own scripts.
 //!
 //! Then each checker is shown to fail on mutated copies (no AddService, wrong start type, unstamped
-//! template, a file missing from the package, a script naming a file the package lacks).
+//! template, a file missing from the package, a script naming a file the package lacks, a misspelt
+//! counter, a test script that installs by itself).
 //!
 //! The package is `$PMUPCW_PACKAGE_DIR` (default target/package/pmupcw). A missing package fails these
 //! tests: they must not pass by checking nothing.
@@ -508,6 +514,8 @@ const SCRIPT_FILE_VARIABLE: &str = "$PackageFiles";
 const TOOLS_MODULE: &str = "PmupcwTools.psm1";
 /// Extensions of package files a script may name as `pmupcw.<extension>`.
 const PACKAGE_EXTENSIONS: &[&str] = &["cat", "cer", "inf", "man", "pdb", "sys"];
+/// Programs the package ships beside the scripts (package.sh cross-compiles the PDH harness).
+const PACKAGE_PROGRAMS: &[&str] = &["pdh-harness.exe"];
 
 /// The quoted values of a `$Variable = @{ Key = 'value' ... }` hashtable in a script, or None.
 fn script_hashtable(text: &str, variable: &str) -> Option<Vec<String>> {
@@ -539,6 +547,11 @@ fn named_in_script(text: &str) -> BTreeSet<String> {
         let extension = &lower[extension_start..extension_end];
         if PACKAGE_EXTENSIONS.contains(&extension) {
             names.insert(format!("pmupcw.{extension}"));
+        }
+    }
+    for program in PACKAGE_PROGRAMS {
+        if lower.contains(program) {
+            names.insert((*program).to_owned());
         }
     }
     for suffix in [".ps1", ".psm1"] {
@@ -606,9 +619,9 @@ fn script_checker_reports_a_file_the_package_lacks_and_an_undeclared_name() {
         listed(&problems)
     );
 
-    let mutated = format!("{install}\n# see .\\Repair-Pmupcw.ps1 and pmupcw.pdb\n");
+    let mutated = format!("{install}\n# see .\\Repair-Pmupcw.ps1, pmupcw.pdb and .\\pdh-harness.exe\n");
     let problems = check_script(&mutated, &package);
-    for name in ["Repair-Pmupcw.ps1", "pmupcw.pdb"] {
+    for name in ["Repair-Pmupcw.ps1", "pmupcw.pdb", "pdh-harness.exe"] {
         assert!(
             problems.iter().any(|problem| problem.contains(&format!("names {name} without declaring it"))),
             "{name}:\n{}",
@@ -633,7 +646,9 @@ fn package_holds_the_inf_manifest_certificate_driver_and_scripts() {
     let scripts = repository_scripts();
     let names: Vec<String> =
         scripts.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    for expected in ["Install-Pmupcw.ps1", "Uninstall-Pmupcw.ps1", "Enable-Verifier.ps1", TOOLS_MODULE] {
+    for expected in
+        ["Install-Pmupcw.ps1", "Uninstall-Pmupcw.ps1", "Enable-Verifier.ps1", "Test-Pmupcw.ps1", TOOLS_MODULE]
+    {
         assert!(names.iter().any(|name| name == expected), "scripts/windows/ has no {expected}");
     }
     for (path, name) in scripts.iter().zip(&names) {
@@ -650,6 +665,34 @@ fn package_holds_the_inf_manifest_certificate_driver_and_scripts() {
         read_text(&repository().join("manifests/pmupcw.man")),
         "the package's pmupcw.man is not manifests/pmupcw.man"
     );
+    // The harness Test-Pmupcw.ps1 runs.
+    for program in PACKAGE_PROGRAMS {
+        let bytes = fs::read(dir.join(program))
+            .unwrap_or_else(|error| panic!("{program} is not in the package {}: {error}", dir.display()));
+        assert!(is_pe_image(&bytes), "the package's {program} is not a PE image");
+    }
+}
+
+/// Whether `bytes` start as a Windows executable does: `MZ`, and at the offset stored at 0x3C the PE
+/// signature `PE\0\0` (Microsoft's PE format specification, "MS-DOS Stub" and "Signature").
+fn is_pe_image(bytes: &[u8]) -> bool {
+    let Some(offset) =
+        bytes.get(0x3c..0x40).map(|field| u32::from_le_bytes(field.try_into().unwrap()) as usize)
+    else {
+        return false;
+    };
+    bytes.starts_with(b"MZ") && bytes.get(offset..offset.saturating_add(4)) == Some(b"PE\0\0".as_slice())
+}
+
+#[test]
+fn pe_image_check_rejects_a_script_and_a_truncated_executable() {
+    let dir = require_package(&package_dir());
+    let harness = fs::read(dir.join(PACKAGE_PROGRAMS[0])).expect("the packaged harness");
+    assert!(is_pe_image(&harness));
+    let offset = u32::from_le_bytes(harness[0x3c..0x40].try_into().unwrap()) as usize;
+    assert!(!is_pe_image(&harness[..offset + 2]), "cut inside the PE signature");
+    assert!(!is_pe_image(read_text(&dir.join("Test-Pmupcw.ps1")).as_bytes()));
+    assert!(!is_pe_image(b"MZ"));
 }
 
 #[test]
@@ -757,4 +800,201 @@ fn module_checker_reports_a_missing_import_a_redefinition_and_an_unexported_call
         "{}",
         listed(&problems)
     );
+}
+
+// -------------------------------------------------------------------------------------------------
+// Counter paths in the scripts and the documentation
+
+/// A counter path as PDH and typeperf take it: `\Counterset(Instance)\Counter` or `\Counterset\Counter`.
+#[derive(Debug, PartialEq)]
+struct CounterPath {
+    set: String,
+    instance: Option<String>,
+    counter: String,
+}
+
+/// Object manager directories: `\Callback\PowerState` and the like name kernel objects, not counters.
+const OBJECT_DIRECTORIES: &[&str] = &["Callback", "Device", "Driver", "BaseNamedObjects", "KernelObjects"];
+
+/// The path `text` holds, if it is one: one leading backslash (two would name a machine), a counterset
+/// name without parentheses (and not an object manager directory), an optional `(instance)`, one more
+/// backslash and the counter.
+fn parse_counter_path(text: &str) -> Option<CounterPath> {
+    let rest = text.strip_prefix('\\')?;
+    if rest.starts_with('\\') || text.contains('$') {
+        return None;
+    }
+    let (head, counter) = rest.split_once('\\')?;
+    if counter.is_empty() || counter.contains('\\') {
+        return None;
+    }
+    let (set, instance) = match head.split_once('(') {
+        Some((set, instance)) => (set, Some(instance.strip_suffix(')')?.to_owned())),
+        None => (head, None),
+    };
+    if set.is_empty()
+        || set.contains(')')
+        || !set.starts_with(|c: char| c.is_ascii_alphabetic())
+        || OBJECT_DIRECTORIES.contains(&set)
+    {
+        return None;
+    }
+    Some(CounterPath { set: set.to_owned(), instance, counter: counter.to_owned() })
+}
+
+/// The counter paths `text` quotes ('...', "..." or `...` on one line; strings that expand a `$`
+/// variable are not literal paths and are left out).
+fn quoted_counter_paths(text: &str) -> Vec<CounterPath> {
+    let mut paths = Vec::new();
+    for line in text.lines() {
+        for quote in ['\'', '"', '`'] {
+            paths.extend(line.split(quote).skip(1).step_by(2).filter_map(parse_counter_path));
+        }
+    }
+    paths
+}
+
+/// Every counter path in `text` that `manifest` does not declare.
+fn check_counter_paths(text: &str, manifest: &counter_manifest::Manifest) -> Vec<String> {
+    let mut problems = Vec::new();
+    for path in quoted_counter_paths(text) {
+        let Some(set) = manifest.counter_sets.iter().find(|set| set.name.eq_ignore_ascii_case(&path.set))
+        else {
+            problems.push(format!("names counterset {:?}, which the manifest does not declare", path.set));
+            continue;
+        };
+        match (&path.instance, set.instances.is_multiple()) {
+            (None, true) => problems.push(format!("names no instance of multi-instance {:?}", set.name)),
+            (Some(instance), false) => {
+                problems.push(format!("names instance {instance:?} of single-instance {:?}", set.name))
+            }
+            _ => {}
+        }
+        if path.counter != "*"
+            && !set.counters.iter().any(|counter| counter.name.eq_ignore_ascii_case(&path.counter))
+        {
+            problems.push(format!("names counter {:?}, which {:?} does not declare", path.counter, set.name));
+        }
+    }
+    problems
+}
+
+fn manifest() -> counter_manifest::Manifest {
+    let path = repository().join("manifests/pmupcw.man");
+    let text = read_text(&path);
+    counter_manifest::compile(&path.to_string_lossy(), &text, "0.1.0.0")
+        .expect("the manifest compiles")
+        .manifest
+}
+
+/// The files whose counter paths must exist: the scripts, the README and the fleet-collection guide.
+fn documents_with_counter_paths() -> Vec<PathBuf> {
+    let mut files = repository_scripts();
+    files.push(repository().join("README.md"));
+    files.push(repository().join("docs/fleet-collection.md"));
+    files
+}
+
+#[test]
+fn scripts_and_documentation_name_only_counters_the_manifest_declares() {
+    let manifest = manifest();
+    let mut report = String::new();
+    for file in documents_with_counter_paths() {
+        let problems = check_counter_paths(&read_text(&file), &manifest);
+        if !problems.is_empty() {
+            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
+    // The check reads paths where they are: both countersets in the test script, the smoke query's.
+    let dir = repository().join("scripts/windows");
+    let test = quoted_counter_paths(&read_text(&dir.join("Test-Pmupcw.ps1")));
+    for set in ["Hardware Counters", "Hardware Counters Driver"] {
+        assert!(test.iter().any(|path| path.set == set), "Test-Pmupcw.ps1 quotes no path of {set}: {test:?}");
+    }
+    assert!(!quoted_counter_paths(&read_text(&dir.join("Install-Pmupcw.ps1"))).is_empty());
+}
+
+#[test]
+fn counter_path_checker_reports_a_misspelt_counter_counterset_and_instance() {
+    let manifest = manifest();
+    let test = read_text(&repository().join("scripts/windows/Test-Pmupcw.ps1"));
+    assert_eq!(check_counter_paths(&test, &manifest), Vec::<String>::new());
+    for (from, to, expected) in [
+        (
+            "'\\Hardware Counters(_Total)\\Instructions per Cycle'",
+            "'\\Hardware Counters(_Total)\\Instruction per Cycle'",
+            "names counter \"Instruction per Cycle\", which \"Hardware Counters\" does not declare",
+        ),
+        (
+            "'\\Hardware Counters Driver\\*'",
+            "'\\Hardware Counter Driver\\*'",
+            "names counterset \"Hardware Counter Driver\", which the manifest does not declare",
+        ),
+        (
+            "'\\Hardware Counters Driver\\PMU State'",
+            "'\\Hardware Counters Driver(_Total)\\PMU State'",
+            "names instance \"_Total\" of single-instance \"Hardware Counters Driver\"",
+        ),
+        (
+            "'\\Hardware Counters(*)\\Instructions Retired'",
+            "'\\Hardware Counters\\Instructions Retired'",
+            "names no instance of multi-instance \"Hardware Counters\"",
+        ),
+    ] {
+        let mutated = test.replacen(from, to, 1);
+        assert_ne!(mutated, test, "Test-Pmupcw.ps1 quotes {from}");
+        let problems = check_counter_paths(&mutated, &manifest);
+        assert!(problems.iter().any(|problem| problem == expected), "{to}:\n{}", listed(&problems));
+    }
+    // Not paths: a machine-qualified column name, a string that expands variables, a regex, a kernel
+    // callback object's name.
+    assert!(
+        quoted_counter_paths(r#"'\\HOST\Set(0)\C' "\$Set\$Counter" '\s+' '\(\*\)' `\Callback\PowerState`"#)
+            .is_empty()
+    );
+}
+
+// -------------------------------------------------------------------------------------------------
+// The one-command test delegates to the package's scripts
+
+/// What is wrong with how the test script installs and enables Driver Verifier: it must run
+/// Install-Pmupcw.ps1 and Enable-Verifier.ps1 (through `$PackageFiles`), not pnputil, lodctr or
+/// verifier's settings itself, so that what it proves is what those scripts do.
+fn check_test_delegates(script: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for role in ["InstallScript", "VerifierScript"] {
+        if !script.contains(&format!("Invoke-PackageScript $PackageFiles.{role}")) {
+            problems.push(format!("does not run $PackageFiles.{role} (Invoke-PackageScript)"));
+        }
+    }
+    let lower = script.to_ascii_lowercase();
+    // How the scripts call them: Invoke-Tool pnputil.exe ..., verifier.exe @('/standard', ...).
+    for own in ["pnputil.exe", "lodctr.exe", "'/standard'", "'/reset'"] {
+        if lower.contains(own) {
+            problems.push(format!("runs {own} itself"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn test_script_installs_and_enables_verifier_through_the_package_scripts() {
+    let test = read_text(&repository().join("scripts/windows/Test-Pmupcw.ps1"));
+    assert_eq!(check_test_delegates(&test), Vec::<String>::new());
+
+    let mutated = test.replacen(
+        "Invoke-PackageScript $PackageFiles.InstallScript",
+        "Invoke-Tool pnputil.exe @('/add-driver', 'pmupcw.inf', '/install') #",
+        1,
+    );
+    assert_ne!(mutated, test);
+    let problems = check_test_delegates(&mutated);
+    for expected in ["does not run $PackageFiles.InstallScript", "runs pnputil.exe itself"] {
+        assert!(
+            problems.iter().any(|problem| problem.starts_with(expected)),
+            "{expected}:\n{}",
+            listed(&problems)
+        );
+    }
 }

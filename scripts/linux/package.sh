@@ -8,8 +8,11 @@
 #               from scripts/linux/driver-ver.sh
 #   pmupcw.cat  the catalog (inf2cat's job, crates/driver-catalog): hashes of pmupcw.inf and the files
 #               it names, signed with the test certificate; pnputil requires it
-#   *.ps1       scripts/windows/: install, uninstall, Driver Verifier (run on the test machine)
+#   *.ps1       scripts/windows/: install, uninstall, Driver Verifier, the one-command VM test (run on
+#               the test machine)
 #   *.psm1      scripts/windows/: the helpers those scripts share
+#   pdh-harness.exe  the PDH stress harness (crates/pdh-harness, cross-compiled with mingw-w64), which
+#               Test-Pmupcw.ps1 runs
 # The test certificate is made once under target/test-certificate/ and reused until deleted.
 # Prints the .sys size and the build time. Run through `cargo make package`.
 set -euo pipefail
@@ -20,7 +23,7 @@ build_dir=target/$target/release
 cert_dir=target/test-certificate
 package_dir=target/package/pmupcw
 
-for tool in osslsigncode openssl; do
+for tool in osslsigncode openssl x86_64-w64-mingw32-gcc; do
     command -v "$tool" >/dev/null || { echo "package: $tool is missing; run scripts/linux/setup.sh" >&2; exit 1; }
 done
 
@@ -78,6 +81,11 @@ stamp_inf inf/pmupcw.inx "$package_dir/pmupcw.inf"
 # The Windows-side scripts (scripts/windows/*.ps1) and the helper module they share travel with the
 # package they install.
 cp scripts/windows/*.ps1 scripts/windows/*.psm1 "$package_dir/"
+# The PDH stress harness Test-Pmupcw.ps1 runs, built as `cargo make harness` builds it (same target
+# directory, so the build is shared with that task and with crates/pdh-harness/tests/cross_compile.rs).
+# It is not part of the driver package the INF describes, so the catalog does not cover it.
+CARGO_TARGET_DIR=target/windows-gnu cargo build --release --locked --target x86_64-pc-windows-gnu -p pdh-harness
+cp target/windows-gnu/x86_64-pc-windows-gnu/release/pdh-harness.exe "$package_dir/"
 # The catalog pnputil /add-driver requires (inf2cat + signtool in the WDK flow): SHA-256 hashes of
 # pmupcw.inf and of the files its [SourceDisksFiles] name, signed with the test certificate. Made last,
 # because it hashes the final bytes of the signed .sys and the stamped INF.

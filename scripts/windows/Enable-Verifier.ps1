@@ -39,13 +39,11 @@ $VerifierOk = @(0, 2)
 
 try {
     $driver = $PackageFiles.Driver
-    $settings = Invoke-Tool verifier.exe @('/querysettings') -Quiet -OkExitCodes $VerifierOk
-    $verifiesDriver = $settings.Output -match "(?im)^\s*$([regex]::Escape($driver))\s*$"
     if ($Disable) {
         # Resetting is idempotent: it clears whatever is configured, pmupcw.sys or not.
         $null = Invoke-Tool verifier.exe @('/reset') -OkExitCodes $VerifierOk
         Write-Warning 'Driver Verifier settings were reset: restart the machine to turn verification off.'
-    } elseif ($verifiesDriver) {
+    } elseif ((Get-VerifierState $driver).Configured) {
         Write-Step "the saved settings already verify $driver"
     } else {
         $null = Invoke-Tool verifier.exe @('/standard', '/driver', $driver) -OkExitCodes $VerifierOk
@@ -54,9 +52,12 @@ try {
 
     # Status: saved settings (next boot) and the live state (this boot; lists pmupcw.sys with its
     # counters only while it is loaded and verified).
-    $null = Invoke-Tool verifier.exe @('/querysettings') -OkExitCodes $VerifierOk
-    $now = Invoke-Tool verifier.exe @('/query') -OkExitCodes $VerifierOk
-    if ($now.Output -match "(?im)\b$([regex]::Escape($driver))\b") {
+    $state = Get-VerifierState $driver
+    Write-Step 'saved settings (verifier /querysettings):'
+    Write-Host $state.Settings.TrimEnd()
+    Write-Step 'verified now (verifier /query):'
+    Write-Host $state.Query.TrimEnd()
+    if ($state.Active) {
         Write-Step "$driver is loaded and verified now"
     } else {
         Write-Step "$driver is not verified in this boot (restart after enabling, and start the service)"

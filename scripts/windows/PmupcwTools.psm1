@@ -1,9 +1,9 @@
 <#
 .SYNOPSIS
-    What Install-Pmupcw.ps1, Uninstall-Pmupcw.ps1 and Enable-Verifier.ps1 share: step messages, running
-    a native tool with checked exit codes, the pmupcw service's state, image and image folder, stopping
-    it, and the counter provider a manifest declares. Each script imports it from its own folder (the
-    package folder).
+    What Install-Pmupcw.ps1, Uninstall-Pmupcw.ps1, Enable-Verifier.ps1 and Test-Pmupcw.ps1 share: step
+    messages, running a native tool with checked exit codes, the pmupcw service's state, image and image
+    folder, stopping it, the counter provider a manifest declares, an INF's DriverVer and Driver
+    Verifier's view of a driver. Each script imports it from its own folder (the package folder).
 #>
 Set-StrictMode -Version Latest
 
@@ -73,4 +73,28 @@ function Get-CounterProvider([string]$Manifest) {
     [pscustomobject]@{ Guid = $guid; Registered = (Test-Path $key) }
 }
 
-Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider
+# An INF's DriverVer (`DriverVer = mm/dd/yyyy,w.x.y.z` in [Version], as Date and Version strings), or
+# $null when the INF has none. https://learn.microsoft.com/windows-hardware/drivers/install/inf-driverver-directive
+function Get-InfDriverVer([string]$Inf) {
+    $line = Select-String -LiteralPath $Inf -Pattern '^\s*DriverVer\s*=\s*([^,;]+),\s*([0-9.]+)' | Select-Object -First 1
+    if (-not $line) { return $null }
+    [pscustomobject]@{ Date = $line.Matches[0].Groups[1].Value.Trim(); Version = $line.Matches[0].Groups[2].Value }
+}
+
+# Driver Verifier's view of a driver (https://learn.microsoft.com/windows-hardware/drivers/devtest/verifier-command-line):
+# verifier /querysettings lists the drivers the saved settings verify from the next restart on, one per
+# line; verifier /query lists the drivers verified now, only while they are loaded. verifier.exe
+# returns 2 where it changed settings that a restart applies, 0 otherwise.
+function Get-VerifierState([string]$Driver) {
+    $settings = Invoke-Tool verifier.exe @('/querysettings') -Quiet -OkExitCodes @(0, 2)
+    $now = Invoke-Tool verifier.exe @('/query') -Quiet -OkExitCodes @(0, 2)
+    $name = [regex]::Escape($Driver)
+    [pscustomobject]@{
+        Configured = $settings.Output -match "(?im)^\s*$name\s*$"
+        Active     = $now.Output -match "(?im)\b$name\b"
+        Settings   = $settings.Output
+        Query      = $now.Output
+    }
+}
+
+Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider, Get-InfDriverVer, Get-VerifierState

@@ -30,8 +30,9 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     let first = consumer::sample(&hardware).unwrap();
     let status_first = consumer::sample(&status).unwrap();
     let columns = consumer::columns(&hardware, &first);
-    // 18 displayed counters (3 bases hidden) on 4 processors, and _Total for the 15 with an aggregate.
-    assert_eq!(columns.len(), 4 * 18 + 15);
+    // 18 displayed counters (3 bases hidden) on 4 processors, and _Total for all 18 (every counter
+    // has an aggregate).
+    assert_eq!(columns.len(), 4 * 18 + 18);
     let status_columns = consumer::columns(&status, &status_first);
     assert_eq!(status_columns.len(), 8);
 
@@ -97,7 +98,7 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     );
     assert!(lines[1].ends_with(r#","\\HOST\Hardware Counters Driver\PMU Reprograms""#));
     assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions Retired""#));
-    assert!(!lines[1].contains(r#"(_Total)\Instructions per Cycle""#));
+    assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions per Cycle""#));
     assert!(!lines[1].contains("Base"));
     for line in &lines[1..4] {
         assert_eq!(line.matches("\",\"").count(), paths.len(), "{line}");
@@ -121,11 +122,44 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     common::assert_clean();
 }
 
+/// The counter paths of the README's typeperf example (`typeperf "\Set(Instance)\Counter" ... -sc 5`).
+fn readme_typeperf_paths() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let line =
+        readme.lines().find(|line| line.starts_with("typeperf \"")).expect("the README's typeperf example");
+    line.split('"').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// The fields of a typeperf CSV line (quoted, comma-separated; no field here holds `","`).
+fn csv_fields(line: &str) -> Vec<&str> {
+    line.strip_prefix('"')
+        .and_then(|line| line.strip_suffix('"'))
+        .expect("a quoted CSV line")
+        .split("\",\"")
+        .collect()
+}
+
+/// Whether header path `\\HOST\Set(Instance)\Counter` is what `wanted` (`\Set(Instance)\Counter`, the
+/// instance maybe `*`, which PDH expands to every instance, `_Total` included) names.
+fn path_matches(column: &str, wanted: &str) -> bool {
+    let Some(path) = column.strip_prefix("\\\\").and_then(|rest| rest.find('\\').map(|at| &rest[at..]))
+    else {
+        return false;
+    };
+    match wanted.split_once("(*)") {
+        Some((set, counter)) => path
+            .strip_prefix(&format!("{set}("))
+            .and_then(|rest| rest.strip_suffix(&format!("){counter}")))
+            .is_some_and(|instance| !instance.is_empty()),
+        None => path == wanted,
+    }
+}
+
 #[test]
-fn pmupcw_run_passes() {
+fn pmupcw_run_passes_and_prints_the_readme_example_with_values() {
     let image = common::driver_image();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pmupcw-run"))
-        .args(["--driver", &image.display().to_string(), "--samples", "2", "--interval-ms", "100"])
+        .args(["--driver", &image.display().to_string()])
         .output()
         .expect("running pmupcw-run");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -134,4 +168,35 @@ fn pmupcw_run_passes() {
     assert!(stdout.contains("ExtCounterTestLevel 1: valid"), "{stdout}");
     assert!(stdout.contains("violations: 0"), "{stdout}");
     assert!(stdout.ends_with("# result: PASS\n"), "{stdout}");
+
+    // The default run's CSV has every column of the README's typeperf example, and its last sample
+    // shows a number in each (a rate or ratio needs the two samples before it).
+    let csv: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("\"(PDH-CSV"))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let header = csv_fields(csv[0]);
+    let last = csv_fields(csv.last().unwrap());
+    assert!(csv.len() >= 3, "a header and at least two samples: {csv:?}");
+    assert_eq!(header.len(), last.len());
+    let wanted = readme_typeperf_paths();
+    assert_eq!(wanted.len(), 3, "{wanted:?}");
+    for path in &wanted {
+        let columns: Vec<usize> = (1..header.len()).filter(|&at| path_matches(header[at], path)).collect();
+        let expected = if path.contains("(*)") { 4 + 1 } else { 1 };
+        assert_eq!(
+            columns.len(),
+            expected,
+            "{path}: {:?}",
+            columns.iter().map(|&at| header[at]).collect::<Vec<_>>()
+        );
+        for at in columns {
+            assert!(last[at].parse::<f64>().is_ok(), "{}: {:?}", header[at], last[at]);
+        }
+    }
+    let total_ipc = (1..header.len())
+        .find(|&at| header[at].ends_with("\\Hardware Counters(_Total)\\Instructions per Cycle"))
+        .expect("a _Total Instructions per Cycle column");
+    assert!(last[total_ipc].parse::<f64>().unwrap() > 0.0, "{}", last[total_ipc]);
 }

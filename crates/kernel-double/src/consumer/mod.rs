@@ -8,7 +8,9 @@
 //!   double's KeQueryPerformanceCounter clock (10 MHz).
 //! * [`values`] computes what PDH displays from two samples ([`pdh`]), `_Total` included for a
 //!   `multipleAggregate` counterset (perflib aggregates the raw values per the counter's `aggregate`;
-//!   `undefined` gives `_Total` no value).
+//!   `undefined` gives `_Total` no value). `_Total` of a ratio is computed like any instance's from its
+//!   aggregated numerator and aggregated base: with both summed, sum of numerator deltas over sum of
+//!   base deltas.
 //! * [`csv`] prints typeperf's CSV; [`perf_object`] formats a sample as PERF_OBJECT_TYPE blocks and
 //!   validates them with the ExtCounterTestLevel 1 checks.
 
@@ -400,7 +402,8 @@ mod tests {
         assert_eq!(set.counters[ipc].ty.name, "perf_average_bulk");
         assert_eq!(set.counters[ipc].base, Some(ipc + 1));
         assert_eq!(set.counters[0].aggregate, Aggregate::Sum);
-        assert_eq!(set.counters[ipc].aggregate, Aggregate::Undefined);
+        assert_eq!(set.counters[ipc].aggregate, Aggregate::Sum);
+        assert_eq!(set.counters[ipc + 1].aggregate, Aggregate::Sum);
         let mut wrong = descriptors(&manifest, "Hardware Counters");
         wrong[0].size = 4;
         assert!(Counterset::new(&manifest, "Hardware Counters", &wrong).is_err());
@@ -435,8 +438,8 @@ mod tests {
         };
         let (one, two) = (sample(10_000_000, &first), sample(20_000_000, &second));
         let columns = columns(&set, &one);
-        // 18 displayed counters per instance (3 bases hidden); _Total has the 15 with an aggregate.
-        assert_eq!(columns.len(), 2 * 18 + 15);
+        // 18 displayed counters per instance (3 bases hidden); _Total has all 18 (each has an aggregate).
+        assert_eq!(columns.len(), 2 * 18 + 18);
         let at = |instance: &str, id: u32| {
             columns
                 .iter()
@@ -453,13 +456,44 @@ mod tests {
         assert_eq!(after[at("0,0", 0)], Value::Value(2000.0));
         assert_eq!(after[at("_Total", 0)], Value::Value(4000.0));
         assert_eq!(after[at("0,1", 14)], Value::Value(1.5));
-        assert!(!columns.iter().any(|c| c.instance.as_deref() == Some("_Total") && c.counter == 14));
         let backwards = values(&set, &columns, Some(&two), &sample(30_000_000, &first));
         assert_eq!(backwards[at("0,0", 0)], Value::Status(pdh::PDH_CALC_NEGATIVE_VALUE));
         assert_eq!(
             path("HOST", &set, &columns[0]),
             r"\\HOST\Hardware Counters(0,0)\Instructions Retired/sec"
         );
+    }
+
+    #[test]
+    fn total_of_a_ratio_is_the_summed_numerator_over_the_summed_base() {
+        let manifest = manifest();
+        let set =
+            Counterset::new(&manifest, "Hardware Counters", &descriptors(&manifest, "Hardware Counters"))
+                .unwrap();
+        let (ipc, base) = (set.index_of(14).unwrap(), set.index_of(15).unwrap());
+        let sample = |time, busy: (u64, u64), stalled: (u64, u64)| {
+            let mut one = vec![0u64; 21];
+            let mut two = vec![0u64; 21];
+            (one[ipc], one[base]) = busy;
+            (two[ipc], two[base]) = stalled;
+            Sample {
+                time,
+                frequency: 10_000_000,
+                unix_millis: 0,
+                instances: vec![record("0,0", one), record("0,1", two)],
+            }
+        };
+        // 0,0 retires 300 (scaled) instructions in 200 cycles, 0,1 retires 100 in 800.
+        let first = sample(10_000_000, (100, 100), (0, 0));
+        let second = sample(20_000_000, (400, 300), (100, 800));
+        let column = |instance: &str| Column { instance: Some(instance.into()), counter: ipc };
+        let shown = values(&set, &[column("0,0"), column("0,1"), column(TOTAL)], Some(&first), &second);
+        assert_eq!(shown, [Value::Value(1.5), Value::Value(0.125), Value::Value(400.0 / 1000.0)]);
+        // A numerator summed over a base that is not aggregated has nothing to divide by.
+        let mut unaggregated_base = set.clone();
+        unaggregated_base.counters[base].aggregate = Aggregate::Undefined;
+        let shown = values(&unaggregated_base, &[column(TOTAL)], Some(&first), &second);
+        assert_eq!(shown, [Value::Status(PDH_CSTATUS_NO_INSTANCE)]);
     }
 
     #[test]

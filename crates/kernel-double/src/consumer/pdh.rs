@@ -1,5 +1,7 @@
 //! PDH's calculations: a displayed value from two raw samples of one counter (and of its base), per
-//! counter type, and perflib's `_Total` aggregation of raw values (`../shared/FACTS.md` section 2).
+//! counter type (the formulas of WMI's counter type pages, e.g.
+//! https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types), and perflib's
+//! `_Total` aggregation of raw values ([`Aggregate`]).
 //!
 //! * `perf_counter_rawcount`, `perf_counter_large_rawcount`: N1.
 //! * `perf_counter_counter`, `perf_counter_bulk_count`: (N1-N0) / ((T1-T0)/F).
@@ -120,7 +122,10 @@ pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value
     result.map_or_else(Value::Status, Value::Value)
 }
 
-/// A counter's `aggregate` attribute: how perflib makes `_Total` from the instances' raw values.
+/// A counter's `aggregate` attribute: how perflib makes `_Total` from the instances' raw values ("The
+/// aggregation function to apply if the instances attribute of counterSet is globalAggregate,
+/// multipleAggregate, or globalAggregateHistory", the counter element of the counter manifest schema:
+/// https://learn.microsoft.com/windows/win32/perfctrs/performance-counters-counter-element).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aggregate {
     Sum,

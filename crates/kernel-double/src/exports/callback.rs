@@ -229,13 +229,13 @@ mod tests {
                 STATUS_OBJECT_NAME_NOT_FOUND
             );
             assert_eq!(
-                ex_register_callback(power_state_object(), routine as usize, 0),
+                ex_register_callback(power_state_object(), routine as *const () as usize, 0),
                 0,
                 "no reference held"
             );
             assert_eq!(ex_create_callback(&mut object, &attributes(&name, true), 0, 1), STATUS_SUCCESS);
             assert_eq!(object, power_state_object());
-            let registration = ex_register_callback(object, routine as usize, 7);
+            let registration = ex_register_callback(object, routine as *const () as usize, 7);
             assert_ne!(registration, 0);
             // Left registered and referenced at unload: the report's leak check sees both.
             assert_eq!(outstanding(), 2);
