@@ -295,7 +295,7 @@ fn version_resource_describes_a_system_driver_of_this_version() {
     assert_eq!(version.strings.get("FileVersion"), Some(&dotted));
 }
 
-/// The section that holds the PMU overflow handler (src/pmu/client.rs `overflow_handler`) and
+/// The section that holds the PMU overflow handler (src/kernel/pmi.rs `overflow_handler`) and
 /// nothing else.
 const OVERFLOW_HANDLER_SECTION: &str = ".pmi";
 

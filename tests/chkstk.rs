@@ -6,6 +6,9 @@
 //! them. A correct probe touches every page of the new frame, from the caller's stack pointer
 //! downward, without skipping one (a skipped page is how a large frame jumps over a guard page), and
 //! returns with RAX, RSP and every register other than R10 and R11 unchanged.
+// Host test plumbing (mmap, signal handlers), not driver code: the driver's one-operation-per-unsafe-block
+// rule is not applied here.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
 use std::sync::Mutex;

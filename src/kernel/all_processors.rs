@@ -28,15 +28,12 @@ pub fn run_on_every_processor<F: Fn() + Sync>(work: &F) {
     // windows-sys declares PKIPI_BROADCAST_WORKER without its ULONG_PTR argument; the real signature is
     // `ULONG_PTR (*)(ULONG_PTR Argument)`.
     let worker: unsafe extern "system" fn(usize) -> usize = broadcast::<F>;
-    // SAFETY: the transmute only restores the documented parameter (same ABI, one integer argument);
-    // `work` outlives the call, which returns only after every processor ran the worker.
-    unsafe {
-        KeIpiGenericCall(
-            Some(core::mem::transmute::<
-                unsafe extern "system" fn(usize) -> usize,
-                unsafe extern "system" fn() -> usize,
-            >(worker)),
-            work as *const F as usize,
+    // SAFETY: the transmute only restores the documented parameter (same ABI, one integer argument).
+    let worker = unsafe {
+        core::mem::transmute::<unsafe extern "system" fn(usize) -> usize, unsafe extern "system" fn() -> usize>(
+            worker,
         )
     };
+    // SAFETY: `work` outlives the call, which returns only after every processor ran the worker.
+    unsafe { KeIpiGenericCall(Some(worker), work as *const F as usize) };
 }

@@ -1,7 +1,7 @@
 //! Model-specific registers: the only place the driver executes rdmsr and wrmsr.
 //!
 //! Writing a PMU MSR is only allowed while the driver owns the counters (HalAllocateHardwareCounters);
-//! [`PmuMsrs`] can only be made from a [`super::hal_counters::Ownership`], which enforces that.
+//! [`super::platform::OwnedMsrs`], the only caller, is lent only under a [`super::platform::KernelOwnership`].
 
 /// Reads `msr` on the current processor.
 ///

@@ -125,12 +125,12 @@ impl<T: Zeroable> DerefMut for PoolSlice<T> {
 
 impl<T: Zeroable> Drop for PoolSlice<T> {
     fn drop(&mut self) {
-        // SAFETY: the elements are dropped in place before their memory is returned with the tag it was
-        // allocated with; nothing else owns them.
+        // SAFETY: the elements are initialised and owned by nothing else; dropped once, here.
         unsafe {
-            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(self.start.as_ptr(), self.len));
-            ExFreePoolWithTag(self.start.as_ptr().cast(), crate::POOL_TAG);
-        }
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(self.start.as_ptr(), self.len))
+        };
+        // SAFETY: the memory came from the pool with this tag and holds nothing live any more.
+        unsafe { ExFreePoolWithTag(self.start.as_ptr().cast(), crate::POOL_TAG) };
     }
 }
 
@@ -167,12 +167,10 @@ impl<T> Deref for PoolBox<T> {
 
 impl<T> Drop for PoolBox<T> {
     fn drop(&mut self) {
-        // SAFETY: the value is dropped in place, then its memory returned with the tag it was allocated
-        // with; nothing else owns it.
-        unsafe {
-            core::ptr::drop_in_place(self.value.as_ptr());
-            ExFreePoolWithTag(self.value.as_ptr().cast(), crate::POOL_TAG);
-        }
+        // SAFETY: the value is initialised and owned by nothing else; dropped once, here.
+        unsafe { core::ptr::drop_in_place(self.value.as_ptr()) };
+        // SAFETY: the memory came from the pool with this tag and holds nothing live any more.
+        unsafe { ExFreePoolWithTag(self.value.as_ptr().cast(), crate::POOL_TAG) };
     }
 }
 
@@ -232,10 +230,9 @@ impl<T: Sync> Drop for PoolArc<T> {
             return;
         }
         core::sync::atomic::fence(Ordering::Acquire);
-        // SAFETY: the last owner: nothing else references the value; it is dropped, then freed once.
-        unsafe {
-            core::ptr::drop_in_place(self.inner.as_ptr());
-            ExFreePoolWithTag(self.inner.as_ptr().cast(), crate::POOL_TAG);
-        }
+        // SAFETY: the last owner: nothing else references the value; dropped once, here.
+        unsafe { core::ptr::drop_in_place(self.inner.as_ptr()) };
+        // SAFETY: the memory came from the pool with this tag and holds nothing live any more.
+        unsafe { ExFreePoolWithTag(self.inner.as_ptr().cast(), crate::POOL_TAG) };
     }
 }

@@ -73,20 +73,17 @@ impl<L: PowerListener + 'static> PowerCallback<L> {
         let context = (&*listener as *const L).cast::<c_void>();
         let routine: unsafe extern "system" fn(*const c_void, *const c_void, *const c_void) =
             power_state::<L>;
-        // SAFETY: the object was just opened; the routine is nonpageable code of this image and its
-        // context is pool memory that this value owns until after ExUnregisterCallback. windows-sys
-        // declares PCALLBACK_FUNCTION without its three parameters; the transmute restores the
-        // documented signature (same ABI).
-        let registration = unsafe {
-            ExRegisterCallback(
-                object,
-                Some(core::mem::transmute::<
-                    unsafe extern "system" fn(*const c_void, *const c_void, *const c_void),
-                    unsafe extern "system" fn(),
-                >(routine)),
-                context,
-            )
+        // SAFETY: windows-sys declares PCALLBACK_FUNCTION without its three parameters; the transmute
+        // restores the documented signature (same ABI).
+        let routine = unsafe {
+            core::mem::transmute::<
+                unsafe extern "system" fn(*const c_void, *const c_void, *const c_void),
+                unsafe extern "system" fn(),
+            >(routine)
         };
+        // SAFETY: the object was just opened; the routine is nonpageable code of this image and its
+        // context is pool memory that this value owns until after ExUnregisterCallback.
+        let registration = unsafe { ExRegisterCallback(object, Some(routine), context) };
         if registration.is_null() {
             // SAFETY: the reference ExCreateCallback took, released once.
             unsafe { ObfDereferenceObject(object as *const c_void) };
@@ -98,12 +95,11 @@ impl<L: PowerListener + 'static> PowerCallback<L> {
 
 impl<L: PowerListener + 'static> Drop for PowerCallback<L> {
     fn drop(&mut self) {
-        // SAFETY: the registration and the object reference are ours and released once, in this
-        // order; after ExUnregisterCallback no call of the routine uses the listener.
-        unsafe {
-            ExUnregisterCallback(self.registration);
-            ObfDereferenceObject(self.object as *const c_void);
-        }
+        // SAFETY: the registration is ours and released once; after ExUnregisterCallback no call of
+        // the routine uses the listener.
+        unsafe { ExUnregisterCallback(self.registration) };
+        // SAFETY: the reference ExCreateCallback took, released once, after the registration.
+        unsafe { ObfDereferenceObject(self.object as *const c_void) };
     }
 }
 

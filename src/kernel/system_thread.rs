@@ -93,10 +93,15 @@ impl<W: Periodic + 'static> SystemThread<W> {
         let mut handle: HANDLE = core::ptr::null_mut();
         let context = (&*shared as *const Shared<W>).cast::<c_void>();
         let start: unsafe extern "system" fn(*const c_void) = thread_main::<W>;
+        // SAFETY: windows-sys declares PKSTART_ROUTINE without its `PVOID StartContext` parameter; the
+        // transmute restores the documented signature (same ABI, one pointer argument).
+        let start = unsafe {
+            core::mem::transmute::<unsafe extern "system" fn(*const c_void), unsafe extern "system" fn()>(
+                start,
+            )
+        };
         // SAFETY: valid out-pointer and attributes; the start routine and its context (pool memory owned
-        // by the returned value, which waits for the thread before freeing it) stay valid. windows-sys
-        // declares PKSTART_ROUTINE without its `PVOID StartContext` parameter; the transmute restores the
-        // documented signature (same ABI).
+        // by the returned value, which waits for the thread before freeing it) stay valid.
         let status = unsafe {
             PsCreateSystemThread(
                 &mut handle,
@@ -104,10 +109,7 @@ impl<W: Periodic + 'static> SystemThread<W> {
                 &attributes,
                 core::ptr::null_mut(),
                 core::ptr::null_mut(),
-                Some(core::mem::transmute::<
-                    unsafe extern "system" fn(*const c_void),
-                    unsafe extern "system" fn(),
-                >(start)),
+                Some(start),
                 context,
             )
         };
@@ -145,22 +147,20 @@ impl<W: Periodic + 'static> Drop for SystemThread<W> {
         // The work may outlive the thread (it can be shared): it stops using the waker first.
         self.shared.work.attach(None);
         stop(&self.shared);
-        // SAFETY: the referenced thread object is signalled when the thread has terminated; then the
-        // reference is dropped once. After this no code of the thread runs, so `shared` may be freed.
-        unsafe {
-            KeWaitForSingleObject(self.thread, Executive, KERNEL_MODE, false, core::ptr::null());
-            ObfDereferenceObject(self.thread);
-        }
+        // SAFETY: the referenced thread object is signalled when the thread has terminated. After this
+        // no code of the thread runs, so `shared` may be freed.
+        unsafe { KeWaitForSingleObject(self.thread, Executive, KERNEL_MODE, false, core::ptr::null()) };
+        // SAFETY: the reference ObReferenceObjectByHandle took, dropped once.
+        unsafe { ObfDereferenceObject(self.thread) };
     }
 }
 
 /// Signals stop, then wake, so a thread sleeping on the wake event sees the stop at once.
 fn stop<W>(shared: &Shared<W>) {
-    // SAFETY: both events are initialised and live as long as `shared`.
-    unsafe {
-        KeSetEvent((&shared.stop as *const KEVENT).cast_mut(), 0, false);
-        KeSetEvent((&shared.wake as *const KEVENT).cast_mut(), 0, false);
-    }
+    // SAFETY: the stop event is initialised and lives as long as `shared`.
+    unsafe { KeSetEvent((&shared.stop as *const KEVENT).cast_mut(), 0, false) };
+    // SAFETY: as above, the wake event.
+    unsafe { KeSetEvent((&shared.wake as *const KEVENT).cast_mut(), 0, false) };
 }
 
 /// KSTART_ROUTINE: waits for stop, wake or the next tick, runs ticks, and ends the thread on stop.

@@ -172,12 +172,13 @@ impl<P: Platform> PmuClient<P> {
             }
             program::start(model.vendor, &plan, msrs);
         });
+        *session = Some(Session { ownership, plan, owned });
+        drop(session);
+        // Active once a collect can read the session.
         self.status.set_counters_owned(plan.len() as u32);
         self.status.set_pmu_state(PmuState::Active);
         let how = if interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
         self.platform.log(format_args!("PMU owned: {} counters, {how}", plan.len()));
-        *session = Some(Session { ownership, plan, owned });
-        drop(session);
         // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
         // (and polling to do, without an interrupt).
         self.platform.wake_housekeeping();

@@ -14,7 +14,7 @@ const TEST: &str = "bug_check_aborts_with_code_and_panic_location";
 fn bug_check_aborts_with_code_and_panic_location() {
     if is_child() {
         cpu::enter(2);
-        let file = "src/pmu/client.rs";
+        let file = "src/session/client.rs";
         let code = u32::from_be_bytes(*b"PMUP");
         // SAFETY: the parameters pmupcw's panic handler passes: the file name's address and length,
         // line and column.
@@ -23,5 +23,5 @@ fn bug_check_aborts_with_code_and_panic_location() {
     let (_, stderr) = run_child(TEST);
     assert!(stderr.contains("kernel-double: BUG CHECK 0x504d5550"), "{stderr}");
     assert!(stderr.contains("on processor 2"), "{stderr}");
-    assert!(stderr.contains("Rust panic at src/pmu/client.rs:123:45"), "{stderr}");
+    assert!(stderr.contains("Rust panic at src/session/client.rs:123:45"), "{stderr}");
 }

@@ -95,10 +95,12 @@ fn add_counter_above_passive_level_takes_the_counters_at_once() {
     let added = Instant::now();
     assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
     pcw::set_callback_irql(PASSIVE_LEVEL);
-    while !owned() {
+    // Active once the housekeeping thread has programmed every processor and a collect can read them.
+    while driver_status()[0] != ACTIVE {
         assert!(added.elapsed() < Duration::from_millis(1500), "the deferred acquisition waited");
         std::thread::sleep(Duration::from_millis(5));
     }
+    assert!(owned());
     println!("owned {:?} after an AddCounter at APC_LEVEL", added.elapsed());
     for vp in 0..4 {
         pmu::step(vp, 1_000);
