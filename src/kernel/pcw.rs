@@ -326,6 +326,9 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
     fn counts(&self, processor_index: u32) -> crate::pcw::hardware_counters::EventCounts {
         (**self).counts(processor_index)
     }
+    fn collect_done(&self) {
+        (**self).collect_done();
+    }
     fn query_added(&self) {
         (**self).query_added();
     }

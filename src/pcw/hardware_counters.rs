@@ -28,6 +28,8 @@ pub struct EventCounts {
 pub trait CountSource: Sync {
     /// Brings every processor's counts up to date, once per collect, before [`CountSource::counts`].
     fn refresh(&self) {}
+    /// The collect that [`CountSource::refresh`] began has handed every instance to PCW.
+    fn collect_done(&self) {}
     /// The counts of the processor with system index `processor_index`, as of the last refresh.
     fn counts(&self, processor_index: u32) -> EventCounts;
     /// A consumer added counters (AddCounter). PCW promises no matching RemoveCounter, and registry
@@ -161,6 +163,7 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
                 break;
             }
         }
+        self.source.collect_done();
         self.status.record_collect((self.clock)().wrapping_sub(started));
         result
     }

@@ -100,22 +100,49 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
 }
 
-/// Whether this processor's PMU still holds what [`start`] programmed: every general-purpose
-/// control, the plan's IA32_FIXED_CTR_CTRL fields and its global enable bits. Resume from S3/S4
-/// leaves the PMU at its power-on values (the HAL does not reprogram a client's counters), and a tool
-/// that writes MSRs without HAL arbitration may clear an event select: then the counters no longer
-/// count what the plan says, and their values are not the driver's to extend. Reads one MSR per
-/// general-purpose counter plus the two shared registers; writes nothing.
-pub fn intact(vendor: Vendor, plan: &CounterPlan, msrs: &impl Msrs) -> bool {
-    let controls = plan.iter().all(|assignment| match assignment.slot {
-        Slot::General(_) => msrs.read(assignment.control_msr) == assignment.control,
-        Slot::Fixed(_) => true,
-    });
-    let fixed = fixed_fields(plan) == 0
-        || msrs.read(msr::IA32_FIXED_CTR_CTRL) & fixed_fields(plan) == plan.fixed_ctrl();
-    let global = global_registers(vendor, plan)
-        .is_none_or(|global| msrs.read(global.control) & plan.global_ctrl() == plan.global_ctrl());
-    controls && fixed && global
+/// What [`start`] leaves in the registers a resume or a foreign tool can undo: every general-purpose
+/// control, the plan's IA32_FIXED_CTR_CTRL fields and its global enable bits, as (MSR, mask, value)
+/// checks worked out once per session, so that each read costs one rdmsr and one compare per check.
+///
+/// Resume from S3/S4 leaves the PMU at its power-on values (the HAL does not reprogram a client's
+/// counters), and a tool that writes MSRs without HAL arbitration may clear an event select: then the
+/// counters no longer count what the plan says, and their values are not the driver's to extend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Programming {
+    checks: [(u32, u64, u64); MAX_CHECKS],
+    len: usize,
+}
+
+/// The general-purpose controls, IA32_FIXED_CTR_CTRL and the global control.
+const MAX_CHECKS: usize = super::events::MAX_ASSIGNMENTS + 2;
+
+impl Programming {
+    /// The checks for `plan` on `vendor`.
+    pub fn of(vendor: Vendor, plan: &CounterPlan) -> Self {
+        let mut programming = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0 };
+        let mut push = |check| {
+            programming.checks[programming.len] = check;
+            programming.len += 1;
+        };
+        for assignment in plan.iter() {
+            if let Slot::General(_) = assignment.slot {
+                push((assignment.control_msr, u64::MAX, assignment.control));
+            }
+        }
+        if fixed_fields(plan) != 0 {
+            push((msr::IA32_FIXED_CTR_CTRL, fixed_fields(plan), plan.fixed_ctrl()));
+        }
+        if let Some(global) = global_registers(vendor, plan) {
+            push((global.control, plan.global_ctrl(), plan.global_ctrl()));
+        }
+        programming
+    }
+
+    /// Whether this processor's registers still hold the programming. Writes nothing.
+    #[inline]
+    pub fn intact(&self, msrs: &impl Msrs) -> bool {
+        self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
+    }
 }
 
 /// One read of the plan's counters on this processor: each raw value (masked to its width), in plan

@@ -129,16 +129,24 @@ fn intact_until_a_reset_or_a_foreign_write() {
         let plan = plan(&model);
         let mut msrs = MsrFile::default();
         start(model.vendor, &plan, &mut msrs);
-        assert!(intact(model.vendor, &plan, &msrs), "{:?}: as started", model.vendor);
+        assert!(Programming::of(model.vendor, &plan).intact(&msrs), "{:?}: as started", model.vendor);
         let writes = msrs.writes.len();
 
         let mut reset = MsrFile::default();
         reset.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0xF);
-        assert!(!intact(model.vendor, &plan, &reset), "{:?}: after a power-on reset", model.vendor);
+        assert!(
+            !Programming::of(model.vendor, &plan).intact(&reset),
+            "{:?}: after a power-on reset",
+            model.vendor
+        );
 
         let general = plan.iter().find(|a| matches!(a.slot, Slot::General(_))).unwrap();
         msrs.values.insert(general.control_msr, 0);
-        assert!(!intact(model.vendor, &plan, &msrs), "{:?}: event select cleared", model.vendor);
+        assert!(
+            !Programming::of(model.vendor, &plan).intact(&msrs),
+            "{:?}: event select cleared",
+            model.vendor
+        );
         assert_eq!(msrs.writes.len(), writes, "the check writes nothing");
     }
 }
@@ -152,10 +160,10 @@ fn intact_checks_the_shared_registers_by_the_plans_bits_only() {
     let mut msrs = MsrFile::default();
     start(model.vendor, &plan, &mut msrs);
     msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, plan.global_ctrl() | 1 << 35);
-    assert!(intact(model.vendor, &plan, &msrs), "a foreign owner's bit");
+    assert!(Programming::of(model.vendor, &plan).intact(&msrs), "a foreign owner's bit");
     msrs.values.insert(msr::IA32_FIXED_CTR_CTRL, 0);
-    assert!(!intact(model.vendor, &plan, &msrs), "fixed counters disabled");
+    assert!(!Programming::of(model.vendor, &plan).intact(&msrs), "fixed counters disabled");
     start(model.vendor, &plan, &mut msrs);
     msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0);
-    assert!(!intact(model.vendor, &plan, &msrs), "global enables cleared");
+    assert!(!Programming::of(model.vendor, &plan).intact(&msrs), "global enables cleared");
 }

@@ -22,7 +22,7 @@ use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::processor::PerProcessor;
-use crate::pmu::program::{self, Msrs};
+use crate::pmu::program::{self, Msrs, Programming};
 use core::sync::atomic::{AtomicU64, Ordering};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
@@ -42,6 +42,8 @@ struct Session<P: Platform> {
     plan: CounterPlan,
     /// The plan's global bits when the overflow handler folds them; empty when polled.
     owned: OwnedMask,
+    /// What every read checks is still programmed.
+    programming: Programming,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -172,7 +174,8 @@ impl<P: Platform> PmuClient<P> {
             }
             program::start(model.vendor, &plan, msrs);
         });
-        *session = Some(Session { ownership, plan, owned });
+        let programming = Programming::of(model.vendor, &plan);
+        *session = Some(Session { ownership, plan, owned, programming });
         drop(session);
         // Active once a collect can read the session.
         self.status.set_counters_owned(plan.len() as u32);
@@ -187,8 +190,17 @@ impl<P: Platform> PmuClient<P> {
     /// Stops, clears and frees the counters, keeping every count as the base of the next session.
     /// PASSIVE_LEVEL.
     pub fn release(&self) {
+        self.release_if(|| true);
+    }
+
+    /// [`Self::release`], if `still_due` holds once no collect is reading any more (a collect that
+    /// was running when the release was decided counts as activity).
+    fn release_if(&self, still_due: impl Fn() -> bool) {
         let Some(model) = self.model() else { return };
         let mut session = self.session.write();
+        if !still_due() {
+            return;
+        }
         let Some(open) = session.take() else { return };
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
             self.read_processor(&open, model.vendor, index, msrs);
@@ -208,7 +220,7 @@ impl<P: Platform> PmuClient<P> {
     /// lost their programming. Runs inside the all-processor call, on that processor.
     fn read_processor(&self, session: &Session<P>, vendor: Vendor, index: u32, msrs: &mut P::Msrs) {
         let Some(processor) = self.processors.get(index as usize) else { return };
-        if !program::intact(vendor, &session.plan, msrs) {
+        if !session.programming.intact(msrs) {
             reprogram(processor, vendor, &session.plan, msrs);
             self.status.record_reprogram();
             return;
@@ -312,8 +324,9 @@ impl<P: Platform> PmuClient<P> {
         if self.polling() {
             self.read_all();
         }
-        if self.plan().is_some() && self.schedule.until_release(self.platform.now_100ns()) == 0 {
-            self.release();
+        let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
+        if self.plan().is_some() && idle() {
+            self.release_if(idle);
         }
     }
 }
@@ -336,9 +349,14 @@ fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs:
 
 impl<P: Platform> CountSource for PmuClient<P> {
     fn refresh(&self) {
-        self.schedule.collected(self.platform.now_100ns());
+        // A collect is activity for as long as it runs, until collect_done (Schedule::collect_started).
+        self.schedule.collect_started(self.platform.now_100ns());
         self.demand(false);
         self.read_all();
+    }
+
+    fn collect_done(&self) {
+        self.schedule.collect_ended(self.platform.now_100ns());
     }
 
     fn counts(&self, processor_index: u32) -> EventCounts {

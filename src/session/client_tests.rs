@@ -31,6 +31,8 @@ struct FakePlatform {
     asked: Mutex<Vec<Asked>>,
     /// Ownerships alive.
     owned: Arc<AtomicUsize>,
+    /// How far the clock moves during one all-processor call.
+    call_time: AtomicU64,
 }
 
 struct FakeOwnership(Arc<AtomicUsize>);
@@ -77,6 +79,7 @@ impl Platform for FakePlatform {
     }
 
     fn on_every_processor<F: Fn(u32, &mut FakeMsrs) + Sync>(&self, _ownership: &FakeOwnership, work: &F) {
+        self.now.fetch_add(self.call_time.load(Ordering::SeqCst), Ordering::SeqCst);
         for processor in 0..PROCESSORS {
             work(processor as u32, &mut FakeMsrs { file: self.msrs.clone(), processor });
         }
@@ -106,6 +109,7 @@ fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatfor
         answers: Mutex::new(answers.iter().copied().collect()),
         asked: Mutex::new(Vec::new()),
         owned: Arc::new(AtomicUsize::new(0)),
+        call_time: AtomicU64::new(0),
     };
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
@@ -117,6 +121,11 @@ fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
 }
 
 impl PmuClient<FakePlatform> {
+    /// One collect as PCW's callback makes it: refresh, then (instances handed over) done.
+    fn collect(&self) {
+        self.refresh();
+        self.collect_done();
+    }
     fn advance(&self, by: u64) {
         self.platform.now.fetch_add(by, Ordering::SeqCst);
     }
@@ -144,7 +153,7 @@ impl PmuClient<FakePlatform> {
 fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() {
     let client = skylake(&[]);
     assert!(client.asked().is_empty(), "nothing owned before a query");
-    client.refresh();
+    client.collect();
     let plan = plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
     let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
     assert_eq!(client.asked(), [Asked::Listed { counters, overflow_interrupt: true }]);
@@ -174,7 +183,7 @@ fn amd_asks_for_the_whole_pmu_and_polls() {
 fn any_refused_list_falls_back_to_the_whole_pmu_without_an_interrupt() {
     for refusal in [STATUS_INSUFFICIENT_RESOURCES, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY] {
         let client = skylake(&[refusal]);
-        client.refresh();
+        client.collect();
         assert!(matches!(client.asked()[..], [Asked::Listed { .. }, Asked::WholePmu]), "{refusal:#x}");
         assert!(client.owns() && client.polling(), "{refusal:#x}");
         assert_eq!(client.state(), PmuState::Active as u32);
@@ -189,15 +198,15 @@ fn busy_and_failed_pmus_are_reported_and_retried_at_most_once_a_second_by_collec
         (&[STATUS_NO_MEMORY, STATUS_NO_MEMORY][..], PmuState::Failed),
     ] {
         let client = skylake(answers);
-        client.refresh();
+        client.collect();
         assert_eq!(client.asked().len(), answers.len(), "the arbiter's busy is not retried as a whole PMU");
         assert_eq!(client.state(), state as u32);
         assert!(!client.owns());
         client.advance(SECOND / 2);
-        client.refresh();
+        client.collect();
         assert_eq!(client.asked().len(), answers.len(), "retried within a second");
         client.advance(SECOND / 2);
-        client.refresh();
+        client.collect();
         assert!(client.owns(), "not retried after a second");
         assert_eq!(client.state(), PmuState::Active as u32);
     }
@@ -218,7 +227,7 @@ fn the_counters_go_back_after_the_hysteresis_without_activity_whatever_the_adds(
     for _ in 0..3 {
         client.query_added(); // never removed
     }
-    client.refresh();
+    client.collect();
     assert_eq!(client.next_tick(), Some(2 * SECOND));
     client.advance(2 * SECOND - 1);
     client.tick();
@@ -240,9 +249,9 @@ fn the_counters_go_back_after_the_hysteresis_without_activity_whatever_the_adds(
 #[test]
 fn a_slow_consumer_keeps_the_counters_for_three_of_its_intervals() {
     let client = skylake(&[]);
-    client.refresh();
+    client.collect();
     client.advance(15 * SECOND);
-    client.refresh();
+    client.collect();
     client.advance(45 * SECOND - 1);
     client.tick();
     assert!(client.owns(), "a 15 s agent lost the counters between samples");
@@ -268,23 +277,23 @@ fn activity_above_passive_level_hands_the_acquisition_to_an_immediate_tick() {
 #[test]
 fn lost_programming_is_repaired_without_a_jump_or_a_step_back() {
     let client = skylake(&[]);
-    client.refresh();
+    client.collect();
     for processor in 0..PROCESSORS {
         client.set_msr(processor, IA32_FIXED_CTR0, 1_000);
     }
-    client.refresh();
+    client.collect();
     assert_eq!(client.counts(0).instructions_retired, 1_000);
     // A resume: every register back to 0 (the counter's value too).
     for processor in 0..PROCESSORS {
         client.platform.msrs[processor].lock().unwrap().clear();
     }
-    client.refresh();
+    client.collect();
     assert_eq!(client.reprograms(), PROCESSORS as u32);
     assert_eq!(client.counts(0).instructions_retired, 1_000, "a reset read as a wrap or a step back");
     for processor in 0..PROCESSORS {
         client.set_msr(processor, IA32_FIXED_CTR0, 500);
     }
-    client.refresh();
+    client.collect();
     assert_eq!(client.counts(0).instructions_retired, 1_500, "counting did not resume");
     assert_eq!(client.reprograms(), PROCESSORS as u32, "repaired again though intact");
 }
@@ -292,16 +301,16 @@ fn lost_programming_is_repaired_without_a_jump_or_a_step_back() {
 #[test]
 fn counts_survive_a_release_and_a_new_session() {
     let client = skylake(&[]);
-    client.refresh();
+    client.collect();
     client.set_msr(2, IA32_FIXED_CTR0, 7_000);
     client.advance(3 * SECOND);
     client.tick();
     assert!(!client.owns());
     assert_eq!(client.counts(2).instructions_retired, 7_000, "the release read the last counts");
-    client.refresh();
+    client.collect();
     assert!(client.owns());
     client.set_msr(2, IA32_FIXED_CTR0, 5);
-    client.refresh();
+    client.collect();
     assert_eq!(client.counts(2).instructions_retired, 7_005);
 }
 
@@ -309,9 +318,25 @@ fn counts_survive_a_release_and_a_new_session() {
 fn an_unusable_pmu_is_never_asked_for() {
     let client = client_for(None, &[]);
     client.query_added();
-    client.refresh();
+    client.collect();
     client.tick();
     assert!(client.asked().is_empty());
     assert_eq!(client.next_tick(), None);
     assert_eq!(client.state(), PmuState::UnsupportedVendor as u32);
+}
+
+/// A collect slower than the hysteresis (many processors under a slow hypervisor, or the double
+/// single-stepping the driver) is activity until it ends, so back-to-back collects keep the counters.
+#[test]
+fn idle_time_counts_from_the_end_of_a_collect() {
+    let client = skylake(&[]);
+    client.collect();
+    client.platform.call_time.store(3 * SECOND, Ordering::SeqCst);
+    client.refresh();
+    client.tick();
+    assert!(client.owns(), "released in the middle of a slow collect");
+    client.advance(3 * SECOND); // handing 64 instances to PCW, single-stepped
+    client.collect_done();
+    client.tick();
+    assert!(client.owns(), "released right after a slow collect ended");
 }

@@ -1,7 +1,7 @@
 //! When to own the counters: on activity, released after it stops, busy PMUs retried at a bounded
 //! rate. Times are in 100 ns units from the platform's monotonic clock.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// How long the counters stay owned with no query activity (CollectData or AddCounter), at least
 /// (2 s): a consumer that restarts its query (perfmon changing views, typeperf in a loop) does not
@@ -30,6 +30,9 @@ pub struct Schedule {
     last_attempt: AtomicU64,
     /// An acquisition handed to the housekeeping thread (activity above PASSIVE_LEVEL).
     deferred_acquire: AtomicBool,
+    /// Collects running now: activity for as long as they last, however long that is (many
+    /// processors, a slow hypervisor).
+    collecting: AtomicU32,
 }
 
 impl Schedule {
@@ -40,16 +43,25 @@ impl Schedule {
             collect_interval: AtomicU64::new(0),
             last_attempt: AtomicU64::new(0),
             deferred_acquire: AtomicBool::new(false),
+            collecting: AtomicU32::new(0),
         }
     }
 
-    /// A collect at `now`: activity, and one more interval sample.
-    pub fn collected(&self, now: u64) {
+    /// A collect starts at `now`: activity until [`Schedule::collect_ended`], and one more interval
+    /// sample.
+    pub fn collect_started(&self, now: u64) {
+        self.collecting.fetch_add(1, Ordering::AcqRel);
         let previous = self.last_collect.swap(now, Ordering::AcqRel);
         if previous != 0 {
             self.collect_interval.store(now.saturating_sub(previous), Ordering::Release);
         }
         self.active(now);
+    }
+
+    /// The collect that started last (or another one) ended at `now`.
+    pub fn collect_ended(&self, now: u64) {
+        self.active(now);
+        self.collecting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Query activity (a collect or an AddCounter) at `now`.
@@ -74,8 +86,11 @@ impl Schedule {
         interval.saturating_mul(IDLE_INTERVALS).clamp(RELEASE_HYSTERESIS_100NS, MAX_IDLE_100NS)
     }
 
-    /// How long until the counters are due for release at `now` (0: due).
+    /// How long until the counters are due for release at `now` (0: due); never while a collect runs.
     pub fn until_release(&self, now: u64) -> u64 {
+        if self.collecting.load(Ordering::Acquire) > 0 {
+            return self.idle_limit();
+        }
         let idle = now.saturating_sub(self.last_activity.load(Ordering::Acquire));
         self.idle_limit().saturating_sub(idle)
     }
@@ -101,24 +116,41 @@ mod tests {
 
     const S: u64 = 10_000_000;
 
+    impl Schedule {
+        /// A collect that starts and ends at `now`.
+        fn collected_at(&self, now: u64) {
+            self.collect_started(now);
+            self.collect_ended(now);
+        }
+    }
+
+    #[test]
+    fn a_running_collect_is_activity_however_long_it_takes() {
+        let schedule = Schedule::new();
+        schedule.collect_started(10 * S);
+        assert_eq!(schedule.until_release(100 * S), RELEASE_HYSTERESIS_100NS);
+        schedule.collect_ended(100 * S);
+        assert_eq!(schedule.until_release(101 * S), S);
+    }
+
     #[test]
     fn the_idle_limit_follows_the_collect_interval_within_bounds() {
         let schedule = Schedule::new();
         assert_eq!(schedule.idle_limit(), RELEASE_HYSTERESIS_100NS, "no interval yet");
-        schedule.collected(100 * S);
-        schedule.collected(100 * S + S / 2);
+        schedule.collected_at(100 * S);
+        schedule.collected_at(100 * S + S / 2);
         assert_eq!(schedule.idle_limit(), RELEASE_HYSTERESIS_100NS, "3 x 0.5 s is below the hysteresis");
-        schedule.collected(101 * S);
-        schedule.collected(116 * S);
+        schedule.collected_at(101 * S);
+        schedule.collected_at(116 * S);
         assert_eq!(schedule.idle_limit(), 45 * S, "a 15 s agent keeps the counters 45 s");
-        schedule.collected(3716 * S);
+        schedule.collected_at(3716 * S);
         assert_eq!(schedule.idle_limit(), MAX_IDLE_100NS, "at most 10 minutes");
     }
 
     #[test]
     fn release_is_due_after_the_idle_limit_from_the_last_activity() {
         let schedule = Schedule::new();
-        schedule.collected(10 * S);
+        schedule.collected_at(10 * S);
         assert_eq!(schedule.until_release(10 * S), 2 * S);
         assert_eq!(schedule.until_release(11 * S), S);
         schedule.active(11 * S);
