@@ -21,14 +21,17 @@
 //! The package is `$PMUPCW_PACKAGE_DIR` (default target/package/pmupcw). A missing package fails these
 //! tests: they must not pass by checking nothing.
 //!
-//! The INF parser follows the INF syntax rules that matter here: `[section]` headers (names compare
+//! The INF is read by crates/driver-catalog's parser (`driver_catalog::inf`), the one the catalog
+//! generator uses to find the package's files: `[section]` headers (names compare
 //! case-insensitively), `key = value` entries and bare lines, `;` comments outside double quotes.
-//! It does not expand `%strings%` except to check that each one is defined.
+//! It does not expand `%strings%`; the checks below only make sure each one is defined.
 
 use std::collections::BTreeSet;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use driver_catalog::inf::{Inf, fields, unquote};
 
 // DriverVer ordering and the build number, the image's version against the INF's, and the install
 // script's restart of a service that runs another image than the package's.
@@ -86,106 +89,7 @@ fn listed(problems: &[String]) -> String {
 }
 
 // -------------------------------------------------------------------------------------------------
-// INF parsing
-
-struct Entry {
-    line: usize,
-    /// The text left of the first `=` outside quotes, trimmed; None for a bare line.
-    key: Option<String>,
-    value: String,
-}
-
-struct Section {
-    name: String,
-    entries: Vec<Entry>,
-}
-
-struct Inf {
-    sections: Vec<Section>,
-}
-
-/// The line without its comment (`;` outside double quotes).
-fn strip_comment(line: &str) -> &str {
-    let mut quoted = false;
-    for (index, character) in line.char_indices() {
-        match character {
-            '"' => quoted = !quoted,
-            ';' if !quoted => return &line[..index],
-            _ => {}
-        }
-    }
-    line
-}
-
-fn split_key(line: &str) -> (Option<String>, String) {
-    let mut quoted = false;
-    for (index, character) in line.char_indices() {
-        match character {
-            '"' => quoted = !quoted,
-            '=' if !quoted => {
-                return (Some(line[..index].trim().to_owned()), line[index + 1..].trim().to_owned());
-            }
-            _ => {}
-        }
-    }
-    (None, line.trim().to_owned())
-}
-
-impl Inf {
-    fn parse(text: &str) -> Result<Inf, String> {
-        let mut sections: Vec<Section> = Vec::new();
-        for (index, raw) in text.lines().enumerate() {
-            let line = strip_comment(raw).trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(header) = line.strip_prefix('[') {
-                let name = header
-                    .strip_suffix(']')
-                    .ok_or_else(|| format!("line {}: unterminated section header {line:?}", index + 1))?;
-                sections.push(Section { name: name.trim().to_owned(), entries: Vec::new() });
-                continue;
-            }
-            let section = sections
-                .last_mut()
-                .ok_or_else(|| format!("line {}: {line:?} comes before any section", index + 1))?;
-            let (key, value) = split_key(line);
-            section.entries.push(Entry { line: index + 1, key, value });
-        }
-        Ok(Inf { sections })
-    }
-
-    fn sections_named(&self, name: &str) -> Vec<&Section> {
-        self.sections.iter().filter(|section| section.name.eq_ignore_ascii_case(name)).collect()
-    }
-
-    fn section(&self, name: &str) -> Option<&Section> {
-        self.sections_named(name).into_iter().next()
-    }
-}
-
-impl Section {
-    fn values(&self, key: &str) -> Vec<&str> {
-        self.entries
-            .iter()
-            .filter(|entry| entry.key.as_deref().is_some_and(|k| k.eq_ignore_ascii_case(key)))
-            .map(|entry| entry.value.as_str())
-            .collect()
-    }
-
-    fn value(&self, key: &str) -> Option<&str> {
-        self.values(key).into_iter().next()
-    }
-}
-
-fn unquote(value: &str) -> &str {
-    value.strip_prefix('"').and_then(|inner| inner.strip_suffix('"')).unwrap_or(value)
-}
-
-/// Comma-separated fields, trimmed (INF values are lists).
-fn fields(value: &str) -> Vec<&str> {
-    value.split(',').map(str::trim).collect()
-}
+// INF structure
 
 const ARCH_DEFAULT_INSTALL: &str = "DefaultInstall.NTamd64";
 const SERVICE_NAME: &str = "pmupcw";
@@ -197,7 +101,7 @@ const INF_PAYLOAD: &[&str] = &["pmupcw.man", "pmupcw.sys"];
 fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec<String> {
     let inf = match Inf::parse(text) {
         Ok(inf) => inf,
-        Err(error) => return vec![error],
+        Err(error) => return vec![error.to_string()],
     };
     let mut problems = Vec::new();
     let mut problem = |message: String| problems.push(message);
@@ -432,16 +336,11 @@ fn every_file_the_inf_names_is_in_the_package() {
     let (text, package) = stamped_inf();
     let inf = Inf::parse(&text).expect("pmupcw.inf parses");
     // SourceDisksFiles lists every file the INF takes from the package (CopyFiles must agree: see
-    // check_inf).
-    let named: BTreeSet<String> = inf
-        .section("SourceDisksFiles")
-        .expect("[SourceDisksFiles]")
-        .entries
-        .iter()
-        .map(|entry| entry.key.clone().unwrap_or_else(|| entry.value.clone()))
-        .collect();
+    // check_inf); these are the files driver-catalog puts in the catalog beside the INF.
+    let named: BTreeSet<String> = inf.source_disks_files().into_iter().collect();
     assert!(!named.is_empty(), "[SourceDisksFiles] is empty");
-    let catalog = inf.section("Version").and_then(|version| version.value("CatalogFile")).unwrap_or("");
+    let catalog = inf.catalog_file().unwrap_or_default();
+    let catalog = catalog.as_str();
     let missing: Vec<&String> = named.iter().filter(|file| !package.contains(*file)).collect();
     assert!(missing.is_empty(), "the INF names {missing:?}, not in the package {package:?}");
     // The catalog, which pnputil requires: crates/driver-catalog makes it (inf2cat's job).
