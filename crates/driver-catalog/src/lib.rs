@@ -5,7 +5,7 @@
 //! it with the package's test certificate (see scripts/linux/package.sh).
 
 pub mod catalog;
-pub mod der;
+pub mod ctl;
 pub mod inf;
 pub mod pe;
 

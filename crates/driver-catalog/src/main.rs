@@ -79,7 +79,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
         },
     };
     let members = members_for(&files)?;
-    let catalog = build_unsigned_catalog(&members, &options);
+    let catalog = build_unsigned_catalog(&members, &options).map_err(|e| e.to_string())?;
     std::fs::write(&out, &catalog).map_err(|e| format!("{}: {e}", out.display()))?;
     for member in &members {
         let sha256: String = member.sha256.iter().map(|b| format!("{b:02X}")).collect();

@@ -35,7 +35,7 @@ fn options(version: CatalogVersion) -> CatalogOptions {
 }
 
 fn check_pinned(name: &str, version: CatalogVersion) {
-    let bytes = build_unsigned_catalog(&members(), &options(version));
+    let bytes = build_unsigned_catalog(&members(), &options(version)).expect("the catalog encodes");
     let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
     if std::env::var("PIN_CATALOG_BYTES").as_deref() == Ok("write") {
         std::fs::write(&golden, &bytes).expect("write the golden catalog");
