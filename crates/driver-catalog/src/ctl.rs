@@ -2,23 +2,24 @@
 //! (the version `authenticode` and `cms` build on). The CMS wrapper is `cms::content_info::ContentInfo`
 //! and `cms::signed_data::SignedData`, and a member's SpcIndirectDataContent is `authenticode`'s.
 //!
-//! Three pieces stay by hand, each because the crate's form would change the bytes:
+//! Two pieces stay by hand, each because the crate's form would change the bytes or refuse a name:
 //!
-//! * SET OF fields are `SetOfVec<Any>` over encodings made first. `der` sorts a `SetOfVec<T>` by `T`'s
-//!   `DerOrd`; for a derived SEQUENCE type such as `x509_cert::attr::Attribute` that compares field by
-//!   field (the OID first), while DER (X.690 11.6) and MakeCat order a SET OF by the whole encoding,
-//!   where the SEQUENCE's length comes first. An `Any` compares as tag, length octets, then content:
-//!   the encoding's order.
 //! * BMPString content is written as UTF-16BE in an `Any`: `der::asn1::BmpString` holds UCS-2 and
 //!   refuses characters outside the Basic Multilingual Plane, which a Windows file name may hold (as
-//!   a surrogate pair).
+//!   a surrogate pair); the hand-written encoder wrote such names as UTF-16.
 //! * Catalog tags and name-value values are UTF-16LE text with a terminating NUL inside an OCTET
 //!   STRING: Windows' own layout, not an ASN.1 type.
+//!
+//! An attribute's value varies with its type, so it is held as an `Any` (as `x509_cert`'s
+//! `Attribute` does). `der` orders a SET OF by each element's DER encoding (X.690 11.6): a derived
+//! SEQUENCE compares its header, then its fields' encodings in order, which is the order of the
+//! whole encodings, the order the hand-written encoder sorted by.
 
 use der::asn1::ContextSpecific;
 use der::asn1::{BitString, OctetString, SetOfVec, UtcTime};
 use der::{Any, Decode, Encode, Sequence, Tag, TagMode, TagNumber, Tagged};
 use spki::{AlgorithmIdentifierOwned, ObjectIdentifier};
+use x509_cert::attr::Attribute;
 use x509_cert::ext::Extension;
 
 /// CertificateTrustList (wincrypt.h's CTL_INFO, the content of a catalog's SignedData).
@@ -40,20 +41,13 @@ pub struct CertificateTrustList {
     pub extensions: Option<Vec<Extension>>,
 }
 
-/// One CTL entry: the member's identifier and its attributes (each an encoded
-/// `SEQUENCE { type OID, values SET OF ANY }`).
+/// One CTL entry: the member's identifier and its attributes (`SEQUENCE { type OID, values SET OF
+/// ANY }`, CRYPT_ATTRIBUTE).
 #[derive(Clone, Debug, Eq, PartialEq, Sequence)]
 pub struct TrustedSubject {
     pub identifier: OctetString,
     #[asn1(optional = "true")]
-    pub attributes: Option<SetOfVec<Any>>,
-}
-
-/// One attribute of a CTL entry (CRYPT_ATTRIBUTE).
-#[derive(Clone, Debug, Eq, PartialEq, Sequence)]
-pub struct CatalogAttribute {
-    pub oid: ObjectIdentifier,
-    pub values: SetOfVec<Any>,
+    pub attributes: Option<SetOfVec<Attribute>>,
 }
 
 /// CAT_NAMEVALUE: a named text value with CRYPTCAT_ATTR_* flags.
@@ -93,13 +87,12 @@ pub fn file_link(name: &str) -> der::Result<Any> {
     })
 }
 
-/// An attribute with one value, as its encoding (an element of a [`TrustedSubject`]'s SET OF).
-pub fn attribute(oid: ObjectIdentifier, value: &impl Encode) -> der::Result<Any> {
-    let values = SetOfVec::try_from(vec![to_any(value)?])?;
-    Any::encode_from(&CatalogAttribute { oid, values })
+/// An attribute with one value.
+pub fn attribute(oid: ObjectIdentifier, value: &impl Encode) -> der::Result<Attribute> {
+    Ok(Attribute { oid, values: SetOfVec::try_from(vec![to_any(value)?])? })
 }
 
-/// `value`'s encoding as an `Any` (for a field whose type varies, or a SET OF sorted by encoding).
+/// `value`'s encoding as an `Any` (for a field whose type varies).
 pub fn to_any(value: &impl Encode) -> der::Result<Any> {
     Any::from_der(&value.to_der()?)
 }
@@ -144,8 +137,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn set_of_attributes_sorts_by_encoding_not_by_oid() {
-        // A short value under a larger OID encodes shorter, so its SEQUENCE length sorts it first.
+    fn set_of_attributes_sorts_by_whole_encoding() {
+        // A short value under a larger OID encodes shorter, so its SEQUENCE length sorts it first,
+        // although its OID sorts last.
         let high = attribute(ObjectIdentifier::new_unwrap("1.3.6.1.4.1.311.12.2.3"), &Any::null()).unwrap();
         let low = attribute(
             ObjectIdentifier::new_unwrap("1.3.6.1.4.1.311.2.1.4"),
@@ -153,6 +147,7 @@ mod tests {
         )
         .unwrap();
         let set = SetOfVec::try_from(vec![low.clone(), high.clone()]).unwrap();
+        assert!(high.to_der().unwrap() < low.to_der().unwrap());
         assert_eq!(set.as_slice(), [high, low]);
     }
 

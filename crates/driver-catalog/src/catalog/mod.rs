@@ -54,6 +54,7 @@ use der::{Any, Encode};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 use spki::{AlgorithmIdentifierOwned, ObjectIdentifier};
+use x509_cert::attr::Attribute;
 use x509_cert::ext::Extension;
 
 use crate::ctl::{self, CatMemberInfo, CatNameValue, CertificateTrustList, SpcPeImageData, TrustedSubject};
@@ -223,7 +224,7 @@ fn indirect_data(member: &Member, version: CatalogVersion) -> der::Result<SpcInd
     Ok(SpcIndirectDataContent { data, message_digest })
 }
 
-fn trusted_subject(identifier: Vec<u8>, attributes: Vec<Any>) -> der::Result<TrustedSubject> {
+fn trusted_subject(identifier: Vec<u8>, attributes: Vec<Attribute>) -> der::Result<TrustedSubject> {
     Ok(TrustedSubject {
         identifier: OctetString::new(identifier)?,
         attributes: Some(SetOfVec::try_from(attributes)?),

@@ -11,7 +11,7 @@ use super::{
     CatalogError, OID_CAT_MEMBERINFO, OID_CAT_MEMBERINFO2, OID_CAT_NAMEVALUE, OID_CATALOG_LIST_MEMBER,
     OID_CTL, OID_SIGNED_DATA, OID_SPC_INDIRECT_DATA, hex, oid,
 };
-use crate::ctl::{self, CatMemberInfo, CatNameValue, CatalogAttribute, CertificateTrustList, TrustedSubject};
+use crate::ctl::{self, CatMemberInfo, CatNameValue, CertificateTrustList, TrustedSubject};
 use authenticode::SpcIndirectDataContent;
 
 /// A member as read back from a catalog.
@@ -126,9 +126,8 @@ fn parse_member(entry: &TrustedSubject, text_tags: bool) -> Result<ParsedMember,
         attributes: Vec::new(),
     };
     for attribute in entry.attributes.iter().flat_map(SetOfVec::iter) {
-        let attribute: CatalogAttribute = attribute.decode_as()?;
         let Some(value) = attribute.values.get(0) else { return bad("attribute without a value") };
-        read_member_attribute(&mut member, attribute.oid, value)?;
+        read_member_attribute(&mut member, &attribute.oid, value)?;
     }
     Ok(member)
 }
@@ -136,7 +135,7 @@ fn parse_member(entry: &TrustedSubject, text_tags: bool) -> Result<ParsedMember,
 /// Records what one CTL entry attribute says about its member.
 fn read_member_attribute(
     member: &mut ParsedMember,
-    kind: ObjectIdentifier,
+    kind: &ObjectIdentifier,
     value: &Any,
 ) -> Result<(), CatalogError> {
     match kind.to_string().as_str() {
