@@ -21,14 +21,17 @@
 //! The package is `$PMUPCW_PACKAGE_DIR` (default target/package/pmupcw). A missing package fails these
 //! tests: they must not pass by checking nothing.
 //!
-//! The INF parser follows the INF syntax rules that matter here: `[section]` headers (names compare
+//! The INF is read by crates/driver-catalog's parser (`driver_catalog::inf`), the one the catalog
+//! generator uses to find the package's files: `[section]` headers (names compare
 //! case-insensitively), `key = value` entries and bare lines, `;` comments outside double quotes.
-//! It does not expand `%strings%` except to check that each one is defined.
+//! It does not expand `%strings%`; the checks below only make sure each one is defined.
 
 use std::collections::BTreeSet;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use driver_catalog::inf::{Inf, fields, unquote};
 
 // DriverVer ordering and the build number, the image's version against the INF's, and the install
 // script's restart of a service that runs another image than the package's.
@@ -86,106 +89,7 @@ fn listed(problems: &[String]) -> String {
 }
 
 // -------------------------------------------------------------------------------------------------
-// INF parsing
-
-struct Entry {
-    line: usize,
-    /// The text left of the first `=` outside quotes, trimmed; None for a bare line.
-    key: Option<String>,
-    value: String,
-}
-
-struct Section {
-    name: String,
-    entries: Vec<Entry>,
-}
-
-struct Inf {
-    sections: Vec<Section>,
-}
-
-/// The line without its comment (`;` outside double quotes).
-fn strip_comment(line: &str) -> &str {
-    let mut quoted = false;
-    for (index, character) in line.char_indices() {
-        match character {
-            '"' => quoted = !quoted,
-            ';' if !quoted => return &line[..index],
-            _ => {}
-        }
-    }
-    line
-}
-
-fn split_key(line: &str) -> (Option<String>, String) {
-    let mut quoted = false;
-    for (index, character) in line.char_indices() {
-        match character {
-            '"' => quoted = !quoted,
-            '=' if !quoted => {
-                return (Some(line[..index].trim().to_owned()), line[index + 1..].trim().to_owned());
-            }
-            _ => {}
-        }
-    }
-    (None, line.trim().to_owned())
-}
-
-impl Inf {
-    fn parse(text: &str) -> Result<Inf, String> {
-        let mut sections: Vec<Section> = Vec::new();
-        for (index, raw) in text.lines().enumerate() {
-            let line = strip_comment(raw).trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(header) = line.strip_prefix('[') {
-                let name = header
-                    .strip_suffix(']')
-                    .ok_or_else(|| format!("line {}: unterminated section header {line:?}", index + 1))?;
-                sections.push(Section { name: name.trim().to_owned(), entries: Vec::new() });
-                continue;
-            }
-            let section = sections
-                .last_mut()
-                .ok_or_else(|| format!("line {}: {line:?} comes before any section", index + 1))?;
-            let (key, value) = split_key(line);
-            section.entries.push(Entry { line: index + 1, key, value });
-        }
-        Ok(Inf { sections })
-    }
-
-    fn sections_named(&self, name: &str) -> Vec<&Section> {
-        self.sections.iter().filter(|section| section.name.eq_ignore_ascii_case(name)).collect()
-    }
-
-    fn section(&self, name: &str) -> Option<&Section> {
-        self.sections_named(name).into_iter().next()
-    }
-}
-
-impl Section {
-    fn values(&self, key: &str) -> Vec<&str> {
-        self.entries
-            .iter()
-            .filter(|entry| entry.key.as_deref().is_some_and(|k| k.eq_ignore_ascii_case(key)))
-            .map(|entry| entry.value.as_str())
-            .collect()
-    }
-
-    fn value(&self, key: &str) -> Option<&str> {
-        self.values(key).into_iter().next()
-    }
-}
-
-fn unquote(value: &str) -> &str {
-    value.strip_prefix('"').and_then(|inner| inner.strip_suffix('"')).unwrap_or(value)
-}
-
-/// Comma-separated fields, trimmed (INF values are lists).
-fn fields(value: &str) -> Vec<&str> {
-    value.split(',').map(str::trim).collect()
-}
+// INF structure
 
 const ARCH_DEFAULT_INSTALL: &str = "DefaultInstall.NTamd64";
 const SERVICE_NAME: &str = "pmupcw";
@@ -197,72 +101,93 @@ const INF_PAYLOAD: &[&str] = &["pmupcw.man", "pmupcw.sys"];
 fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec<String> {
     let inf = match Inf::parse(text) {
         Ok(inf) => inf,
-        Err(error) => return vec![error],
+        Err(error) => return vec![error.to_string()],
     };
     let mut problems = Vec::new();
-    let mut problem = |message: String| problems.push(message);
+    check_stamped(&inf, &mut problems);
+    check_version(&inf, cargo_version, &mut problems);
+    check_primitive_layout(&inf, &mut problems);
+    let copied = check_copy_files(&inf, &mut problems);
+    check_source_disks(&inf, package, &mut problems);
+    check_service(&inf, &copied, &mut problems);
+    check_strings_defined(&inf, &mut problems);
+    problems
+}
 
-    // Nothing left for stampinf.
+/// The files the INF must take from the package, as a set.
+fn inf_payload() -> BTreeSet<String> {
+    INF_PAYLOAD.iter().map(|file| (*file).to_owned()).collect()
+}
+
+/// Nothing left for stampinf.
+fn check_stamped(inf: &Inf, problems: &mut Vec<String>) {
     for section in &inf.sections {
         if section.name.contains("$ARCH$") {
-            problem(format!("[{}]: the $ARCH$ placeholder is not stamped", section.name));
+            problems.push(format!("[{}]: the $ARCH$ placeholder is not stamped", section.name));
         }
         for entry in &section.entries {
             let text = format!("{}{}", entry.key.as_deref().unwrap_or(""), entry.value);
             if text.contains("$ARCH$") {
-                problem(format!("line {}: the $ARCH$ placeholder is not stamped", entry.line));
+                problems.push(format!("line {}: the $ARCH$ placeholder is not stamped", entry.line));
             }
         }
     }
+}
 
-    // [Version]: complete, as a primitive driver needs.
+/// [Version]: complete, as a primitive driver needs.
+fn check_version(inf: &Inf, cargo_version: &str, problems: &mut Vec<String>) {
     match inf.section("Version") {
-        None => problem("no [Version] section".to_owned()),
+        None => problems.push("no [Version] section".to_owned()),
         Some(version) => {
             if !version
                 .value("Signature")
                 .is_some_and(|value| unquote(value).eq_ignore_ascii_case("$WINDOWS NT$"))
             {
-                problem("[Version] Signature is not \"$WINDOWS NT$\"".to_owned());
+                problems.push("[Version] Signature is not \"$WINDOWS NT$\"".to_owned());
             }
             for key in ["Provider", "Class", "ClassGuid"] {
                 if version.value(key).is_none_or(str::is_empty) {
-                    problem(format!("[Version] has no {key} (a primitive driver needs it filled in)"));
+                    problems.push(format!("[Version] has no {key} (a primitive driver needs it filled in)"));
                 }
             }
             match version.value("DriverVer") {
-                None | Some("") => problem("[Version] DriverVer is missing or not stamped".to_owned()),
+                None | Some("") => problems.push("[Version] DriverVer is missing or not stamped".to_owned()),
                 Some(value) => {
                     for message in upgrade::driver_ver_problems(value, cargo_version) {
-                        problem(format!("[Version] {message}"));
+                        problems.push(format!("[Version] {message}"));
                     }
                 }
             }
             if !version.value("CatalogFile").is_some_and(|value| value.eq_ignore_ascii_case("pmupcw.cat")) {
-                problem("[Version] CatalogFile is not pmupcw.cat".to_owned());
+                problems.push("[Version] CatalogFile is not pmupcw.cat".to_owned());
             }
             if version.value("PnpLockdown") != Some("1") {
-                problem("[Version] PnpLockdown is not 1".to_owned());
+                problems.push("[Version] PnpLockdown is not 1".to_owned());
             }
         }
     }
+}
 
-    // Primitive driver: decorated [DefaultInstall], no [Manufacturer], no undecorated or uninstall sections.
+/// Primitive driver: decorated [DefaultInstall], no [Manufacturer], no undecorated or uninstall sections.
+fn check_primitive_layout(inf: &Inf, problems: &mut Vec<String>) {
     for forbidden in ["Manufacturer", "DefaultInstall", "DefaultInstall.Services", "DefaultUninstall"] {
         if inf.section(forbidden).is_some() {
-            problem(format!("[{forbidden}] must not be present in a primitive driver INF"));
+            problems.push(format!("[{forbidden}] must not be present in a primitive driver INF"));
         }
     }
     if inf.sections.iter().any(|section| section.name.to_ascii_lowercase().starts_with("defaultuninstall")) {
-        problem("a [DefaultUninstall...] section must not be present in a primitive driver INF".to_owned());
+        problems
+            .push("a [DefaultUninstall...] section must not be present in a primitive driver INF".to_owned());
     }
     for name in [ARCH_DEFAULT_INSTALL.to_owned(), format!("{ARCH_DEFAULT_INSTALL}.Services")] {
         if inf.sections_named(&name).len() > 1 {
-            problem(format!("[{name}] appears more than once"));
+            problems.push(format!("[{name}] appears more than once"));
         }
     }
+}
 
-    // CopyFiles: the files copied and the DIRID each goes to.
+/// CopyFiles copies exactly the payload, to DIRID 13; returns each copied file with its DIRID.
+fn check_copy_files(inf: &Inf, problems: &mut Vec<String>) -> Vec<(String, Option<String>)> {
     let destination_dirs = inf.section("DestinationDirs");
     let dirid_of = |list: &str| -> Option<String> {
         let dirs = destination_dirs?;
@@ -270,11 +195,11 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
     };
     let mut copied: Vec<(String, Option<String>)> = Vec::new();
     match inf.section(ARCH_DEFAULT_INSTALL) {
-        None => problem(format!("no [{ARCH_DEFAULT_INSTALL}] section")),
+        None => problems.push(format!("no [{ARCH_DEFAULT_INSTALL}] section")),
         Some(install) => {
             let lists = install.values("CopyFiles");
             if lists.is_empty() {
-                problem(format!("[{ARCH_DEFAULT_INSTALL}] has no CopyFiles"));
+                problems.push(format!("[{ARCH_DEFAULT_INSTALL}] has no CopyFiles"));
             }
             for list in lists.iter().flat_map(|value| fields(value)) {
                 if let Some(single) = list.strip_prefix('@') {
@@ -282,7 +207,7 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
                     continue;
                 }
                 match inf.section(list) {
-                    None => problem(format!("CopyFiles names [{list}], which does not exist")),
+                    None => problems.push(format!("CopyFiles names [{list}], which does not exist")),
                     Some(files) => {
                         for entry in &files.entries {
                             let name = fields(&entry.value)[0].to_owned();
@@ -295,69 +220,75 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
     }
     for (file, dirid) in &copied {
         if dirid.as_deref() != Some("13") {
-            problem(format!("{file} is copied to DIRID {dirid:?}, not 13 (run from the driver store)"));
+            problems.push(format!("{file} is copied to DIRID {dirid:?}, not 13 (run from the driver store)"));
         }
     }
     let copied_names: BTreeSet<String> = copied.iter().map(|(file, _)| file.to_ascii_lowercase()).collect();
-    let payload: BTreeSet<String> = INF_PAYLOAD.iter().map(|file| (*file).to_owned()).collect();
+    let payload = inf_payload();
     if copied_names != payload {
-        problem(format!("CopyFiles copies {copied_names:?}, not exactly {payload:?}"));
+        problems.push(format!("CopyFiles copies {copied_names:?}, not exactly {payload:?}"));
     }
+    copied
+}
 
-    // SourceDisksNames/SourceDisksFiles: exactly the payload, from declared disks.
+/// SourceDisksNames/SourceDisksFiles: exactly the payload, from declared disks, all in the package.
+fn check_source_disks(inf: &Inf, package: &BTreeSet<String>, problems: &mut Vec<String>) {
+    let payload = inf_payload();
     let disks: BTreeSet<String> = inf
         .section("SourceDisksNames")
         .map(|names| names.entries.iter().filter_map(|entry| entry.key.clone()).collect())
         .unwrap_or_default();
     if disks.is_empty() {
-        problem("no [SourceDisksNames] disk".to_owned());
+        problems.push("no [SourceDisksNames] disk".to_owned());
     }
     match inf.section("SourceDisksFiles") {
-        None => problem("no [SourceDisksFiles] section".to_owned()),
+        None => problems.push("no [SourceDisksFiles] section".to_owned()),
         Some(source) => {
             let mut named = BTreeSet::new();
             for entry in &source.entries {
                 let file = entry.key.clone().unwrap_or_else(|| entry.value.clone()).to_ascii_lowercase();
                 let disk = fields(&entry.value)[0];
                 if !disks.contains(disk) {
-                    problem(format!(
+                    problems.push(format!(
                         "[SourceDisksFiles] {file} is on disk {disk:?}, not in [SourceDisksNames]"
                     ));
                 }
                 if fields(&entry.value).get(2).is_some_and(|subdir| !subdir.is_empty()) {
-                    problem(format!("[SourceDisksFiles] {file} names a subdirectory"));
+                    problems.push(format!("[SourceDisksFiles] {file} names a subdirectory"));
                 }
                 named.insert(file);
             }
             if named != payload {
-                problem(format!("[SourceDisksFiles] names {named:?}, not exactly {payload:?}"));
+                problems.push(format!("[SourceDisksFiles] names {named:?}, not exactly {payload:?}"));
             }
         }
     }
     for file in &payload {
         if !package.contains(file) {
-            problem(format!("the INF installs {file}, which is not in the package"));
+            problems.push(format!("the INF installs {file}, which is not in the package"));
         }
     }
+}
 
-    // The service: AddService=pmupcw with a demand-start kernel-driver install section.
+/// The service: AddService=pmupcw with a demand-start kernel-driver install section.
+fn check_service(inf: &Inf, copied: &[(String, Option<String>)], problems: &mut Vec<String>) {
     let services_name = format!("{ARCH_DEFAULT_INSTALL}.Services");
     let add_services =
         inf.section(&services_name).map(|services| services.values("AddService")).unwrap_or_default();
     if add_services.is_empty() {
-        problem(format!("[{services_name}] has no AddService"));
+        problems.push(format!("[{services_name}] has no AddService"));
     }
     for add_service in add_services {
         let parts = fields(add_service);
         if !parts[0].eq_ignore_ascii_case(SERVICE_NAME) {
-            problem(format!("AddService names service {:?}, not {SERVICE_NAME}", parts[0]));
+            problems.push(format!("AddService names service {:?}, not {SERVICE_NAME}", parts[0]));
         }
         let Some(install_name) = parts.get(2).filter(|name| !name.is_empty()) else {
-            problem(format!("AddService {add_service:?} names no service-install section"));
+            problems.push(format!("AddService {add_service:?} names no service-install section"));
             continue;
         };
         let Some(install) = inf.section(install_name) else {
-            problem(format!("AddService names [{install_name}], which does not exist"));
+            problems.push(format!("AddService names [{install_name}], which does not exist"));
             continue;
         };
         for (key, expected, meaning) in [
@@ -366,7 +297,7 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
             ("ErrorControl", "1", "SERVICE_ERROR_NORMAL"),
         ] {
             if install.value(key) != Some(expected) {
-                problem(format!(
+                problems.push(format!(
                     "[{install_name}] {key} is {:?}, not {expected} ({meaning})",
                     install.value(key)
                 ));
@@ -377,13 +308,15 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
         let expected =
             copied_sys.and_then(|(_, dirid)| dirid.as_ref()).map(|dirid| format!("%{dirid}%\\{DRIVER_FILE}"));
         if expected.as_deref().is_none_or(|expected| !binary.eq_ignore_ascii_case(expected)) {
-            problem(format!(
+            problems.push(format!(
                 "[{install_name}] ServiceBinary {binary:?} is not where CopyFiles puts {DRIVER_FILE} ({expected:?})"
             ));
         }
     }
+}
 
-    // Every %string% is defined (DIRIDs such as %13% are numbers, not strings).
+/// Every %string% is defined (DIRIDs such as %13% are numbers, not strings).
+fn check_strings_defined(inf: &Inf, problems: &mut Vec<String>) {
     let strings: BTreeSet<String> = inf
         .section("Strings")
         .map(|strings| {
@@ -397,12 +330,11 @@ fn check_inf(text: &str, cargo_version: &str, package: &BTreeSet<String>) -> Vec
                     && !token.bytes().all(|byte| byte.is_ascii_digit())
                     && !strings.contains(&token.to_ascii_lowercase())
                 {
-                    problem(format!("line {}: %{token}% is not defined in [Strings]", entry.line));
+                    problems.push(format!("line {}: %{token}% is not defined in [Strings]", entry.line));
                 }
             }
         }
     }
-    problems
 }
 
 fn stamped_inf() -> (String, BTreeSet<String>) {
@@ -432,16 +364,11 @@ fn every_file_the_inf_names_is_in_the_package() {
     let (text, package) = stamped_inf();
     let inf = Inf::parse(&text).expect("pmupcw.inf parses");
     // SourceDisksFiles lists every file the INF takes from the package (CopyFiles must agree: see
-    // check_inf).
-    let named: BTreeSet<String> = inf
-        .section("SourceDisksFiles")
-        .expect("[SourceDisksFiles]")
-        .entries
-        .iter()
-        .map(|entry| entry.key.clone().unwrap_or_else(|| entry.value.clone()))
-        .collect();
+    // check_inf); these are the files driver-catalog puts in the catalog beside the INF.
+    let named: BTreeSet<String> = inf.source_disks_files().into_iter().collect();
     assert!(!named.is_empty(), "[SourceDisksFiles] is empty");
-    let catalog = inf.section("Version").and_then(|version| version.value("CatalogFile")).unwrap_or("");
+    let catalog = inf.catalog_file().unwrap_or_default();
+    let catalog = catalog.as_str();
     let missing: Vec<&String> = named.iter().filter(|file| !package.contains(*file)).collect();
     assert!(missing.is_empty(), "the INF names {missing:?}, not in the package {package:?}");
     // The catalog, which pnputil requires: crates/driver-catalog makes it (inf2cat's job).

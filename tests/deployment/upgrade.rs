@@ -205,7 +205,7 @@ fn driver_ver_orders_dates_before_versions() {
 fn version_agreement_problems(inf_text: &str, image: &[u8]) -> Vec<String> {
     let inf = match Inf::parse(inf_text) {
         Ok(inf) => inf,
-        Err(error) => return vec![error],
+        Err(error) => return vec![error.to_string()],
     };
     let value = inf.section("Version").and_then(|version| version.value("DriverVer")).unwrap_or("");
     let stamp = match DriverVer::parse(value) {

@@ -5,7 +5,7 @@
 //! it with the package's test certificate (see scripts/linux/package.sh).
 
 pub mod catalog;
-pub mod der;
+pub mod ctl;
 pub mod inf;
 pub mod pe;
 
@@ -15,14 +15,19 @@ pub use catalog::{
     CatalogOptions, CatalogVersion, Member, MemberKind, ParsedCatalog, build_unsigned_catalog, parse_catalog,
 };
 
+/// Reads and parses the INF at `path`; errors name the file and line (`path:line: reason`).
+pub fn read_inf(path: &Path) -> Result<inf::Inf, String> {
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    inf::Inf::parse(&String::from_utf8_lossy(&text))
+        .map_err(|e| format!("{}:{}: {}", path.display(), e.line, e.reason))
+}
+
 /// The files a package catalog covers: the INF itself, then each file its `[SourceDisksFiles]`
 /// sections name, looked up beside the INF.
 pub fn package_files(inf: &Path) -> Result<Vec<PathBuf>, String> {
-    let text = std::fs::read(inf).map_err(|e| format!("{}: {e}", inf.display()))?;
-    let text = String::from_utf8_lossy(&text);
     let dir = inf.parent().unwrap_or(Path::new("."));
     let mut files = vec![inf.to_path_buf()];
-    files.extend(inf::source_disks_files(&text).into_iter().map(|name| dir.join(name)));
+    files.extend(read_inf(inf)?.source_disks_files().into_iter().map(|name| dir.join(name)));
     Ok(files)
 }
 

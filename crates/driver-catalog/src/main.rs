@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use driver_catalog::{
-    CatalogOptions, CatalogVersion, build_unsigned_catalog, inf, members_for, package_files,
+    CatalogOptions, CatalogVersion, build_unsigned_catalog, members_for, package_files, read_inf,
 };
 
 const USAGE: &str = "usage: driver-catalog --inf <file.inf> [--files <file>...] --out <catalog.cat> \
@@ -57,11 +57,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
     }
     let inf_path = inf_path.ok_or_else(|| format!("--inf is required\n{USAGE}"))?;
     let out = out.ok_or_else(|| format!("--out is required\n{USAGE}"))?;
-    let inf_text = String::from_utf8_lossy(
-        &std::fs::read(&inf_path).map_err(|e| format!("{}: {e}", inf_path.display()))?,
-    )
-    .into_owned();
-    let catalog_name = inf::catalog_file(&inf_text);
+    let catalog_name = read_inf(&inf_path)?.catalog_file();
     let out_name = out.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if let Some(name) = &catalog_name
         && !out_name.eq_ignore_ascii_case(name)
@@ -83,7 +79,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
         },
     };
     let members = members_for(&files)?;
-    let catalog = build_unsigned_catalog(&members, &options);
+    let catalog = build_unsigned_catalog(&members, &options).map_err(|e| e.to_string())?;
     std::fs::write(&out, &catalog).map_err(|e| format!("{}: {e}", out.display()))?;
     for member in &members {
         let sha256: String = member.sha256.iter().map(|b| format!("{b:02X}")).collect();

@@ -76,7 +76,7 @@ fn sign_catalog_of(dir: &Path, files: &[PathBuf], version: CatalogVersion) -> Pa
     let members = members_for(files).unwrap();
     let options = CatalogOptions { this_update: THIS_UPDATE, version, ..CatalogOptions::default() };
     let unsigned = dir.join("unsigned.cat");
-    std::fs::write(&unsigned, build_unsigned_catalog(&members, &options)).unwrap();
+    std::fs::write(&unsigned, build_unsigned_catalog(&members, &options).unwrap()).unwrap();
     let signed = dir.join("pmupcw.cat");
     let output = run(Command::new("osslsigncode")
         .args(["sign", "-h", "sha256", "-certs"])
@@ -355,7 +355,8 @@ fn the_binary_writes_the_same_catalog_as_the_library() {
     let expected = build_unsigned_catalog(
         &members,
         &CatalogOptions { this_update: THIS_UPDATE, ..CatalogOptions::default() },
-    );
+    )
+    .unwrap();
     assert_eq!(std::fs::read(&out).unwrap(), expected);
 
     // --files names the members explicitly (the INF is always one).
