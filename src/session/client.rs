@@ -13,6 +13,7 @@
 //!   call (IPI_LEVEL, which the PMI at PROFILE_LEVEL can interrupt: the read protocol retries) or by
 //!   its overflow handler.
 
+use super::lock::SessionLock;
 use super::platform::{Form, Platform};
 use super::schedule::Schedule;
 use crate::pcw::driver_status::{DriverStatus, PmuState};
@@ -50,7 +51,7 @@ pub struct PmuClient<P: Platform> {
     platform: P,
     detection: Detection,
     processors: P::Processors,
-    session: spin::RwLock<Option<Session<P>>>,
+    session: SessionLock<Option<Session<P>>>,
     /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped.
     pmi_owned: AtomicU64,
@@ -80,7 +81,7 @@ impl<P: Platform> PmuClient<P> {
             platform,
             detection,
             processors,
-            session: spin::RwLock::new(None),
+            session: SessionLock::new(None),
             pmi_owned: AtomicU64::new(0),
             schedule: Schedule::new(),
             status,
@@ -400,5 +401,13 @@ impl<P: Platform> Drop for PmuClient<P> {
 }
 
 #[cfg(test)]
+#[path = "client_fake.rs"]
+mod fake;
+
+#[cfg(all(test, not(loom)))]
 #[path = "client_tests.rs"]
 mod tests;
+
+#[cfg(all(test, loom))]
+#[path = "client_loom_tests.rs"]
+mod loom_tests;

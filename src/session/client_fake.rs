@@ -1,0 +1,149 @@
+//! A fake platform for the session's host tests and loom models: an MSR file per processor, a HAL
+//! whose answers a test chooses, a clock a test moves and an IRQL a test sets.
+
+use super::*;
+pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+
+pub(super) const PROCESSORS: usize = 4;
+pub(super) const SECOND: u64 = 10_000_000;
+pub(super) const IA32_FIXED_CTR0: u32 = 0x309;
+
+pub(super) type MsrFile = Arc<Vec<Mutex<BTreeMap<u32, u64>>>>;
+
+/// What the HAL was asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Asked {
+    Listed { counters: Vec<u32>, overflow_interrupt: bool },
+    WholePmu,
+}
+
+pub(super) struct FakePlatform {
+    pub(super) now: AtomicU64,
+    pub(super) passive: AtomicBool,
+    pub(super) wakes: AtomicUsize,
+    pub(super) msrs: MsrFile,
+    /// The HAL's answers to the next requests, in order; success once they run out.
+    pub(super) answers: Mutex<VecDeque<i32>>,
+    pub(super) asked: Mutex<Vec<Asked>>,
+    /// Ownerships alive.
+    pub(super) owned: Arc<AtomicUsize>,
+    /// How far the clock moves during one all-processor call.
+    pub(super) call_time: AtomicU64,
+}
+
+pub(super) struct FakeOwnership(Arc<AtomicUsize>);
+
+impl Drop for FakeOwnership {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(super) struct FakeMsrs {
+    file: MsrFile,
+    processor: usize,
+}
+
+impl Msrs for FakeMsrs {
+    fn read(&self, msr: u32) -> u64 {
+        self.file[self.processor].lock().unwrap().get(&msr).copied().unwrap_or(0)
+    }
+    fn write(&mut self, msr: u32, value: u64) {
+        self.file[self.processor].lock().unwrap().insert(msr, value);
+    }
+}
+
+impl Platform for FakePlatform {
+    type Ownership = FakeOwnership;
+    type Msrs = FakeMsrs;
+    type Processors = Vec<PerProcessor>;
+
+    fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
+        self.asked.lock().unwrap().push(match form {
+            Form::Listed { counters, overflow_interrupt } => {
+                Asked::Listed { counters: counters.to_vec(), overflow_interrupt }
+            }
+            Form::WholePmu => Asked::WholePmu,
+        });
+        match self.answers.lock().unwrap().pop_front() {
+            Some(status) => Err(status),
+            None => {
+                assert_eq!(self.owned.fetch_add(1, Ordering::SeqCst), 0, "owned twice");
+                Ok(FakeOwnership(self.owned.clone()))
+            }
+        }
+    }
+
+    fn on_every_processor<F: Fn(u32, &mut FakeMsrs) + Sync>(&self, _ownership: &FakeOwnership, work: &F) {
+        self.now.fetch_add(self.call_time.load(Ordering::SeqCst), Ordering::SeqCst);
+        for processor in 0..PROCESSORS {
+            work(processor as u32, &mut FakeMsrs { file: self.msrs.clone(), processor });
+        }
+    }
+
+    fn now_100ns(&self) -> u64 {
+        self.now.load(Ordering::SeqCst)
+    }
+
+    fn at_passive_level(&self) -> bool {
+        self.passive.load(Ordering::SeqCst)
+    }
+
+    fn wake_housekeeping(&self) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn log(&self, _line: core::fmt::Arguments<'_>) {}
+}
+
+pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
+    let platform = FakePlatform {
+        now: AtomicU64::new(100 * SECOND),
+        passive: AtomicBool::new(true),
+        wakes: AtomicUsize::new(0),
+        msrs: Arc::new((0..PROCESSORS).map(|_| Mutex::new(BTreeMap::new())).collect()),
+        answers: Mutex::new(answers.iter().copied().collect()),
+        asked: Mutex::new(Vec::new()),
+        owned: Arc::new(AtomicUsize::new(0)),
+        call_time: AtomicU64::new(0),
+    };
+    let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    PmuClient::new(platform, detection, (0..PROCESSORS).map(|_| PerProcessor::default()).collect(), status)
+}
+
+pub(super) fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
+    client_for(Some(SKYLAKE_I7_6700K.model()), answers)
+}
+
+impl PmuClient<FakePlatform> {
+    /// One collect as PCW's callback makes it: refresh, then (instances handed over) done.
+    pub(super) fn collect(&self) {
+        self.refresh();
+        self.collect_done();
+    }
+    pub(super) fn advance(&self, by: u64) {
+        self.platform.now.fetch_add(by, Ordering::SeqCst);
+    }
+    pub(super) fn asked(&self) -> Vec<Asked> {
+        self.platform.asked.lock().unwrap().clone()
+    }
+    pub(super) fn owns(&self) -> bool {
+        self.platform.owned.load(Ordering::SeqCst) == 1
+    }
+    pub(super) fn state(&self) -> u32 {
+        self.status.pmu_state()
+    }
+    pub(super) fn msr(&self, processor: usize, msr: u32) -> u64 {
+        FakeMsrs { file: self.platform.msrs.clone(), processor }.read(msr)
+    }
+    pub(super) fn set_msr(&self, processor: usize, msr: u32, value: u64) {
+        FakeMsrs { file: self.platform.msrs.clone(), processor }.write(msr, value);
+    }
+    pub(super) fn reprograms(&self) -> u32 {
+        self.status.block().pmu_reprograms.load(Ordering::Relaxed)
+    }
+}
