@@ -1,13 +1,18 @@
-//! `pmupcw-run`: the consumer of issue 5 item 6. Loads the real, signed `pmupcw.sys` into the kernel
-//! double, starts a query on both countersets (AddCounter), samples them N times at an interval with
-//! PDH's semantics and prints typeperf's CSV, formats the last collect as PERF_OBJECT_TYPE blocks and
-//! prints the ExtCounterTestLevel 1 verdict, then stops the query (RemoveCounter), unloads the driver
-//! and prints the double's end-of-run report. Exits 1 on any violation, leak or invalid block.
+//! `pmupcw-run`: a PDH-semantics consumer of the real driver. Loads the real, signed `pmupcw.sys`
+//! into the kernel double, starts a query on both countersets (AddCounter), samples them N times at an
+//! interval with PDH's semantics and prints typeperf's CSV, formats the last collect as
+//! PERF_OBJECT_TYPE blocks and prints the ExtCounterTestLevel 1 verdict, then stops the query
+//! (RemoveCounter), unloads the driver and prints the double's end-of-run report. Exits 1 on any
+//! violation, leak or invalid block.
 //!
 //! ```text
 //! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] [--cpu-model MODEL]
-//!            [--kernel-build BUILD]
+//!            [--kernel-build BUILD] [--consumer pdh|registry|unbalanced]
 //! ```
+//! The consumer announces itself as PDH does (`pdh`, the default: one AddCounter per counterset
+//! before the samples, one RemoveCounter after), as a registry consumer does (`registry`:
+//! HKEY_PERFORMANCE_DATA and WMI's raw classes only collect, never AddCounter), or unpaired
+//! (`unbalanced`: two AddCounters, three RemoveCounters), since PCW promises no pairing.
 //! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake`, `zen4`,
 //! `hyperv-no-pmu`, `no-pmu`. BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
 //! 1903) or later, by default 26100; it decides what ntoskrnl.exe exports
@@ -51,6 +56,26 @@ mod run {
         processors: Option<u32>,
         model: &'static CpuModel,
         kernel_build: u32,
+        consumer: ConsumerMode,
+    }
+
+    /// How the consumer announces its query (see the module docs).
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum ConsumerMode {
+        Pdh,
+        Registry,
+        Unbalanced,
+    }
+
+    impl ConsumerMode {
+        /// AddCounters before the samples and RemoveCounters after, per counterset.
+        fn calls(self) -> (usize, usize) {
+            match self {
+                ConsumerMode::Pdh => (1, 1),
+                ConsumerMode::Registry => (0, 0),
+                ConsumerMode::Unbalanced => (2, 3),
+            }
+        }
     }
 
     fn model(name: &str) -> &'static CpuModel {
@@ -68,7 +93,8 @@ mod run {
         eprintln!("pmupcw-run: {why}");
         eprintln!(
             "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
-             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})]",
+             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
+             [--consumer pdh|registry|unbalanced]",
             kernel_build::WINDOWS_10_1903
         );
         std::process::exit(2);
@@ -85,6 +111,7 @@ mod run {
             processors: None,
             model: &cpuid::SKYLAKE,
             kernel_build: kernel_build::WINDOWS_11_24H2,
+            consumer: ConsumerMode::Pdh,
         };
         let mut arguments = std::env::args().skip(1);
         while let Some(argument) = arguments.next() {
@@ -105,6 +132,14 @@ mod run {
                         .unwrap_or_else(|| {
                             usage(&format!("the oldest kernel build is {}", kernel_build::WINDOWS_10_1903))
                         })
+                }
+                "--consumer" => {
+                    options.consumer = match value().as_str() {
+                        "pdh" => ConsumerMode::Pdh,
+                        "registry" => ConsumerMode::Registry,
+                        "unbalanced" => ConsumerMode::Unbalanced,
+                        other => usage(&format!("unknown consumer {other:?}")),
+                    }
                 }
                 "--help" | "-h" => usage("help"),
                 other => usage(&format!("unknown argument {other:?}")),
@@ -198,9 +233,11 @@ mod run {
                     failed = true;
                 }
             }
-            let status = pcw::add_counter(&set.name, set.full_mask());
-            println!("# AddCounter({:?}, {:#x}): {status:x?}", set.name, set.full_mask());
-            failed |= status != Some(STATUS_SUCCESS);
+            for _ in 0..options.consumer.calls().0 {
+                let status = pcw::add_counter(&set.name, set.full_mask());
+                println!("# AddCounter({:?}, {:#x}): {status:x?}", set.name, set.full_mask());
+                failed |= status != Some(STATUS_SUCCESS);
+            }
         }
         let host = host();
         let mut previous: Vec<Option<Sample>> = vec![None; sets.len()];
@@ -279,9 +316,11 @@ mod run {
         failed |= !faults.is_empty();
 
         for set in &sets {
-            let status = pcw::remove_counter(&set.name, set.full_mask());
-            println!("# RemoveCounter({:?}): {status:x?}", set.name);
-            failed |= status != Some(STATUS_SUCCESS);
+            for _ in 0..options.consumer.calls().1 {
+                let status = pcw::remove_counter(&set.name, set.full_mask());
+                println!("# RemoveCounter({:?}): {status:x?}", set.name);
+                failed |= status != Some(STATUS_SUCCESS);
+            }
         }
         failed
     }
