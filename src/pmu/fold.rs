@@ -101,8 +101,10 @@ use core::sync::atomic::compiler_fence;
 
 use super::extend::extend;
 
-/// Counters a processor can own at once, and so the number of slots in every per-counter array.
-pub const SLOTS: usize = 8;
+/// Counters a processor can own at once, and so the number of slots in every per-counter array: one
+/// per assignment a counter plan can make (a plan's slot index is an index here).
+pub const SLOTS: usize = super::events::MAX_ASSIGNMENTS;
+const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
 
 /// Attempts [`ProcessorCounters::read_counter`] callers should allow (see the module comment: two
 /// always suffice with the PMI masked, three with it enabled).
