@@ -34,7 +34,7 @@
 //! should-panic tests are what shows the exploration is not vacuous.
 
 use super::*;
-use crate::pmu::extend::{counter_mask, preload_for_headroom};
+use crate::pmu::extend::counter_mask;
 use loom::sync::atomic::AtomicU64;
 use loom::sync::atomic::Ordering::SeqCst;
 use loom::sync::{Arc, Mutex, MutexGuard};
@@ -68,11 +68,9 @@ struct Machine {
 
 impl Machine {
     fn new() -> Self {
-        let start = preload_for_headroom(2, W, true);
-        assert_eq!(start, START);
         Machine {
             counters: ProcessorCounters::new(),
-            hardware: AtomicU64::new(start),
+            hardware: AtomicU64::new(START),
             processor: Mutex::new(()),
         }
     }

@@ -109,11 +109,6 @@ impl ArchEvents {
     /// How many events this set can hold (bits 0..7 of EBX).
     pub const COUNT: u8 = 7;
 
-    /// The set whose bits are `bits` (bits 7 and up are ignored).
-    pub const fn from_bits(bits: u8) -> Self {
-        Self(bits & Self::ALL.0)
-    }
-
     pub const fn bits(self) -> u8 {
         self.0
     }

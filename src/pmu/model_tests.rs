@@ -231,7 +231,6 @@ fn arch_events_bits_follow_cpuid_0ah_ebx() {
     assert_eq!(ArchEvents::CORE_CYCLES.bits(), 1);
     assert_eq!(ArchEvents::INSTRUCTIONS.bits(), 2);
     assert_eq!(ArchEvents::BRANCH_MISPREDICTS.bits(), 0x40);
-    assert_eq!(ArchEvents::from_bits(0xFF), ArchEvents::ALL);
     assert!(ArchEvents::ALL.contains(ArchEvents::LLC_MISSES));
     assert!(!ArchEvents::LLC_REFERENCES.contains(ArchEvents::LLC_MISSES));
     assert!(ArchEvents::NONE.is_empty());

@@ -145,26 +145,6 @@ impl Programming {
     }
 }
 
-/// One read of the plan's counters on this processor: each raw value (masked to its width), in plan
-/// order, and the plan's bits of the global overflow status (0 where there is no status register).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RawRead {
-    pub raw: [u64; super::events::MAX_ASSIGNMENTS],
-    pub pending_overflows: u64,
-}
-
-pub fn read(vendor: Vendor, plan: &CounterPlan, msrs: &impl Msrs) -> RawRead {
-    let mut result = RawRead::default();
-    for (slot, assignment) in plan.iter().enumerate() {
-        let width_mask = if assignment.width >= 64 { u64::MAX } else { (1u64 << assignment.width) - 1 };
-        result.raw[slot] = msrs.read(assignment.counter_msr) & width_mask;
-    }
-    if let Some(global) = global_registers(vendor, plan) {
-        result.pending_overflows = msrs.read(global.status) & plan.global_ctrl();
-    }
-    result
-}
-
 #[cfg(test)]
 #[path = "program_tests.rs"]
 mod tests;
