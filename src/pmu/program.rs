@@ -90,7 +90,8 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
     for assignment in plan.iter() {
         if let Slot::General(_) = assignment.slot {
-            // Disable before writing the counter (FACTS §4).
+            // Disable before writing the counter, so that it does not count between the writes (Linux
+            // writes a counter, arch/x86/events/core.c x86_perf_event_set_period, only while stopped).
             msrs.write(assignment.control_msr, 0);
         }
         msrs.write(assignment.counter_msr, 0);

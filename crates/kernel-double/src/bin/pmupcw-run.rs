@@ -1,4 +1,4 @@
-//! `pmupcw-run`: the consumer of issue 5 item 6. Loads the real, signed `pmupcw.sys` into the kernel
+//! `pmupcw-run` (`cargo make run`): the double's PDH-style consumer. Loads the real, signed `pmupcw.sys` into the kernel
 //! double, starts a query on both countersets (AddCounter), samples them N times at an interval with
 //! PDH's semantics and prints typeperf's CSV, formats the last collect as PERF_OBJECT_TYPE blocks and
 //! prints the ExtCounterTestLevel 1 verdict, then stops the query (RemoveCounter), unloads the driver
