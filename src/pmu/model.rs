@@ -4,9 +4,9 @@
 //!
 //! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
 //! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
-//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). Detection runs on one processor; the driver
-//! runs it on every processor and folds the results with [`Detection::and`] (hybrid parts, see
-//! [`common`]).
+//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects once, on the processor
+//! DriverEntry runs on, and plans for every processor from that answer (hybrid parts report the
+//! counters all their cores have, see below).
 //!
 //! # Rules, in the order [`detect`] applies them
 //!
@@ -72,8 +72,6 @@
 //!   4 fixed (InstLatx64 dumps, see `model_tests.rs`). Linux notes the same: "For hybrid, the x86_pmu
 //!   is used to keep the common capabilities ... from the leaf 0xa" (arch/x86/events/intel/core.c);
 //!   per-core-type capabilities are in leaf 0x23 (version 6), which this module does not read.
-//!   [`common`] still intersects per-processor models, in case a part or hypervisor reports them
-//!   differently.
 
 use raw_cpuid::{CpuId, CpuIdReader, Hypervisor, PerformanceMonitoringInfo};
 
@@ -126,7 +124,7 @@ impl ArchEvents {
     }
 }
 
-/// The PMU of one processor (or, after [`common`], what every processor has).
+/// The PMU of one processor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PmuModel {
     pub vendor: Vendor,
@@ -188,24 +186,11 @@ impl Unusable {
     }
 }
 
-/// The outcome of [`detect`] on one processor, or of several folded with [`Detection::and`].
+/// The outcome of [`detect`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detection {
     Usable(PmuModel),
     Unusable(Unusable),
-}
-
-impl Detection {
-    /// What the driver may use on two processors: the first reason one of them is unusable, else the
-    /// [`common`] model (which can itself have too few counters).
-    pub fn and(self, other: Detection) -> Detection {
-        match (self, other) {
-            (Detection::Unusable(reason), _) | (_, Detection::Unusable(reason)) => {
-                Detection::Unusable(reason)
-            }
-            (Detection::Usable(a), Detection::Usable(b)) => checked(common(&a, &b)),
-        }
-    }
 }
 
 /// Microsoft hypervisor leaf "Hypervisor Feature Identification" (HV_CPUID_FEATURES).
@@ -366,28 +351,6 @@ fn checked(model: PmuModel) -> Detection {
         Detection::Unusable(Unusable::TooFewCounters)
     } else {
         Detection::Usable(model)
-    }
-}
-
-/// What two processors of one machine both have, so that one counter plan fits every processor
-/// (hybrid parts): the smaller version, counts and widths, the union of unavailable events, and the
-/// AMD features and overflow interrupt only if both have them. Vendor, family and model are `a`'s
-/// (one machine has one vendor). A client extending counters of the common width masks raw reads to
-/// that width.
-pub fn common(a: &PmuModel, b: &PmuModel) -> PmuModel {
-    PmuModel {
-        vendor: a.vendor,
-        family: a.family,
-        model: a.model,
-        version: a.version.min(b.version),
-        gp_counters: a.gp_counters.min(b.gp_counters),
-        gp_width: a.gp_width.min(b.gp_width),
-        fixed_counters: a.fixed_counters.min(b.fixed_counters),
-        fixed_width: a.fixed_width.min(b.fixed_width),
-        unavailable: a.unavailable.union(b.unavailable),
-        amd_core_extended: a.amd_core_extended && b.amd_core_extended,
-        amd_perfmon_v2: a.amd_perfmon_v2 && b.amd_perfmon_v2,
-        overflow_interrupt: a.overflow_interrupt && b.overflow_interrupt,
     }
 }
 
