@@ -310,7 +310,7 @@ fn overflow_handler_section_is_resident() {
     }
 }
 
-/// The issue's budget for the overflow handler: instructions per set bit of the overflow mask.
+/// The project's budget for the overflow handler: instructions per set bit of the overflow mask.
 const INSTRUCTIONS_PER_SET_BIT: usize = 40;
 
 /// The "small fixed cost" of one call, outside the per-bit loop. The handler has 48 such instructions
@@ -324,7 +324,7 @@ const INSTRUCTIONS_PER_SET_BIT: usize = 40;
 /// is also under two per-bit budgets: the fixed part never costs more than two overflowed counters.
 const FIXED_INSTRUCTIONS: usize = 64;
 
-/// The issue: at most 40 instructions per set bit plus a small fixed cost, and no call out of the
+/// At most 40 instructions per set bit plus a small fixed cost, and no call out of the
 /// handler (neither a call nor a jump through an import thunk). The loop increments an overflow
 /// count with a locked RMW and the handler returns.
 #[test]

@@ -4,7 +4,7 @@
 //! # Encodings and their sources
 //!
 //! Intel: the seven architectural events (Intel SDM Vol. 3B, "Architectural Performance Monitoring",
-//! pre-defined architectural events; FACTS §4): core cycles 3CH/00H, instructions C0H/00H, reference
+//! pre-defined architectural performance events): core cycles 3CH/00H, instructions C0H/00H, reference
 //! cycles 3CH/01H, LLC references 2EH/4FH, LLC misses 2EH/41H, branches retired C4H/00H, branch
 //! mispredicts retired C5H/00H. Instructions, core cycles and reference cycles are what fixed
 //! counters 0, 1 and 2 count, and are placed there when the processor has them.
@@ -54,7 +54,9 @@
 //! model's constraint table or errata).
 //!
 //! HAL counter indices ([`Assignment::hal_index`]): on Intel the IA32_PERF_GLOBAL_CTRL bit number
-//! (GP i = i, fixed j = 32 + j), which FACTS §3 marks *unverified*; on AMD the counter number.
+//! (GP i = i, fixed j = 32 + j), which is *unverified*: ntddk.h's PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR
+//! and its Microsoft Learn page name a CounterIndex without saying how fixed counters are numbered. On
+//! AMD the counter number.
 
 use super::model::{ArchEvents, PmuModel, Vendor};
 
@@ -334,7 +336,7 @@ pub struct Assignment {
     /// PerfCntrGlobalCtl/Status (counter i = i); `None` on AMD without PerfMonV2.
     pub global_bit: Option<u8>,
     /// CounterIndex for HalAllocateHardwareCounters' ResourceTypeSingle descriptor: the global bit on
-    /// Intel (FACTS §3, unverified), the counter number on AMD.
+    /// Intel (unverified, see the module comment), the counter number on AMD.
     pub hal_index: u32,
     /// Counter width in bits.
     pub width: u8,

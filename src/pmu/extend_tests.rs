@@ -1,5 +1,4 @@
-//! Host tests of the extension arithmetic: wraps near 2^48, the legacy sign-extended write, Linux's
-//! polling delta, and totals across release and re-acquire.
+//! Host tests of the extension arithmetic: wraps near 2^48, every width, and Linux's polling delta.
 
 use super::*;
 use proptest::prelude::*;
@@ -57,8 +56,6 @@ fn bad_widths_are_clamped_not_panics() {
     assert_eq!(extend(u64::MAX, u64::MAX, true, 0), 1);
     assert_eq!(extend(u64::MAX, u64::MAX, true, 255), u64::MAX);
     assert_eq!(advance(u64::MAX, 0, 0), 1);
-    assert_eq!(legacy_write_result(u64::MAX, 0), 1);
-    assert_eq!(preload_for_headroom(u64::MAX, 255, false), 1);
 }
 
 #[test]
@@ -106,106 +103,4 @@ proptest! {
         let end = start.wrapping_add(events);
         prop_assert_eq!(advance(start & counter_mask(48), end & counter_mask(48), 48), events);
     }
-
-    #[test]
-    fn preload_gives_the_headroom_asked_or_less(headroom in 1..=W48, full_width: bool) {
-        let written = preload_for_headroom(headroom, 48, full_width);
-        let held = if full_width { written & counter_mask(48) } else { legacy_write_result(written, 48) };
-        let until_wrap = W48 - held;
-        if full_width || headroom <= 1 << 31 || headroom > W48 - (1 << 31) {
-            prop_assert_eq!(until_wrap, headroom);
-        } else {
-            prop_assert_eq!(until_wrap, 1 << 31);
-        }
-        if !full_width {
-            prop_assert!(written <= 0xFFFF_FFFF);
-        }
-    }
-}
-
-#[test]
-fn legacy_write_of_zero_is_zero_everywhere() {
-    for width in [32, 40, 48, 64] {
-        assert_eq!(legacy_write_result(0, width), 0);
-        assert_eq!(preload_for_headroom(0, width, false), 0);
-        assert_eq!(preload_for_headroom(0, width, true), 0);
-    }
-}
-
-#[test]
-fn legacy_write_sign_extends_bit_31() {
-    // Just below the wrap: the low 32 bits of 2^48 - 1000 have bit 31 set, and sign extension
-    // rebuilds the value, so this one is written exactly (that is how Linux arms sampling periods).
-    assert_eq!(legacy_write_result(W48 - 1000, 48), W48 - 1000);
-    // A value whose low 32 bits do not have bit 31 set loses its upper bits...
-    assert_eq!(legacy_write_result(1 << 40, 48), 0);
-    assert_eq!(legacy_write_result((1 << 40) + 12, 48), 12);
-    // ...and one in the upper half of the low 32 bits gains them: 2^31 becomes 2^48 - 2^31.
-    assert_eq!(legacy_write_result(1 << 31, 48), W48 - (1 << 31));
-    // 2^48 - 2^32 - 5 becomes 2^48 - 5: 2^32 fewer events until the wrap than asked.
-    assert_eq!(legacy_write_result(W48 - (1 << 32) - 5, 48), W48 - 5);
-    // A 32-bit counter holds exactly the low 32 bits.
-    assert_eq!(legacy_write_result(0xDEAD_BEEF_8000_0001, 32), 0x8000_0001);
-}
-
-#[test]
-fn preload_for_headroom_examples() {
-    assert_eq!(preload_for_headroom(1000, 48, true), W48 - 1000);
-    assert_eq!(preload_for_headroom(1000, 48, false), 0xFFFF_FC18);
-    assert_eq!(legacy_write_result(0xFFFF_FC18, 48), W48 - 1000);
-    // Through the legacy MSR 2^40 of headroom is unreachable: 2^31 instead (wraps sooner).
-    assert_eq!(preload_for_headroom(1 << 40, 48, true), W48 - (1 << 40));
-    assert_eq!(preload_for_headroom(1 << 40, 48, false), 0x8000_0000);
-    assert_eq!(legacy_write_result(0x8000_0000, 48), W48 - (1 << 31));
-    // Small test widths.
-    assert_eq!(preload_for_headroom(2, 4, true), 14);
-    assert_eq!(preload_for_headroom(2, 4, false), 14);
-    // A 64-bit counter.
-    assert_eq!(preload_for_headroom(1, 64, true), u64::MAX);
-    assert_eq!(preload_for_headroom(1, 64, false), 0xFFFF_FFFF);
-    assert_eq!(legacy_write_result(0xFFFF_FFFF, 64), u64::MAX);
-}
-
-#[test]
-fn monotonic_clamps() {
-    let mut m = Monotonic::new();
-    assert_eq!(m.observe(10), 10);
-    assert_eq!(m.observe(7), 10);
-    assert_eq!(m.observe(10), 10);
-    assert_eq!(m.observe(11), 11);
-    assert_eq!(m.last(), 11);
-    assert_eq!(Monotonic::starting_at(50).observe(3), 50);
-}
-
-#[test]
-fn base_is_monotonic_across_release_and_reacquire() {
-    let mut total = Base::new();
-    let mut reports = Vec::new();
-    // Session 1: the counter wraps once.
-    for extended in [5, 1000, W48 - 1, W48 + 20] {
-        reports.push(total.report(extended));
-    }
-    assert_eq!(total.release(W48 + 25), W48 + 25);
-    assert_eq!(total.base(), W48 + 25);
-    // Session 2: the hardware counts from 0 again.
-    for extended in [0, 3, 400] {
-        reports.push(total.report(extended));
-    }
-    assert_eq!(total.release(410), W48 + 435);
-    // Session 3.
-    reports.push(total.report(1));
-    assert!(reports.windows(2).all(|pair| pair[0] <= pair[1]), "{reports:?}");
-    assert_eq!(*reports.last().unwrap(), W48 + 436);
-    assert_eq!(reports, [5, 1000, W48 - 1, W48 + 20, W48 + 25, W48 + 28, W48 + 425, W48 + 436]);
-}
-
-#[test]
-fn base_never_goes_back_even_if_the_final_read_was_stale() {
-    let mut total = Base::from_parts(100, 100);
-    assert_eq!(total.report(50), 150);
-    // The final read fell back to something older: the base is still what consumers already saw.
-    assert_eq!(total.release(40), 150);
-    assert_eq!(total.report(0), 150);
-    assert_eq!(total.report(1), 151);
-    assert_eq!(total.last_reported(), 151);
 }

@@ -201,7 +201,7 @@ pub struct ProcessorCounters {
     read_retries: AtomicU64,
     read_fallbacks: AtomicU64,
     generation: AtomicU64,
-    /// Per logical counter: the total of closed sessions ([`super::extend::Base`]).
+    /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
     base: [AtomicU64; SLOTS],
     /// Per logical counter: the last value reported, which collectors read.
     reported: [AtomicU64; SLOTS],

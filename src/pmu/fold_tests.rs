@@ -373,6 +373,20 @@ fn reports_never_go_backwards() {
 }
 
 #[test]
+fn a_stale_final_read_does_not_lower_the_next_sessions_base() {
+    let counters = ProcessorCounters::new();
+    counters.acquire();
+    assert_eq!(counters.report(1, 50), Some(50));
+    // The session's final read fell back to something older: consumers already saw 50.
+    assert_eq!(counters.report(1, 40), Some(50));
+    counters.release();
+    counters.acquire();
+    // The next session counts from 0 again, on top of what was reported.
+    assert_eq!(counters.report(1, 0), Some(50));
+    assert_eq!(counters.report(1, 1), Some(51));
+}
+
+#[test]
 fn collectors_on_other_processors_see_values_only_grow() {
     let counters = Arc::new(ProcessorCounters::new());
     let done = Arc::new(AtomicBool::new(false));

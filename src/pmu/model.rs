@@ -1,12 +1,12 @@
 //! What performance monitoring unit this processor has, decided from CPUID alone, before any MSR is
-//! touched (FACTS §3: a Hyper-V guest may get STATUS_SUCCESS from HalAllocateHardwareCounters without
-//! having counters).
+//! touched: a Hyper-V guest may get STATUS_SUCCESS from HalAllocateHardwareCounters without having
+//! counters (observed in decompiled Windows 10/11 HAL builds).
 //!
 //! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
 //! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
-//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). Detection runs on one processor; the driver
-//! runs it on every processor and folds the results with [`Detection::and`] (hybrid parts, see
-//! [`common`]).
+//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects once, on the processor
+//! DriverEntry runs on, and plans for every processor from that answer (hybrid parts report the
+//! counters all their cores have, see below).
 //!
 //! # Rules, in the order [`detect`] applies them
 //!
@@ -52,14 +52,14 @@
 //!   length; EBX bit set = event not available, bits 0-6 core cycles, instructions, reference
 //!   cycles, LLC references, LLC misses, branches, branch mispredicts; `EDX[4:0]` fixed counters and
 //!   `EDX[12:5]` their width "if Version ID > 1"): Intel SDM Vol. 2A, CPUID, "Architectural
-//!   Performance Monitoring Leaf" (found with the `pages` search, a copy of the SDM table), and
+//!   Performance Monitoring Leaf", and
 //!   raw-cpuid 11.6 `PerformanceMonitoringInfo`, which decodes exactly these fields.
 //! - Leaves above the maximum are not trustworthy (Intel returns the highest basic leaf's data):
 //!   raw-cpuid checks the maximum leaf before reading any leaf, and excludes AMD's reserved leaf 0xA.
 //! - Microsoft hypervisor leaf 0x40000003 EDX bit 2 = PerformanceMonitorsAvailable (after
 //!   MwaitAvailable_Deprecated bit 0 and GuestDebuggingAvailable bit 1): HV_X64_HYPERVISOR_FEATURES
-//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers found
-//!   with `find_string`); TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
+//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers);
+//!   TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
 //!   0x40000000 EAX is at least 0x40000005, so leaf 0x40000003 always exists once its vendor is
 //!   "Microsoft Hv".
 //! - AMD PerfCtrExtCore = `0x80000001:ECX[23]` (raw-cpuid `has_perf_cntr_extensions`,
@@ -72,8 +72,6 @@
 //!   4 fixed (InstLatx64 dumps, see `model_tests.rs`). Linux notes the same: "For hybrid, the x86_pmu
 //!   is used to keep the common capabilities ... from the leaf 0xa" (arch/x86/events/intel/core.c);
 //!   per-core-type capabilities are in leaf 0x23 (version 6), which this module does not read.
-//!   [`common`] still intersects per-processor models, in case a part or hypervisor reports them
-//!   differently.
 
 use raw_cpuid::{CpuId, CpuIdReader, Hypervisor, PerformanceMonitoringInfo};
 
@@ -109,11 +107,6 @@ impl ArchEvents {
     /// How many events this set can hold (bits 0..7 of EBX).
     pub const COUNT: u8 = 7;
 
-    /// The set whose bits are `bits` (bits 7 and up are ignored).
-    pub const fn from_bits(bits: u8) -> Self {
-        Self(bits & Self::ALL.0)
-    }
-
     pub const fn bits(self) -> u8 {
         self.0
     }
@@ -131,7 +124,7 @@ impl ArchEvents {
     }
 }
 
-/// The PMU of one processor (or, after [`common`], what every processor has).
+/// The PMU of one processor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PmuModel {
     pub vendor: Vendor,
@@ -193,24 +186,11 @@ impl Unusable {
     }
 }
 
-/// The outcome of [`detect`] on one processor, or of several folded with [`Detection::and`].
+/// The outcome of [`detect`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detection {
     Usable(PmuModel),
     Unusable(Unusable),
-}
-
-impl Detection {
-    /// What the driver may use on two processors: the first reason one of them is unusable, else the
-    /// [`common`] model (which can itself have too few counters).
-    pub fn and(self, other: Detection) -> Detection {
-        match (self, other) {
-            (Detection::Unusable(reason), _) | (_, Detection::Unusable(reason)) => {
-                Detection::Unusable(reason)
-            }
-            (Detection::Usable(a), Detection::Usable(b)) => checked(common(&a, &b)),
-        }
-    }
 }
 
 /// Microsoft hypervisor leaf "Hypervisor Feature Identification" (HV_CPUID_FEATURES).
@@ -371,28 +351,6 @@ fn checked(model: PmuModel) -> Detection {
         Detection::Unusable(Unusable::TooFewCounters)
     } else {
         Detection::Usable(model)
-    }
-}
-
-/// What two processors of one machine both have, so that one counter plan fits every processor
-/// (hybrid parts): the smaller version, counts and widths, the union of unavailable events, and the
-/// AMD features and overflow interrupt only if both have them. Vendor, family and model are `a`'s
-/// (one machine has one vendor). A client extending counters of the common width masks raw reads to
-/// that width.
-pub fn common(a: &PmuModel, b: &PmuModel) -> PmuModel {
-    PmuModel {
-        vendor: a.vendor,
-        family: a.family,
-        model: a.model,
-        version: a.version.min(b.version),
-        gp_counters: a.gp_counters.min(b.gp_counters),
-        gp_width: a.gp_width.min(b.gp_width),
-        fixed_counters: a.fixed_counters.min(b.fixed_counters),
-        fixed_width: a.fixed_width.min(b.fixed_width),
-        unavailable: a.unavailable.union(b.unavailable),
-        amd_core_extended: a.amd_core_extended && b.amd_core_extended,
-        amd_perfmon_v2: a.amd_perfmon_v2 && b.amd_perfmon_v2,
-        overflow_interrupt: a.overflow_interrupt && b.overflow_interrupt,
     }
 }
 

@@ -79,14 +79,6 @@ pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
     if ticks > i64::MAX as u128 { i64::MAX } else { ticks as i64 }
 }
 
-/// [`poll_period`] in milliseconds, KeSetTimerEx's Period unit (a LONG), at least 1 and at most
-/// `i32::MAX` (24.8 days). A period that rounds below 1 ms (only for counters narrower than 32 bits at
-/// the maximum rate) becomes 1 ms, which is then too long: such a counter cannot be polled safely.
-pub fn poll_period_ms(width: u8, max_hz: u64, safety: u32) -> i32 {
-    let ms = period_in(width, max_hz, safety, 1_000);
-    if ms > i32::MAX as u128 { i32::MAX } else { ms as i32 }
-}
-
 /// One processor's polled counters: each slot's 64-bit value at its last poll (see the module comment).
 #[derive(Debug)]
 pub struct PollCounters {
@@ -106,10 +98,9 @@ impl PollCounters {
         PollCounters { extended: core::array::from_fn(|_| AtomicU64::new(0)) }
     }
 
-    /// Starts `slot` for a counter just written `written` (0 normally, or a preload near the wrap
-    /// from crate::pmu::extend::preload_for_headroom): its 64-bit value starts at `written mod 2^W`,
-    /// which must be the value the counter really holds (for a legacy write, pass
-    /// crate::pmu::extend::legacy_write_result). Returns `None` for a slot out of range.
+    /// Starts `slot` for a counter just written `written` (0 normally; tests start near the wrap):
+    /// its 64-bit value starts at `written mod 2^W`, which must be the value the counter really holds.
+    /// Returns `None` for a slot out of range.
     pub fn start(&self, slot: usize, written: u64, width: u8) -> Option<()> {
         self.extended.get(slot)?.store(written & counter_mask(width), Ordering::Relaxed);
         Some(())

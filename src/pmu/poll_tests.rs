@@ -2,7 +2,6 @@
 //! another poll of the same counter.
 
 use super::*;
-use crate::pmu::extend::{legacy_write_result, preload_for_headroom};
 use proptest::prelude::*;
 use std::cell::Cell;
 
@@ -15,7 +14,6 @@ fn forty_eight_bits_at_the_maximum_rate_is_hours() {
     // With the default safety factor: every 24 minutes.
     let period = poll_period(48, MAX_EVENT_HZ, DEFAULT_SAFETY);
     assert_eq!(period.as_secs(), 1466);
-    assert_eq!(poll_period_ms(48, MAX_EVENT_HZ, DEFAULT_SAFETY), 1_466_015);
     assert_eq!(poll_period_100ns(48, MAX_EVENT_HZ, DEFAULT_SAFETY), 14_660_155_037);
 }
 
@@ -24,7 +22,6 @@ fn thirty_two_bits_is_well_under_a_second() {
     let period = poll_period(32, MAX_EVENT_HZ, DEFAULT_SAFETY);
     assert!(period < Duration::from_millis(100), "{period:?}");
     assert_eq!(period.as_micros(), 22_369);
-    assert_eq!(poll_period_ms(32, MAX_EVENT_HZ, DEFAULT_SAFETY), 22);
     // Even a lone 6 GHz cycle counter must be read more than once a second.
     assert!(poll_period(32, MAX_CLOCK_HZ, 1) < Duration::from_secs(1));
 }
@@ -36,14 +33,12 @@ fn the_period_is_never_zero_and_never_panics() {
             for safety in [0, 1, DEFAULT_SAFETY, u32::MAX] {
                 assert!(poll_period(width, rate, safety) > Duration::ZERO);
                 assert!(poll_period_100ns(width, rate, safety) >= 1);
-                assert!(poll_period_ms(width, rate, safety) >= 1);
             }
         }
     }
     // The longest: a 64-bit counter counting once a second.
     assert_eq!(poll_period(64, 1, 1), Duration::from_secs(u64::MAX));
     assert_eq!(poll_period_100ns(64, 1, 1), i64::MAX);
-    assert_eq!(poll_period_ms(64, 1, 1), i32::MAX);
 }
 
 proptest! {
@@ -67,10 +62,8 @@ proptest! {
 #[test]
 fn polling_extends_across_wraps() {
     let counters = PollCounters::new();
-    // A 48-bit counter preloaded 100 events before its wrap through the legacy MSR.
-    let written = preload_for_headroom(100, 48, false);
-    let held = legacy_write_result(written, 48);
-    assert_eq!(held, (1 << 48) - 100);
+    // A 48-bit counter started 100 events before its wrap.
+    let held = (1 << 48) - 100;
     counters.start(3, held, 48).unwrap();
     let mut truth = held;
     for step in [1u64, 98, 1, 1, 1 << 47, (1 << 48) - 1, 12] {

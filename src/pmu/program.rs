@@ -90,7 +90,8 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
     for assignment in plan.iter() {
         if let Slot::General(_) = assignment.slot {
-            // Disable before writing the counter (FACTS §4).
+            // Disable before writing the counter, so that it does not count between the writes (Linux
+            // writes a counter, arch/x86/events/core.c x86_perf_event_set_period, only while stopped).
             msrs.write(assignment.control_msr, 0);
         }
         msrs.write(assignment.counter_msr, 0);
@@ -143,26 +144,6 @@ impl Programming {
     pub fn intact(&self, msrs: &impl Msrs) -> bool {
         self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
     }
-}
-
-/// One read of the plan's counters on this processor: each raw value (masked to its width), in plan
-/// order, and the plan's bits of the global overflow status (0 where there is no status register).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RawRead {
-    pub raw: [u64; super::events::MAX_ASSIGNMENTS],
-    pub pending_overflows: u64,
-}
-
-pub fn read(vendor: Vendor, plan: &CounterPlan, msrs: &impl Msrs) -> RawRead {
-    let mut result = RawRead::default();
-    for (slot, assignment) in plan.iter().enumerate() {
-        let width_mask = if assignment.width >= 64 { u64::MAX } else { (1u64 << assignment.width) - 1 };
-        result.raw[slot] = msrs.read(assignment.counter_msr) & width_mask;
-    }
-    if let Some(global) = global_registers(vendor, plan) {
-        result.pending_overflows = msrs.read(global.status) & plan.global_ctrl();
-    }
-    result
 }
 
 #[cfg(test)]

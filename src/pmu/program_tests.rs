@@ -99,19 +99,6 @@ fn amd_without_perfmon_v2_uses_no_global_register() {
 }
 
 #[test]
-fn read_masks_to_the_counter_width_and_reports_only_planned_status_bits() {
-    let model = skylake();
-    let plan = plan(&model);
-    let mut msrs = MsrFile::default();
-    let first = plan.iter().next().unwrap();
-    msrs.values.insert(first.counter_msr, u64::MAX);
-    msrs.values.insert(msr::IA32_PERF_GLOBAL_STATUS, u64::MAX);
-    let read = read(model.vendor, &plan, &msrs);
-    assert_eq!(read.raw[0], (1 << first.width) - 1);
-    assert_eq!(read.pending_overflows, plan.global_ctrl());
-}
-
-#[test]
 fn the_status_register_is_the_vendors_or_none_without_global_registers() {
     let skylake = skylake();
     assert_eq!(global_status_register(skylake.vendor, &plan(&skylake)), Some(msr::IA32_PERF_GLOBAL_STATUS));

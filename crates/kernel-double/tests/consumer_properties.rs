@@ -1,4 +1,4 @@
-//! Property-based consumers (issue 5, item 7): random CounterMask, InstanceId and InstanceMask values
+//! Property-based consumers: random CounterMask, InstanceId and InstanceMask values
 //! (wildcards `*` and `?`, case variants, empty masks, non-ASCII characters) sent to the real
 //! pmupcw.sys through the double's CollectData and EnumerateInstances callbacks, on 72 virtual
 //! processors in two groups. Each result is checked against a reference filter written here:

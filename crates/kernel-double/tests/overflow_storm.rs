@@ -1,4 +1,4 @@
-//! Issue 4's acceptance scenario: a virtual 48-bit PMU started near its wrap point gets a storm of
+//! Exact counts under an interrupt storm: a virtual 48-bit PMU started near its wrap point gets a storm of
 //! overflow interrupts (10^6 across the processors) while 16 collector threads collect through the
 //! real driver's callback. Every delta between a collector's successive collects, per instance and
 //! counter, is >= 0; no reported value ever exceeds what the workload has really counted (a wrap

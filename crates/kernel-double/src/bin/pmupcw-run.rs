@@ -1,7 +1,7 @@
-//! `pmupcw-run`: a PDH-semantics consumer of the real driver. Loads the real, signed `pmupcw.sys`
-//! into the kernel double, starts a query on both countersets (AddCounter), samples them N times at an
-//! interval with PDH's semantics and prints typeperf's CSV, formats the last collect as
-//! PERF_OBJECT_TYPE blocks and prints the ExtCounterTestLevel 1 verdict, then stops the query
+//! `pmupcw-run` (`cargo make run`): the double's PDH-style consumer of the real driver. Loads the real,
+//! signed `pmupcw.sys` into the kernel double, starts a query on both countersets (AddCounter), samples
+//! them N times at an interval with PDH's semantics and prints typeperf's CSV, formats the last collect
+//! as PERF_OBJECT_TYPE blocks and prints the ExtCounterTestLevel 1 verdict, then stops the query
 //! (RemoveCounter), unloads the driver and prints the double's end-of-run report. Exits 1 on any
 //! violation, leak or invalid block.
 //!

@@ -1,4 +1,4 @@
-//! typeperf's CSV output (`typeperf ... -f CSV`, `../shared/FACTS.md` section 2): a blank line, then
+//! typeperf's CSV output (`typeperf ... -f CSV`, the option of Microsoft Learn's typeperf command reference; the layout is what typeperf writes): a blank line, then
 //! the header `"(PDH-CSV 4.0) (Coordinated Universal Time)(0)","\\HOST\Set(Inst)\Counter",...` (the
 //! time zone of the rows, here UTC), then one row per sample,
 //! `"MM/DD/YYYY HH:MM:SS.mmm","123.000000",...`, with `" "` where a counter has no value (the first

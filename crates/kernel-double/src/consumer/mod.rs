@@ -1,4 +1,4 @@
-//! A consumer with PDH's semantics over the double's Performance Counter Library (issue 5, item 6).
+//! A consumer with PDH's semantics over the double's Performance Counter Library.
 //!
 //! * [`Counterset::open`] pairs the descriptors the driver registered with the counter manifest
 //!   (`manifests/pmupcw.man`, parsed by `counter-manifest`): each counter's type, name, base counter

@@ -1,4 +1,4 @@
-//! The legacy consumer view (seed 002, PM_COLLECT_PROC): collected data formatted as winperf.h
+//! The legacy consumer view (PM_COLLECT_PROC, winperf.h): collected data formatted as winperf.h
 //! `PERF_OBJECT_TYPE` blocks, and a validator with perflib's `ExtCounterTestLevel` 1 checks.
 //!
 //! Layouts (winperf.h, x64, where the `LPWSTR` title members are `DWORD`s under `_WIN64`):
@@ -23,7 +23,7 @@
 //!   PerfTime100nSec 72, SystemNameLength 80, SystemNameOffset 84.
 //!
 //! The checks ([`validate_collect`], [`validate_objects`]) are those PM_COLLECT_PROC's documentation
-//! lists for ExtCounterTestLevel 1 (seed 002, learn.microsoft.com/windows/win32/api/winperf/
+//! lists for ExtCounterTestLevel 1 (learn.microsoft.com/windows/win32/api/winperf/
 //! nc-winperf-pm_collect_proc, "Remarks"): the returned pointer agrees with `lpcbTotalBytes`; no buffer
 //! overrun into (or past) the 1 KB guard areas perflib puts before and after the buffer; the guard
 //! patterns are intact; the size is 8-byte aligned (`lpcbTotalBytes`: "The size must be 8-byte
@@ -46,7 +46,7 @@ pub const PERF_NO_INSTANCES: i32 = -1;
 pub const PERF_NO_UNIQUE_ID: i32 = -1;
 pub const PERF_DETAIL_NOVICE: u32 = 100;
 pub const PERF_DETAIL_ADVANCED: u32 = 200;
-/// The size of perflib's guard areas before and after the consumer's buffer (seed 002).
+/// The size of perflib's guard areas before and after the consumer's buffer (PM_COLLECT_PROC's Remarks on Microsoft Learn: 1 KB each).
 pub const GUARD_SIZE: usize = 1024;
 const GUARD_PATTERN: u8 = 0xEE;
 pub const ERROR_SUCCESS: u32 = 0;
