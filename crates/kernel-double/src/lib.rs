@@ -26,6 +26,7 @@ pub mod driver;
 pub mod exports;
 pub mod kernel_build;
 pub mod loader;
+pub mod poison;
 pub mod report;
 pub mod status;
 pub mod violations;

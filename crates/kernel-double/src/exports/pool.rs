@@ -13,6 +13,7 @@
 
 use super::{Call, enter};
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL};
+use crate::poison::IgnorePoison;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -81,7 +82,7 @@ struct Pool {
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 
 fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
-    f(POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Pool::default))
+    f(POOL.lock().ignore_poison().get_or_insert_with(Pool::default))
 }
 
 /// Maps a special pool block of `size` bytes (ExAllocatePool2's alignment: 16 bytes below a page, a
@@ -119,7 +120,7 @@ fn map_block(size: usize) -> *mut u8 {
 /// holds it).
 pub fn guard_fault(address: u64) -> Option<Allocation> {
     let address = address as usize;
-    let pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pool = POOL.lock().ignore_poison();
     pool.as_ref()?
         .live
         .values()

@@ -11,6 +11,7 @@
 use super::enter;
 use super::ke::{DispatcherHeader, THREAD_OBJECT, signal_and};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, topology};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -90,7 +91,7 @@ pub fn fail_reference(index: u64, status: i32) {
 }
 
 fn with_objects<R>(f: impl FnOnce(&mut Objects) -> R) -> R {
-    f(OBJECTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Objects::default))
+    f(OBJECTS.lock().ignore_poison().get_or_insert_with(Objects::default))
 }
 
 /// System threads started and not yet ended.
