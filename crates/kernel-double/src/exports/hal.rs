@@ -25,6 +25,7 @@
 //! list or its Overflow descriptor), or any other status.
 
 use super::enter;
+use super::faults::FaultPlan;
 use crate::cpu::cpuid;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
 use crate::poison::IgnorePoison;
@@ -99,43 +100,6 @@ pub fn takes_resource_lists() -> bool {
 }
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
-
-/// Fault injection for one export: counts its calls and fails those with chosen 0-based sequence
-/// numbers, each with its own status. Shared by the exports that support injection (PCW, threads).
-pub(crate) struct FaultPlan {
-    state: Mutex<(u64, Vec<(u64, i32)>)>,
-}
-
-impl FaultPlan {
-    pub(crate) const fn new() -> FaultPlan {
-        FaultPlan { state: Mutex::new((0, Vec::new())) }
-    }
-
-    /// Counts a call; returns the status to fail it with, if one was injected for it.
-    pub(crate) fn next(&self) -> Option<i32> {
-        let mut state = self.state.lock().ignore_poison();
-        let index = state.0;
-        state.0 += 1;
-        let position = state.1.iter().position(|&(at, _)| at == index)?;
-        Some(state.1.swap_remove(position).1)
-    }
-
-    /// Makes call `index` (0-based, counting every call so far) fail with `status`.
-    pub(crate) fn fail(&self, index: u64, status: i32) {
-        assert!(status < 0, "an injected failure needs an error status, not {status:#x}");
-        self.state.lock().ignore_poison().1.push((index, status));
-    }
-
-    /// Forgets every injected failure not yet taken.
-    pub(crate) fn clear(&self) {
-        self.state.lock().ignore_poison().1.clear();
-    }
-
-    /// Calls made so far.
-    pub(crate) fn calls(&self) -> u64 {
-        self.state.lock().ignore_poison().0
-    }
-}
 
 /// HalAllocateHardwareCounters calls made so far (valid or not): the sequence numbers
 /// [`fail_allocation`] takes.

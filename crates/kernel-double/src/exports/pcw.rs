@@ -12,7 +12,7 @@
 //! STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or the instance) and
 //! STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup on either.
 
-use super::hal::FaultPlan;
+use super::faults::FaultPlan;
 use super::{UnicodeString, enter, rtl, units_of};
 use crate::cpu::{self, APC_LEVEL, PASSIVE_LEVEL};
 use crate::poison::IgnorePoison;

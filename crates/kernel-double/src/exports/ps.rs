@@ -9,6 +9,7 @@
 //! KTHREAD: `gs:[0x188]` (KeGetCurrentThread) gives it inside the thread.
 
 use super::enter;
+use super::faults::FaultPlan;
 use super::ke::{DispatcherHeader, THREAD_OBJECT, signal_and};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, topology};
 use crate::poison::IgnorePoison;
@@ -58,7 +59,7 @@ struct Objects {
 static OBJECTS: Mutex<Option<Objects>> = Mutex::new(None);
 static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
-static CREATE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+static CREATE_FAULTS: FaultPlan = FaultPlan::new();
 
 /// PsCreateSystemThread calls made so far: the sequence numbers [`fail_create_system_thread`] takes.
 pub fn create_system_thread_calls() -> u64 {
@@ -77,7 +78,7 @@ pub fn clear_create_system_thread_failures() {
     CREATE_FAULTS.clear();
 }
 
-static REFERENCE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+static REFERENCE_FAULTS: FaultPlan = FaultPlan::new();
 
 /// ObReferenceObjectByHandle calls made so far: the sequence numbers [`fail_reference`] takes.
 pub fn reference_calls() -> u64 {
