@@ -32,7 +32,7 @@
 //! Limits: in ordinary runs the interrupt cannot land *inside* a run of driver instructions that do not
 //! trap (between two plain loads, say); only at trap points. A test that single-steps the driver's
 //! broadcast worker lands it between any two instructions with [`overflow_between_instructions`]
-//! (tests/common/pmi_sweep.rs does, before every instruction of the read worker).
+//! (tests/scenarios/common/pmi_sweep.rs does, before every instruction of the read worker).
 
 use super::cpuid::{self, PmuKind};
 use super::{Kpcr, PROFILE_LEVEL, topology};

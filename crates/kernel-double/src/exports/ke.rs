@@ -233,7 +233,7 @@ static TRACE_WORKERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 
 /// Runs every broadcast worker with the trap flag (EFLAGS.TF) set, so that a test's SIGTRAP handler sees
 /// each of the worker's instructions without single-stepping the rest of the double
-/// (tests/common/single_step.rs). The test must have a SIGTRAP handler installed.
+/// (tests/scenarios/common/single_step.rs). The test must have a SIGTRAP handler installed.
 pub fn trace_broadcast_workers(on: bool) {
     TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
 }
