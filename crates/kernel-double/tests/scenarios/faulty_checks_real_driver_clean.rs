@@ -11,15 +11,6 @@ use kernel_double::cpu::{cpuid, pmu};
 use kernel_double::exports::{pcw, pool};
 use kernel_double::status::STATUS_SUCCESS;
 
-/// Whether this process can read the byte at `address` (without faulting).
-fn readable(address: usize) -> bool {
-    let mut byte = 0u8;
-    let local = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
-    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 1 };
-    // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
-    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
-}
-
 #[test]
 fn faulty_checks_pass_the_real_driver() {
     cpuid::set_model(&cpuid::SKYLAKE);

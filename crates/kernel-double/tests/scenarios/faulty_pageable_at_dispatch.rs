@@ -8,6 +8,7 @@
 
 use crate::faulty_support;
 
+use crate::common::readable;
 use faulty_support::*;
 use kernel_double::cpu::{self, DISPATCH_LEVEL, IPI_LEVEL, PASSIVE_LEVEL};
 use kernel_double::loader;
@@ -36,15 +37,6 @@ fn faulty_pageable_code_at_dispatch_level_is_fatal_and_named() {
     assert_eq!(hex_after(&stderr, "VIOLATION Force IRQL Checking (called from RVA "), Some(rip_rva));
     // The first call, at PASSIVE_LEVEL, ran: only one violation.
     assert_eq!(stderr.matches("kernel-double: VIOLATION").count(), 1, "{stderr}");
-}
-
-/// Whether this process can read the byte at `address` (without faulting).
-fn readable(address: usize) -> bool {
-    let mut byte = 0u8;
-    let local = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
-    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 1 };
-    // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
-    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
 }
 
 #[test]

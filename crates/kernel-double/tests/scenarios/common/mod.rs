@@ -104,3 +104,12 @@ pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
         .map(|vp| std::array::from_fn(|event| kernel_double::cpu::pmu::counted(vp, event)))
         .collect()
 }
+
+/// Whether this process can read the byte at `address` (without faulting).
+pub fn readable(address: usize) -> bool {
+    let mut byte = 0u8;
+    let local = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
+    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 1 };
+    // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
+    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+}
