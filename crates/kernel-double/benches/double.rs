@@ -8,7 +8,7 @@
 //!   allocated (split into a per-processor slope and a fixed part) and the image's resident writable
 //!   sections; and what one collect costs in pool allocations and all-processor calls;
 //! * the driver's instructions per collect on 64 virtual processors, and per overflow bit, counted by
-//!   single-stepping (tests/common/single_step.rs).
+//!   single-stepping (tests/scenarios/common/single_step.rs).
 //!   The per-bit figure is the slope of the handler's instructions (one delivery on one processor) over
 //!   1..=7 counters wrapping at once; the fixed part is the intercept.
 //!
@@ -17,7 +17,7 @@
 //! `$PMUPCW_PACKAGE_DIR/pmupcw.sys` (default target/package/pmupcw/pmupcw.sys), built by
 //! `cargo make package`. Run with `cargo bench -p kernel-double --bench double`.
 
-#[path = "../tests/common/single_step.rs"]
+#[path = "../tests/scenarios/common/single_step.rs"]
 mod single_step;
 
 use kernel_double::cpu::{self, cpuid, pmu, topology};

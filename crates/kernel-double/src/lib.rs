@@ -15,8 +15,9 @@
 //! * [`consumer`] reads the countersets as PDH does and prints typeperf CSV and PERF_OBJECT_TYPE blocks
 //!   (the `pmupcw-run` binary, `cargo make run`).
 //!
-//! The double's state is per process (signal handler, GS, the fake kernel's tables): run one scenario
-//! per process (cargo-nextest does; with plain `cargo test` each test file holds one test).
+//! The double's state is per process (signal handler, GS, the CPU model, the fake kernel's tables): run
+//! one scenario per process. The scenarios (tests/scenarios/) are one test binary run with
+//! cargo-nextest, which runs each test as its own process; plain `cargo test` would run them together.
 
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
@@ -26,6 +27,7 @@ pub mod driver;
 pub mod exports;
 pub mod kernel_build;
 pub mod loader;
+pub mod poison;
 pub mod report;
 pub mod status;
 pub mod violations;

@@ -13,6 +13,7 @@
 //! manager would. A driver without `PAGE*` sections pays nothing.
 
 use crate::exports::Registry;
+use crate::poison::IgnorePoison;
 use goblin::pe::PE;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -102,7 +103,7 @@ static TRIMS: AtomicUsize = AtomicUsize::new(0);
 static PAGE_INS: AtomicUsize = AtomicUsize::new(0);
 
 fn pageable() -> std::sync::MutexGuard<'static, Pageable> {
-    PAGEABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    PAGEABLE.lock().ignore_poison()
 }
 
 impl Pageable {
@@ -292,7 +293,7 @@ impl Image {
         }
         image.rewrite_cpuid(&pe)?;
         image.protect()?;
-        *LAYOUT.write().unwrap() = Some(Layout { base, size, sections: image.sections.clone() });
+        *LAYOUT.write().ignore_poison() = Some(Layout { base, size, sections: image.sections.clone() });
         set_pageable(base, &image.sections);
         Ok(image)
     }
@@ -502,7 +503,9 @@ impl Image {
             section.discarded = true;
             found = true;
         }
-        if let Some(layout) = LAYOUT.write().unwrap().as_mut().filter(|layout| layout.base == self.base) {
+        if let Some(layout) =
+            LAYOUT.write().ignore_poison().as_mut().filter(|layout| layout.base == self.base)
+        {
             layout.sections = self.sections.clone();
         }
         Ok(found)
@@ -511,7 +514,7 @@ impl Image {
 
 impl Drop for Image {
     fn drop(&mut self) {
-        let mut layout = LAYOUT.write().unwrap();
+        let mut layout = LAYOUT.write().ignore_poison();
         if layout.as_ref().is_some_and(|layout| layout.base == self.base) {
             *layout = None;
             clear_pageable(self.base);

@@ -1,6 +1,7 @@
 //! What the double's checks found: rules Windows or Driver Verifier would enforce, recorded instead of
 //! bug-checking so that a test can assert there are none (or that a purpose-built fault was caught).
 
+use crate::poison::IgnorePoison;
 use std::fmt;
 use std::sync::Mutex;
 
@@ -44,5 +45,5 @@ pub fn take() -> Vec<Violation> {
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Vec<Violation>> {
-    VIOLATIONS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    VIOLATIONS.lock().ignore_poison()
 }

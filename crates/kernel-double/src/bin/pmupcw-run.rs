@@ -220,8 +220,19 @@ mod run {
                 }
             }
         }
+        let (adds, removes) = options.consumer.calls();
+        let mut failed = add_counters(&sets, adds);
+        let host = host();
+        let Some(last_samples) = print_samples(&sets, options, &host) else { return true };
+        failed |= check_perf_objects(&sets, &last_samples, &host);
+        failed | remove_counters(&sets, removes)
+    }
+
+    /// Lists each counterset's instances and adds all its counters `adds` times (once, as a PDH query
+    /// does; see `--consumer`): returns true if something failed.
+    fn add_counters(sets: &[Counterset], adds: usize) -> bool {
         let mut failed = false;
-        for set in &sets {
+        for set in sets {
             match consumer::enumerate(set) {
                 Ok(instances) => {
                     let names: Vec<String> =
@@ -233,13 +244,18 @@ mod run {
                     failed = true;
                 }
             }
-            for _ in 0..options.consumer.calls().0 {
+            for _ in 0..adds {
                 let status = pcw::add_counter(&set.name, set.full_mask());
                 println!("# AddCounter({:?}, {:#x}): {status:x?}", set.name, set.full_mask());
                 failed |= status != Some(STATUS_SUCCESS);
             }
         }
-        let host = host();
+        failed
+    }
+
+    /// Samples every counterset `options.samples` times, the workload advancing in between, and prints
+    /// the typeperf CSV; returns each counterset's last sample, or None if a sample failed.
+    fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<Vec<Option<Sample>>> {
         let mut previous: Vec<Option<Sample>> = vec![None; sets.len()];
         let mut columns = Vec::new();
         let mut paths = Vec::new();
@@ -258,12 +274,12 @@ mod run {
                     Ok(sample) => sample,
                     Err(error) => {
                         eprintln!("pmupcw-run: {error}");
-                        return true;
+                        return None;
                     }
                 };
                 if round == 0 {
                     let set_columns = consumer::columns(set, &sample);
-                    paths.extend(set_columns.iter().map(|column| consumer::path(&host, set, column)));
+                    paths.extend(set_columns.iter().map(|column| consumer::path(host, set, column)));
                     columns.push(set_columns);
                 }
                 stamp.get_or_insert(sample.unix_millis);
@@ -273,10 +289,15 @@ mod run {
             rows.push(csv::row(&csv::timestamp(stamp.unwrap_or(0)), &values));
         }
         print!("{}", csv::document(&paths, &rows, "\n"));
+        Some(previous)
+    }
 
+    /// Formats the last samples as PERF_OBJECT_TYPE blocks, collected into a guarded buffer and into a
+    /// PERF_DATA_BLOCK, and prints ExtCounterTestLevel 1's verdict on each: returns true on a fault.
+    fn check_perf_objects(sets: &[Counterset], last_samples: &[Option<Sample>], host: &str) -> bool {
         let objects: Vec<Vec<u8>> = sets
             .iter()
-            .zip(&previous)
+            .zip(last_samples)
             .filter_map(|(set, sample)| sample.as_ref().map(|sample| consumer::object_data(set, sample)))
             .map(|object| perf_object::format_object(&object))
             .collect();
@@ -295,10 +316,10 @@ mod run {
         for fault in &faults {
             println!("#   {fault}");
         }
-        failed |= !faults.is_empty();
-        let last = previous.iter().flatten().next();
+        let mut failed = !faults.is_empty();
+        let last = last_samples.iter().flatten().next();
         let header = perf_object::DataBlockHeader {
-            system_name: host.clone(),
+            system_name: host.to_string(),
             unix_millis: last.map_or(0, |sample| sample.unix_millis),
             perf_time: last.map_or(0, |sample| sample.time),
             perf_freq: last.map_or(0, |sample| sample.frequency),
@@ -314,9 +335,14 @@ mod run {
             println!("#   {fault}");
         }
         failed |= !faults.is_empty();
+        failed
+    }
 
-        for set in &sets {
-            for _ in 0..options.consumer.calls().1 {
+    /// Removes every counterset's counters `removes` times: returns true if something failed.
+    fn remove_counters(sets: &[Counterset], removes: usize) -> bool {
+        let mut failed = false;
+        for set in sets {
+            for _ in 0..removes {
                 let status = pcw::remove_counter(&set.name, set.full_mask());
                 println!("# RemoveCounter({:?}): {status:x?}", set.name);
                 failed |= status != Some(STATUS_SUCCESS);

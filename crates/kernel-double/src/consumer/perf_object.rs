@@ -481,98 +481,12 @@ pub fn validate_objects(data: &[u8], num_object_types: u32) -> Vec<Fault> {
             offset = end;
             continue;
         }
-        let mut counters = Vec::new();
-        for counter in 0..num_counters as usize {
-            let at = offset + u64::from(header_length) + u64::from(COUNTER_DEFINITION_SIZE) * counter as u64;
-            let field = |field: u64| read32(data, at + field).unwrap_or(0);
-            let (length, counter_type, size, counter_offset) = (field(0), field(28), field(32), field(36));
-            if length != COUNTER_DEFINITION_SIZE {
-                faults.push(Fault::BadCounterDefinitionLength { object, counter, value: length });
-            }
-            if size_of_type(counter_type).is_some_and(|expected| expected != size) {
-                faults.push(Fault::CounterSizeMismatch { object, counter, size, counter_type });
-            }
-            counters.push((counter_offset, size));
-        }
-        let check_block = |at: u64, instance: Option<usize>, faults: &mut Vec<Fault>| -> Option<u64> {
-            let length = read32(data, at).filter(|&length| length >= 4 && at + u64::from(length) <= end);
-            let Some(length) = length else {
-                faults.push(Fault::BadInstanceLength {
-                    object,
-                    instance,
-                    value: read32(data, at).unwrap_or(0),
-                });
-                return None;
-            };
-            if !length.is_multiple_of(8) {
-                faults.push(Fault::NotAligned {
-                    object,
-                    what: "PERF_COUNTER_BLOCK.ByteLength",
-                    value: length,
-                });
-            }
-            for (counter, &(counter_offset, size)) in counters.iter().enumerate() {
-                if counter_offset < 4 || u64::from(counter_offset) + u64::from(size) > u64::from(length) {
-                    faults.push(Fault::CounterOutsideBlock {
-                        object,
-                        instance,
-                        counter,
-                        offset: counter_offset,
-                        block: length,
-                    });
-                }
-            }
-            Some(at + u64::from(length))
-        };
-        let instances = instances as i32;
-        let mut at = offset + u64::from(definition_length);
-        if instances == PERF_NO_INSTANCES {
-            match check_block(at, None, &mut faults) {
-                Some(next) => at = next,
-                None => {
-                    offset = end;
-                    continue;
-                }
-            }
-        } else if instances < 0 {
-            faults.push(Fault::BadNumInstances { object, value: instances });
-            offset = end;
-            continue;
-        } else {
-            for instance in 0..instances as usize {
-                let field = |field: u64| read32(data, at + field);
-                let (Some(length), Some(name_offset), Some(name_length)) = (field(0), field(16), field(20))
-                else {
-                    faults.push(Fault::InstanceLengthsInconsistent { object, end: at, expected: end });
-                    break;
-                };
-                if length < INSTANCE_DEFINITION_SIZE || at + u64::from(length) > end {
-                    faults.push(Fault::BadInstanceLength { object, instance: Some(instance), value: length });
-                    break;
-                }
-                if !length.is_multiple_of(8) {
-                    faults.push(Fault::NotAligned {
-                        object,
-                        what: "PERF_INSTANCE_DEFINITION.ByteLength",
-                        value: length,
-                    });
-                }
-                let name_end = u64::from(name_offset) + u64::from(name_length);
-                let name_ok = name_offset >= INSTANCE_DEFINITION_SIZE
-                    && name_length >= 2
-                    && name_length.is_multiple_of(2)
-                    && name_end <= u64::from(length)
-                    && data.get((at + name_end - 2) as usize..(at + name_end) as usize) == Some(&[0, 0][..]);
-                if !name_ok {
-                    faults.push(Fault::BadInstanceName { object, instance });
-                }
-                match check_block(at + u64::from(length), Some(instance), &mut faults) {
-                    Some(next) => at = next,
-                    None => break,
-                }
-            }
-        }
-        if at != end {
+        let first_definition = offset + u64::from(header_length);
+        let counters = counter_definitions(data, object, first_definition, num_counters, &mut faults);
+        let first_instance = offset + u64::from(definition_length);
+        let walked =
+            check_instances(data, object, first_instance, end, instances as i32, &counters, &mut faults);
+        if let Some(at) = walked.filter(|&at| at != end) {
             faults.push(Fault::InstanceLengthsInconsistent { object, end: at, expected: end });
         }
         offset = end;
@@ -581,6 +495,119 @@ pub fn validate_objects(data: &[u8], num_object_types: u32) -> Vec<Fault> {
         faults.push(Fault::ObjectLengthsMismatch { sum, total_bytes: data.len() as u32 });
     }
     faults
+}
+
+/// Checks object `object`'s `num_counters` PERF_COUNTER_DEFINITIONs, the first at `at`; returns each
+/// counter's (Offset, Size) in the counter blocks.
+fn counter_definitions(
+    data: &[u8],
+    object: usize,
+    at: u64,
+    num_counters: u32,
+    faults: &mut Vec<Fault>,
+) -> Vec<(u32, u32)> {
+    let mut counters = Vec::new();
+    for counter in 0..num_counters as usize {
+        let definition = at + u64::from(COUNTER_DEFINITION_SIZE) * counter as u64;
+        let field = |field: u64| read32(data, definition + field).unwrap_or(0);
+        let (length, counter_type, size, counter_offset) = (field(0), field(28), field(32), field(36));
+        if length != COUNTER_DEFINITION_SIZE {
+            faults.push(Fault::BadCounterDefinitionLength { object, counter, value: length });
+        }
+        if size_of_type(counter_type).is_some_and(|expected| expected != size) {
+            faults.push(Fault::CounterSizeMismatch { object, counter, size, counter_type });
+        }
+        counters.push((counter_offset, size));
+    }
+    counters
+}
+
+/// Checks the PERF_COUNTER_BLOCK at `at` (object `object`'s own, or its instance `instance`'s), which
+/// must end by the object's `end` and hold every counter's (Offset, Size); returns where it ends, or
+/// None when its ByteLength is unusable.
+fn check_counter_block(
+    data: &[u8],
+    object: usize,
+    instance: Option<usize>,
+    at: u64,
+    end: u64,
+    counters: &[(u32, u32)],
+    faults: &mut Vec<Fault>,
+) -> Option<u64> {
+    let length = read32(data, at).filter(|&length| length >= 4 && at + u64::from(length) <= end);
+    let Some(length) = length else {
+        faults.push(Fault::BadInstanceLength { object, instance, value: read32(data, at).unwrap_or(0) });
+        return None;
+    };
+    if !length.is_multiple_of(8) {
+        faults.push(Fault::NotAligned { object, what: "PERF_COUNTER_BLOCK.ByteLength", value: length });
+    }
+    for (counter, &(counter_offset, size)) in counters.iter().enumerate() {
+        if counter_offset < 4 || u64::from(counter_offset) + u64::from(size) > u64::from(length) {
+            faults.push(Fault::CounterOutsideBlock {
+                object,
+                instance,
+                counter,
+                offset: counter_offset,
+                block: length,
+            });
+        }
+    }
+    Some(at + u64::from(length))
+}
+
+/// Checks object `object`'s data from `at` (after its definitions) to its `end`: its one counter block
+/// (PERF_NO_INSTANCES) or each of its `instances` with its counter block. Returns where the walk
+/// stopped, which must be `end`, or None when the data cannot be walked at all.
+fn check_instances(
+    data: &[u8],
+    object: usize,
+    mut at: u64,
+    end: u64,
+    instances: i32,
+    counters: &[(u32, u32)],
+    faults: &mut Vec<Fault>,
+) -> Option<u64> {
+    if instances == PERF_NO_INSTANCES {
+        return check_counter_block(data, object, None, at, end, counters, faults);
+    }
+    if instances < 0 {
+        faults.push(Fault::BadNumInstances { object, value: instances });
+        return None;
+    }
+    for instance in 0..instances as usize {
+        let field = |field: u64| read32(data, at + field);
+        let (Some(length), Some(name_offset), Some(name_length)) = (field(0), field(16), field(20)) else {
+            faults.push(Fault::InstanceLengthsInconsistent { object, end: at, expected: end });
+            break;
+        };
+        if length < INSTANCE_DEFINITION_SIZE || at + u64::from(length) > end {
+            faults.push(Fault::BadInstanceLength { object, instance: Some(instance), value: length });
+            break;
+        }
+        if !length.is_multiple_of(8) {
+            faults.push(Fault::NotAligned {
+                object,
+                what: "PERF_INSTANCE_DEFINITION.ByteLength",
+                value: length,
+            });
+        }
+        let name_end = u64::from(name_offset) + u64::from(name_length);
+        let name_ok = name_offset >= INSTANCE_DEFINITION_SIZE
+            && name_length >= 2
+            && name_length.is_multiple_of(2)
+            && name_end <= u64::from(length)
+            && data.get((at + name_end - 2) as usize..(at + name_end) as usize) == Some(&[0, 0][..]);
+        if !name_ok {
+            faults.push(Fault::BadInstanceName { object, instance });
+        }
+        match check_counter_block(data, object, Some(instance), at + u64::from(length), end, counters, faults)
+        {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    Some(at)
 }
 
 #[cfg(test)]

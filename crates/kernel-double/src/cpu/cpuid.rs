@@ -15,6 +15,7 @@
 //! entries), the table the driver's own detection tests read. A leaf not in the table reads as zeros
 //! (raw-cpuid never reads past the maximum basic or extended leaf).
 
+use crate::poison::IgnorePoison;
 use std::collections::HashSet;
 use std::sync::{OnceLock, RwLock};
 
@@ -111,12 +112,12 @@ static SITES: RwLock<Option<HashSet<u64>>> = RwLock::new(None);
 
 /// Records `address` as a rewritten site.
 pub(crate) fn add_site(address: u64) {
-    SITES.write().unwrap().get_or_insert_with(HashSet::new).insert(address);
+    SITES.write().ignore_poison().get_or_insert_with(HashSet::new).insert(address);
 }
 
 /// Forgets the sites in `[base, base + size)` (the image is going away).
 pub(crate) fn remove_sites(base: u64, size: u64) {
-    if let Some(sites) = SITES.write().unwrap().as_mut() {
+    if let Some(sites) = SITES.write().ignore_poison().as_mut() {
         sites.retain(|&site| site < base || site >= base + size);
     }
 }
@@ -128,8 +129,12 @@ pub fn is_site(address: u64) -> bool {
 
 /// Rewritten sites, in address order.
 pub fn sites() -> Vec<u64> {
-    let mut sites: Vec<u64> =
-        SITES.read().unwrap().as_ref().map(|sites| sites.iter().copied().collect()).unwrap_or_default();
+    let mut sites: Vec<u64> = SITES
+        .read()
+        .ignore_poison()
+        .as_ref()
+        .map(|sites| sites.iter().copied().collect())
+        .unwrap_or_default();
     sites.sort_unstable();
     sites
 }

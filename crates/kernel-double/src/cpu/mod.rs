@@ -271,7 +271,7 @@ fn set_gs_base(base: u64) {
 }
 
 /// Sets or clears this thread's trap flag (EFLAGS.TF): while it is set every instruction raises SIGTRAP,
-/// which the caller must handle (tests single-step driver code this way, tests/common/single_step.rs).
+/// which the caller must handle (tests single-step driver code this way, tests/scenarios/common/single_step.rs).
 #[inline(always)]
 pub fn set_trap_flag(on: bool) {
     // SAFETY: changes only EFLAGS.TF of this thread; the SIGTRAP handler the caller installed resumes

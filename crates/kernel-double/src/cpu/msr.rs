@@ -6,6 +6,7 @@
 //! without one, such as a Hyper-V guest without passthrough) does not exist: reading or writing it
 //! would #GP, so either is a violation, a read returns 0 and a write is dropped.
 
+use crate::poison::IgnorePoison;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -74,7 +75,7 @@ pub fn read(processor: u32, msr: u32) -> u64 {
     if let Some(value) = super::pmu::read(processor, msr) {
         return value;
     }
-    let registers = REGISTERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let registers = REGISTERS.lock().ignore_poison();
     registers.as_ref().and_then(|map| map.get(&(processor, msr)).copied()).unwrap_or(0)
 }
 
@@ -90,19 +91,14 @@ pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
             None => {
                 REGISTERS
                     .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .ignore_poison()
                     .get_or_insert_with(HashMap::new)
                     .insert((processor, msr), value);
                 None
             }
         },
     };
-    WRITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(MsrWrite {
-        processor,
-        msr,
-        value,
-        pmu_owned,
-    });
+    WRITES.lock().ignore_poison().push(MsrWrite { processor, msr, value, pmu_owned });
     match (refused, pmu_owned) {
         (Some(why), _) => Err(format!("MSR {msr:#x} on processor {processor}: {why}")),
         (None, false) => Err(format!("MSR {msr:#x} written on processor {processor} without owning the PMU")),
@@ -112,5 +108,5 @@ pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
 
 /// Every wrmsr so far.
 pub fn writes() -> Vec<MsrWrite> {
-    WRITES.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    WRITES.lock().ignore_poison().clone()
 }

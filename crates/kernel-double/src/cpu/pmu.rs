@@ -32,10 +32,11 @@
 //! Limits: in ordinary runs the interrupt cannot land *inside* a run of driver instructions that do not
 //! trap (between two plain loads, say); only at trap points. A test that single-steps the driver's
 //! broadcast worker lands it between any two instructions with [`overflow_between_instructions`]
-//! (tests/common/pmi_sweep.rs does, before every instruction of the read worker).
+//! (tests/scenarios/common/pmi_sweep.rs does, before every instruction of the read worker).
 
 use super::cpuid::{self, PmuKind};
 use super::{Kpcr, PROFILE_LEVEL, topology};
+use crate::poison::IgnorePoison;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -138,7 +139,7 @@ fn processor(vp: u32) -> &'static Processor {
 }
 
 fn lock(vp: u32) -> MutexGuard<'static, VpPmu> {
-    processor(vp).pmu.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    processor(vp).pmu.lock().ignore_poison()
 }
 
 fn mask(width: u8) -> u64 {
@@ -512,7 +513,7 @@ impl Drop for Occupied {
 /// Makes the thread of `kpcr` the occupant of `vp` (waiting for another occupant to leave).
 pub(crate) fn occupy(vp: u32, kpcr: &Kpcr) -> Occupied {
     let processor = processor(vp);
-    let guard = processor.occupancy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let guard = processor.occupancy.lock().ignore_poison();
     processor.occupant.store(kpcr as *const Kpcr as usize, Ordering::Release);
     Occupied { _guard: guard, processor }
 }

@@ -1,5 +1,6 @@
 //! The virtual machine's processors: a count per processor group, 4 processors in group 0 by default.
 
+use crate::poison::IgnorePoison;
 use std::sync::RwLock;
 
 static GROUPS: RwLock<Vec<u8>> = RwLock::new(Vec::new());
@@ -10,7 +11,7 @@ pub const MAX_GROUP_SIZE: u32 = 64;
 /// Sets the topology: `processors` split into groups of at most `per_group` (e.g. 72 in 2 groups of 36
 /// is `configure(72, 36)`). Call before loading the driver.
 pub fn configure(processors: u32, per_group: u32) {
-    *GROUPS.write().unwrap() = split(processors, per_group);
+    *GROUPS.write().ignore_poison() = split(processors, per_group);
 }
 
 /// Group sizes for `processors` in groups of at most `per_group`.
@@ -27,7 +28,7 @@ fn split(processors: u32, per_group: u32) -> Vec<u8> {
 }
 
 fn groups() -> Vec<u8> {
-    let groups = GROUPS.read().unwrap();
+    let groups = GROUPS.read().ignore_poison();
     if groups.is_empty() { vec![4] } else { groups.clone() }
 }
 

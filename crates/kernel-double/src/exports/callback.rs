@@ -15,6 +15,7 @@
 
 use super::{UnicodeString, enter, units_of};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, pmu};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
 
@@ -60,7 +61,7 @@ struct State {
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    f(STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(State::default))
+    f(STATE.lock().ignore_poison().get_or_insert_with(State::default))
 }
 
 /// Registrations and object references the driver still holds.

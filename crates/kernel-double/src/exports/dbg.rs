@@ -2,6 +2,7 @@
 
 use super::enter;
 use crate::cpu::{HIGH_LEVEL, MAX_DEVICE_LEVEL};
+use crate::poison::IgnorePoison;
 use std::ffi::CStr;
 use std::sync::Mutex;
 
@@ -17,7 +18,7 @@ static LINES: Mutex<Vec<DebugLine>> = Mutex::new(Vec::new());
 
 /// Every line printed so far.
 pub fn lines() -> Vec<DebugLine> {
-    LINES.lock().unwrap().clone()
+    LINES.lock().ignore_poison().clone()
 }
 
 /// Reads a NUL-terminated string from driver memory.
@@ -128,7 +129,7 @@ pub unsafe extern "win64" fn dbg_print_ex(
     if !text.ends_with('\n') {
         eprintln!();
     }
-    LINES.lock().unwrap().push(DebugLine { component, level, text });
+    LINES.lock().ignore_poison().push(DebugLine { component, level, text });
     0
 }
 
@@ -143,7 +144,7 @@ static BUG_CHECK: Mutex<Option<[u64; 5]>> = Mutex::new(None);
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn ke_bug_check_ex(code: u32, p1: usize, p2: usize, p3: usize, p4: usize) -> ! {
     let call = enter("KeBugCheckEx", HIGH_LEVEL);
-    *BUG_CHECK.lock().unwrap() = Some([u64::from(code), p1 as u64, p2 as u64, p3 as u64, p4 as u64]);
+    *BUG_CHECK.lock().ignore_poison() = Some([u64::from(code), p1 as u64, p2 as u64, p3 as u64, p4 as u64]);
     let mut message = format!(
         "kernel-double: BUG CHECK {code:#010x} ({p1:#x}, {p2:#x}, {p3:#x}, {p4:#x}) from RVA {:#x?} on processor {} at IRQL {}",
         call.caller_rva,

@@ -17,6 +17,7 @@
 use super::enter;
 use super::ke::ProcessorNumber;
 use crate::cpu::{self, DISPATCH_LEVEL, HIGH_LEVEL, PASSIVE_LEVEL, topology};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -100,7 +101,7 @@ static QUEUES: Mutex<Option<Queues>> = Mutex::new(None);
 static CHANGED: Condvar = Condvar::new();
 
 fn queues() -> MutexGuard<'static, Option<Queues>> {
-    QUEUES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    QUEUES.lock().ignore_poison()
 }
 
 fn with_queues<R>(f: impl FnOnce(&mut Queues) -> R) -> R {
@@ -144,7 +145,7 @@ pub fn halt(start: usize, length: usize) {
         .as_ref()
         .is_some_and(|queues| queues.running.iter().any(|&(_, routine)| lies_in(routine, start, length)))
     {
-        guard = CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard = CHANGED.wait(guard).ignore_poison();
     }
 }
 
@@ -295,7 +296,7 @@ pub unsafe extern "win64" fn ke_flush_queued_dpcs() {
     enter("KeFlushQueuedDpcs", PASSIVE_LEVEL);
     let mut guard = queues();
     while guard.as_ref().is_some_and(|queues| queues.outstanding() > 0) {
-        guard = CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard = CHANGED.wait(guard).ignore_poison();
     }
 }
 
@@ -320,7 +321,7 @@ fn drain(processor: u32) {
                     object.system_argument2,
                 );
             }
-            guard = CHANGED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+            guard = CHANGED.wait(guard).ignore_poison();
         };
         drop(guard);
         kpcr.set_irql(DISPATCH_LEVEL);

@@ -25,8 +25,10 @@
 //! list or its Overflow descriptor), or any other status.
 
 use super::enter;
+use super::faults::FaultPlan;
 use crate::cpu::cpuid;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -84,7 +86,7 @@ pub fn set_arbiter_busy(busy: bool) {
 
 /// Chooses how a HAL without resource lists refuses one.
 pub fn set_list_refusal(refusal: ListRefusal) {
-    *LIST_REFUSAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = refusal;
+    *LIST_REFUSAL.lock().ignore_poison() = refusal;
 }
 
 /// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
@@ -98,43 +100,6 @@ pub fn takes_resource_lists() -> bool {
 }
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
-
-/// Fault injection for one export: counts its calls and fails those with chosen 0-based sequence
-/// numbers, each with its own status. Shared by the exports that support injection (PCW, threads).
-pub(crate) struct FaultPlan {
-    state: Mutex<(u64, Vec<(u64, i32)>)>,
-}
-
-impl FaultPlan {
-    pub(crate) const fn new() -> FaultPlan {
-        FaultPlan { state: Mutex::new((0, Vec::new())) }
-    }
-
-    /// Counts a call; returns the status to fail it with, if one was injected for it.
-    pub(crate) fn next(&self) -> Option<i32> {
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let index = state.0;
-        state.0 += 1;
-        let position = state.1.iter().position(|&(at, _)| at == index)?;
-        Some(state.1.swap_remove(position).1)
-    }
-
-    /// Makes call `index` (0-based, counting every call so far) fail with `status`.
-    pub(crate) fn fail(&self, index: u64, status: i32) {
-        assert!(status < 0, "an injected failure needs an error status, not {status:#x}");
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).1.push((index, status));
-    }
-
-    /// Forgets every injected failure not yet taken.
-    pub(crate) fn clear(&self) {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).1.clear();
-    }
-
-    /// Calls made so far.
-    pub(crate) fn calls(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).0
-    }
-}
 
 /// HalAllocateHardwareCounters calls made so far (valid or not): the sequence numbers
 /// [`fail_allocation`] takes.
@@ -155,12 +120,12 @@ pub fn clear_allocation_failures() {
 
 /// The current owner.
 pub fn owner() -> Option<Owner> {
-    *OWNER.lock().unwrap()
+    *OWNER.lock().ignore_poison()
 }
 
 /// Makes another client own the counters (`true`) or releases them (`false`).
 pub fn set_other_client_owns(owns: bool) {
-    let mut owner = OWNER.lock().unwrap();
+    let mut owner = OWNER.lock().ignore_poison();
     match (owns, *owner) {
         (true, None) => *owner = Some(Owner::OtherClient),
         (false, Some(Owner::OtherClient)) => *owner = None,
@@ -255,17 +220,17 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
         return STATUS_DEVICE_BUSY;
     }
     if (!list.is_null() || affinity != 0) && !takes_resource_lists() {
-        return match *LIST_REFUSAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        return match *LIST_REFUSAL.lock().ignore_poison() {
             ListRefusal::InsufficientResources => STATUS_INSUFFICIENT_RESOURCES,
             ListRefusal::NullHandle => STATUS_SUCCESS,
         };
     }
-    let mut owner = OWNER.lock().unwrap();
+    let mut owner = OWNER.lock().ignore_poison();
     if owner.is_some() {
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     let handle = {
-        let mut next = NEXT_HANDLE.lock().unwrap();
+        let mut next = NEXT_HANDLE.lock().ignore_poison();
         *next += 8;
         *next
     };
@@ -285,7 +250,7 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
     let call = enter("HalFreeHardwareCounters", PASSIVE_LEVEL);
-    let mut owner = OWNER.lock().unwrap();
+    let mut owner = OWNER.lock().ignore_poison();
     match *owner {
         Some(Owner::Driver { handle: owned, .. }) if owned == handle => {
             // No overflow handler runs after the free returns.

@@ -6,6 +6,7 @@
 
 use super::enter;
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, pmu, topology};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,7 +30,7 @@ static DISPATCHER: Mutex<()> = Mutex::new(());
 static SIGNALLED: Condvar = Condvar::new();
 
 pub(crate) fn dispatcher_lock() -> MutexGuard<'static, ()> {
-    DISPATCHER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    DISPATCHER.lock().ignore_poison()
 }
 
 /// Sets `header`'s SignalState (under the dispatcher lock) and wakes waiters; returns the previous one.
@@ -172,7 +173,7 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
             return STATUS_SUCCESS;
         }
         match deadline {
-            None => guard = SIGNALLED.wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner()),
+            None => guard = SIGNALLED.wait(guard).ignore_poison(),
             Some(deadline) => {
                 let now = Instant::now();
                 if now >= deadline {
@@ -181,10 +182,7 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
                     }
                     return STATUS_TIMEOUT;
                 }
-                guard = SIGNALLED
-                    .wait_timeout(guard, deadline - now)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .0;
+                guard = SIGNALLED.wait_timeout(guard, deadline - now).ignore_poison().0;
             }
         }
     }
@@ -235,7 +233,7 @@ static TRACE_WORKERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 
 /// Runs every broadcast worker with the trap flag (EFLAGS.TF) set, so that a test's SIGTRAP handler sees
 /// each of the worker's instructions without single-stepping the rest of the double
-/// (tests/common/single_step.rs). The test must have a SIGTRAP handler installed.
+/// (tests/scenarios/common/single_step.rs). The test must have a SIGTRAP handler installed.
 pub fn trace_broadcast_workers(on: bool) {
     TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
 }

@@ -4,6 +4,7 @@
 
 use super::{Registry, UnicodeString, enter, units_of};
 use crate::cpu::PASSIVE_LEVEL;
+use crate::poison::IgnorePoison;
 use std::sync::RwLock;
 
 /// The exports of the kernel the loaded driver runs on.
@@ -11,7 +12,7 @@ static SYSTEM_ROUTINES: RwLock<Option<Registry>> = RwLock::new(None);
 
 /// Makes `registry` the kernel MmGetSystemRoutineAddress searches (the loader's, as a driver is loaded).
 pub(crate) fn set_system_routines(registry: &Registry) {
-    *SYSTEM_ROUTINES.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(registry.clone());
+    *SYSTEM_ROUTINES.write().ignore_poison() = Some(registry.clone());
 }
 
 /// `PVOID MmGetSystemRoutineAddress(PUNICODE_STRING SystemRoutineName)`: PASSIVE_LEVEL. The address of
@@ -35,7 +36,7 @@ pub unsafe extern "win64" fn mm_get_system_routine_address(name: *const UnicodeS
     };
     // A name that is not text names no export.
     let Ok(name) = String::from_utf16(&units) else { return std::ptr::null_mut() };
-    let routines = SYSTEM_ROUTINES.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let routines = SYSTEM_ROUTINES.read().ignore_poison();
     let found = routines.as_ref().and_then(|routines| {
         routines.resolve("ntoskrnl.exe", &name).or_else(|| routines.resolve("hal.dll", &name))
     });

@@ -9,6 +9,7 @@ pub mod affinity;
 pub mod callback;
 pub mod dbg;
 pub mod dpc;
+mod faults;
 pub mod hal;
 pub mod ke;
 pub mod mm;

@@ -12,9 +12,10 @@
 //! STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or the instance) and
 //! STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup on either.
 
-use super::hal::FaultPlan;
+use super::faults::FaultPlan;
 use super::{UnicodeString, enter, rtl, units_of};
 use crate::cpu::{self, APC_LEVEL, PASSIVE_LEVEL};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -154,7 +155,7 @@ pub fn set_callback_irql(irql: u8) {
 }
 
 fn with_tables<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
-    f(TABLES.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Tables::default))
+    f(TABLES.lock().ignore_poison().get_or_insert_with(Tables::default))
 }
 
 fn new_handle(tables: &mut Tables) -> usize {
@@ -348,10 +349,10 @@ pub unsafe extern "win64" fn pcw_unregister(handle: usize) {
         return;
     };
     {
-        let mut state = registration.state.lock().unwrap();
+        let mut state = registration.state.lock().ignore_poison();
         state.1 = true;
         while state.0 > 0 {
-            state = registration.idle.wait(state).unwrap();
+            state = registration.idle.wait(state).ignore_poison();
         }
     }
     let open = with_tables(|tables| {
@@ -477,7 +478,7 @@ pub unsafe extern "win64" fn pcw_add_instance(
         Ok(blocks) => blocks,
         Err(status) => return status,
     };
-    let mut collection = collection.lock().unwrap();
+    let mut collection = collection.lock().ignore_poison();
     let values = if count == 0 {
         if collection.with_data {
             call.violation("instance added without data to a CollectData request".into());
@@ -534,7 +535,7 @@ fn find(counterset: &str) -> Option<(usize, Arc<Registration>)> {
 /// is unregistering (perflib stops calling it).
 fn invoke(registration: &Registration, kind: u32, info: &mut MaskInformation) -> Option<i32> {
     {
-        let mut state = registration.state.lock().unwrap();
+        let mut state = registration.state.lock().ignore_poison();
         if state.1 {
             return None;
         }
@@ -556,7 +557,7 @@ fn invoke(registration: &Registration, kind: u32, info: &mut MaskInformation) ->
         );
     }
     kpcr.set_irql(previous);
-    let mut state = registration.state.lock().unwrap();
+    let mut state = registration.state.lock().ignore_poison();
     state.0 -= 1;
     if state.0 == 0 {
         registration.idle.notify_all();
@@ -651,6 +652,6 @@ fn request(counterset: &str, query: &Query, kind: u32) -> Option<(i32, Vec<Insta
     let status = invoke(&registration, kind, &mut info);
     with_tables(|tables| tables.collections.remove(&buffer));
     let status = status?;
-    let records = std::mem::take(&mut collection.lock().unwrap().records);
+    let records = std::mem::take(&mut collection.lock().ignore_poison().records);
     Some((status, records))
 }

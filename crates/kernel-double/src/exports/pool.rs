@@ -11,8 +11,11 @@
 //! bug check 0xCD). The slack is filled with a pattern checked on free, which catches writes past the
 //! end that stop short of the guard page (a violation, as Verifier's 0xC1).
 
+use super::faults::FaultPlan;
 use super::{Call, enter};
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL};
+use crate::poison::IgnorePoison;
+use crate::status::STATUS_INSUFFICIENT_RESOURCES;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -71,17 +74,16 @@ struct Pool {
     live: HashMap<usize, Allocation>,
     /// Addresses freed and not reused since, to tell a double free from a wild pointer.
     freed: HashSet<usize>,
-    allocations: u64,
     /// Allocations so far by the routine that was called.
     made_by: HashMap<&'static str, u64>,
-    /// Fail the allocation with this 0-based sequence number (fault injection), if set.
-    fail_at: Option<u64>,
 }
 
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
+/// Both allocation routines' calls with valid arguments, in one sequence, and the injected failures.
+static ALLOCATIONS: FaultPlan = FaultPlan::new();
 
 fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
-    f(POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Pool::default))
+    f(POOL.lock().ignore_poison().get_or_insert_with(Pool::default))
 }
 
 /// Maps a special pool block of `size` bytes (ExAllocatePool2's alignment: 16 bytes below a page, a
@@ -119,7 +121,7 @@ fn map_block(size: usize) -> *mut u8 {
 /// holds it).
 pub fn guard_fault(address: u64) -> Option<Allocation> {
     let address = address as usize;
-    let pool = POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pool = POOL.lock().ignore_poison();
     pool.as_ref()?
         .live
         .values()
@@ -153,7 +155,7 @@ pub fn outstanding() -> Vec<Allocation> {
 
 /// Allocations made so far.
 pub fn allocation_count() -> u64 {
-    with_pool(|pool| pool.allocations)
+    ALLOCATIONS.calls()
 }
 
 /// Allocations made so far through `routine` (ExAllocatePool2 or ExAllocatePoolWithTag) with valid
@@ -162,9 +164,14 @@ pub fn allocation_count_by(routine: &str) -> u64 {
     with_pool(|pool| pool.made_by.get(routine).copied().unwrap_or(0))
 }
 
-/// Makes the allocation with 0-based sequence number `index` fail (NULL), for fault injection.
+/// Makes the allocation with 0-based sequence number `index` (see [`allocation_count`]) fail (NULL),
+/// for fault injection, replacing any failure not yet taken; `None` injects none.
 pub fn fail_allocation(index: Option<u64>) {
-    with_pool(|pool| pool.fail_at = index);
+    ALLOCATIONS.clear();
+    if let Some(index) = index {
+        // The allocation returns NULL; callers report a failed allocation as this status.
+        ALLOCATIONS.fail(index, STATUS_INSUFFICIENT_RESOURCES);
+    }
 }
 
 /// `PVOID ExAllocatePool2(POOL_FLAGS Flags, SIZE_T NumberOfBytes, ULONG Tag)`: IRQL <= DISPATCH_LEVEL
@@ -226,12 +233,8 @@ fn allocate(call: &Call, size: usize, tag: u32, zeroed: bool) -> *mut u8 {
         call.violation("pool tag 0".into());
         return std::ptr::null_mut();
     }
-    let fail = with_pool(|pool| {
-        let index = pool.allocations;
-        pool.allocations += 1;
-        *pool.made_by.entry(call.export).or_default() += 1;
-        pool.fail_at == Some(index)
-    });
+    let fail = ALLOCATIONS.next().is_some();
+    with_pool(|pool| *pool.made_by.entry(call.export).or_default() += 1);
     if fail || size > (1 << 32) {
         return std::ptr::null_mut();
     }

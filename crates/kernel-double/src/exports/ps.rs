@@ -9,8 +9,10 @@
 //! KTHREAD: `gs:[0x188]` (KeGetCurrentThread) gives it inside the thread.
 
 use super::enter;
+use super::faults::FaultPlan;
 use super::ke::{DispatcherHeader, THREAD_OBJECT, signal_and};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, topology};
+use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -57,7 +59,7 @@ struct Objects {
 static OBJECTS: Mutex<Option<Objects>> = Mutex::new(None);
 static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
-static CREATE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+static CREATE_FAULTS: FaultPlan = FaultPlan::new();
 
 /// PsCreateSystemThread calls made so far: the sequence numbers [`fail_create_system_thread`] takes.
 pub fn create_system_thread_calls() -> u64 {
@@ -76,7 +78,7 @@ pub fn clear_create_system_thread_failures() {
     CREATE_FAULTS.clear();
 }
 
-static REFERENCE_FAULTS: super::hal::FaultPlan = super::hal::FaultPlan::new();
+static REFERENCE_FAULTS: FaultPlan = FaultPlan::new();
 
 /// ObReferenceObjectByHandle calls made so far: the sequence numbers [`fail_reference`] takes.
 pub fn reference_calls() -> u64 {
@@ -90,7 +92,7 @@ pub fn fail_reference(index: u64, status: i32) {
 }
 
 fn with_objects<R>(f: impl FnOnce(&mut Objects) -> R) -> R {
-    f(OBJECTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert_with(Objects::default))
+    f(OBJECTS.lock().ignore_poison().get_or_insert_with(Objects::default))
 }
 
 /// System threads started and not yet ended.

@@ -1,0 +1,115 @@
+//! Shared by the scenarios: where the real driver is, and loading it.
+
+pub mod cpu_models;
+pub mod death;
+pub mod kernel_builds;
+pub mod machine_code;
+pub mod pmi_sweep;
+pub mod pool_faults;
+pub mod single_step;
+
+use kernel_double::driver::Driver;
+use kernel_double::report::Report;
+use std::path::{Path, PathBuf};
+
+/// The release, signed `pmupcw.sys` that `cargo make package` (scripts/linux/package.sh) builds:
+/// `$PMUPCW_PACKAGE_DIR/pmupcw.sys`, by default target/package/pmupcw/pmupcw.sys. A missing image fails
+/// the test: it must not pass by running nothing.
+pub fn driver_image() -> PathBuf {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let directory = std::env::var_os("PMUPCW_PACKAGE_DIR")
+        .map_or_else(|| repository.join("target/package/pmupcw"), PathBuf::from);
+    let image = directory.join("pmupcw.sys");
+    assert!(
+        image.is_file(),
+        "{} is missing: run `cargo make package` (or `bash scripts/linux/package.sh`) first",
+        image.display()
+    );
+    image
+}
+
+/// Loads the real driver.
+pub fn load() -> Driver {
+    let image = driver_image();
+    Driver::load(&image).unwrap_or_else(|error| panic!("loading {}: {error}", image.display()))
+}
+
+/// Asserts nothing is left behind and nothing was violated, printing the report otherwise.
+#[track_caller]
+pub fn assert_clean() {
+    let report = Report::now();
+    assert!(report.is_clean(), "the driver left state behind or broke rules:\n{report}");
+}
+
+/// The hardware counter instance names and ids a topology must produce, in index order.
+pub fn expected_processor_instances(groups: &[u32]) -> Vec<(String, u32)> {
+    let mut instances = Vec::new();
+    for (group, &count) in groups.iter().enumerate() {
+        for number in 0..count {
+            instances.push((format!("{group},{number}"), group as u32 * 64 + number));
+        }
+    }
+    instances
+}
+
+pub const HARDWARE_COUNTERS: &str = "Hardware Counters";
+pub const DRIVER_STATUS: &str = "Hardware Counters Driver";
+/// Manifest id of the first 64-bit total (Instructions Retired) of a Hardware Counters instance; the
+/// seven totals follow in the virtual PMU's event order (kernel_double::cpu::pmu::RATES).
+pub const FIRST_TOTAL: usize = 7;
+/// Manifest id of the per-processor Overflow Interrupts counter.
+pub const OVERFLOW_INTERRUPTS: usize = 20;
+
+/// The driver's status counterset values: PMU State, Counters Owned, Overflow Interrupts, ...
+pub fn driver_status() -> Vec<u64> {
+    let (status, instances) =
+        kernel_double::exports::pcw::collect(DRIVER_STATUS, &kernel_double::exports::pcw::Query::default())
+            .expect("the status counterset is registered");
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    assert_eq!(instances.len(), 1, "{instances:?}");
+    instances[0].values.clone().expect("the status instance has data")
+}
+
+/// One collect of every Hardware Counters instance: per processor (by instance order), the seven totals
+/// and the overflow interrupt count.
+pub fn collect_totals() -> Vec<([u64; 7], u64)> {
+    let (status, instances) = kernel_double::exports::pcw::collect(
+        HARDWARE_COUNTERS,
+        &kernel_double::exports::pcw::Query::default(),
+    )
+    .expect("registered");
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    // Values come in descriptor order; find the counters by their manifest ids.
+    let descriptors = kernel_double::exports::pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
+    let position = |id: usize| {
+        descriptors
+            .iter()
+            .position(|descriptor| usize::from(descriptor.id) == id)
+            .unwrap_or_else(|| panic!("no counter with id {id}"))
+    };
+    let totals_at: [usize; 7] = std::array::from_fn(|event| position(FIRST_TOTAL + event));
+    let overflows_at = position(OVERFLOW_INTERRUPTS);
+    instances
+        .iter()
+        .map(|instance| {
+            let values = instance.values.as_ref().expect("collect returns data");
+            (totals_at.map(|at| values[at]), values[overflows_at])
+        })
+        .collect()
+}
+
+/// What the virtual PMU says each processor's seven totals must be.
+pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
+    (0..processors)
+        .map(|vp| std::array::from_fn(|event| kernel_double::cpu::pmu::counted(vp, event)))
+        .collect()
+}
+
+/// Whether this process can read the byte at `address` (without faulting).
+pub fn readable(address: usize) -> bool {
+    let mut byte = 0u8;
+    let local = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
+    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: 1 };
+    // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
+    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+}

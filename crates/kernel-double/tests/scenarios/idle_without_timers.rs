@@ -1,0 +1,42 @@
+//! Cheap when nobody is watching: with no query active and nothing owned, the driver's housekeeping
+//! thread sleeps until woken, with no timer. It wakes for a session (to schedule the release after the
+//! hysteresis), releases the counters, and goes back to sleeping without a timeout.
+
+use crate::common;
+
+use common::*;
+use kernel_double::cpu::cpuid;
+use kernel_double::exports::{hal, ke, pcw};
+use kernel_double::status::STATUS_SUCCESS;
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_housekeeping_thread_sleeps_without_a_timer_while_idle() {
+    cpuid::set_model(&cpuid::SKYLAKE);
+    let mut driver = load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+
+    // Idle after load: longer than the 2 s hysteresis, and no timed wake-up at all.
+    let before = ke::timed_out_waits();
+    std::thread::sleep(Duration::from_millis(2600));
+    assert_eq!(ke::timed_out_waits(), before, "the idle driver woke up on a timer");
+
+    // A query owns the counters; once it goes, the thread is woken, releases them after the hysteresis...
+    assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    assert!(matches!(hal::owner(), Some(hal::Owner::Driver { .. })));
+    assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    let started = Instant::now();
+    while hal::owner().is_some() {
+        assert!(started.elapsed() < Duration::from_secs(8), "the counters were never released");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ke::timed_out_waits() > before, "the release came without the hysteresis timer");
+
+    // ...and goes back to sleeping without a timer.
+    let after_release = ke::timed_out_waits();
+    std::thread::sleep(Duration::from_millis(2600));
+    assert_eq!(ke::timed_out_waits(), after_release, "the thread kept waking up after the release");
+
+    assert!(driver.unload());
+    assert_clean();
+}

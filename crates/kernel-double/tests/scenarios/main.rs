@@ -1,0 +1,61 @@
+//! The kernel double's scenarios: the real `pmupcw.sys` (or a faulty driver of tests/faulty-drivers/)
+//! loaded into the double, one scenario per test.
+//!
+//! One test binary holds every scenario, so the double and its dependencies are linked once instead of
+//! once per scenario. The double's state is per process (the signal handler, GS, the CPU model chosen
+//! once, the fake kernel's tables), so each test needs a process of its own: run them with
+//! cargo-nextest, which runs every test as its own process
+//! (https://nexte.st/docs/design/why-process-per-test/). Plain `cargo test` runs them as threads of one
+//! process, where they interfere.
+
+mod common;
+mod faulty_support;
+
+mod bug_check;
+mod concurrent_collects;
+mod consumer_modes;
+mod consumer_properties;
+mod consumer_total_ratios;
+mod consumer_typeperf;
+mod cpu_model_alder_lake;
+mod cpu_model_hyperv_guest_no_pmu;
+mod cpu_model_no_pmu;
+mod cpu_model_skylake;
+mod cpu_model_zen3;
+mod cpu_model_zen4;
+mod cr8_emulation;
+mod discarded_init;
+mod driver_entry_and_unload;
+mod fault_injection_add_counter;
+mod fault_injection_driver_entry;
+mod fault_injection_hal_fallback;
+mod fault_injection_thread_reference;
+mod faulty_checks_real_driver_clean;
+mod faulty_dpc_pending_at_unload;
+mod faulty_msr_without_ownership;
+mod faulty_pageable_at_dispatch;
+mod faulty_pool_leak;
+mod faulty_pool_overrun;
+mod faulty_spinlock_in_pmi;
+mod hyperv_cpuid_claims_pmu;
+mod hyperv_guest_without_pmu;
+mod idle_without_timers;
+mod irql_checks;
+mod kernel_build_1903;
+mod kernel_build_2004;
+mod kernel_build_refuses_newer_imports;
+mod kernel_services_probe;
+mod lazy_ownership;
+mod load_unload_cycles;
+mod overflow_storm;
+mod pmi_at_every_instruction;
+mod pmi_masking;
+mod pmu_owned_by_another_client;
+mod pool_fault_injection;
+mod pool_fault_injection_1903;
+mod processors_128;
+mod seventy_two_processors;
+mod sleep_and_foreign_writers;
+mod unload_while_collecting;
+mod unresolved_imports;
+mod virtual_pmu_semantics;
