@@ -1,0 +1,34 @@
+//! Generates the counter catalogue (src/catalogue.rs includes it) from `manifests/pmupcw.man`, the
+//! single source of truth: every counterset, whether it has instances, and its displayable counters
+//! (base counters are read by PDH with their fraction and cannot be added on their own), with the raw
+//! 64-bit totals (`perf_counter_large_rawcount`) marked monotonic.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    let manifest_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/pmupcw.man");
+    println!("cargo:rerun-if-changed={}", manifest_path.display());
+    let text = std::fs::read_to_string(&manifest_path)
+        .unwrap_or_else(|error| panic!("{}: {error}", manifest_path.display()));
+    let manifest = counter_manifest::compile(&manifest_path.to_string_lossy(), &text, "0.0.0.0")
+        .unwrap_or_else(|error| panic!("{error}"))
+        .manifest;
+    let mut out = String::from("/// Every counterset of the manifest, in document order.\n");
+    writeln!(out, "pub const COUNTER_SETS: [CounterSetSpec; {}] = [", manifest.counter_sets.len()).unwrap();
+    for set in &manifest.counter_sets {
+        writeln!(out, "    CounterSetSpec {{").unwrap();
+        writeln!(out, "        name: {:?},", set.name).unwrap();
+        writeln!(out, "        multi_instance: {},", set.instances.is_multiple()).unwrap();
+        writeln!(out, "        counters: &[").unwrap();
+        for counter in set.counters.iter().filter(|counter| !counter.ty.is_base) {
+            let monotonic = counter.ty.name == "perf_counter_large_rawcount";
+            writeln!(out, "            CounterSpec {{ name: {:?}, monotonic: {monotonic} }},", counter.name)
+                .unwrap();
+        }
+        writeln!(out, "        ],\n    }},").unwrap();
+    }
+    writeln!(out, "];").unwrap();
+    let out_dir = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("catalogue.rs"), out).expect("write the catalogue");
+}
