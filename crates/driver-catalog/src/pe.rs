@@ -47,24 +47,19 @@ fn parse(data: &[u8]) -> Result<PeFile64<'_>, PeError> {
 
 /// The Authenticode image hash of `data` with the digest `D` (SHA-1 or SHA-256).
 pub fn authenticode_digest<D: Digest + sha1::digest::Update>(data: &[u8]) -> Result<Vec<u8>, PeError> {
-    let unsigned = parse(data)?.certificate_table_range().ok().flatten().is_none_or(|range| range.is_empty());
-    let padded;
-    let data = if unsigned && !data.len().is_multiple_of(8) {
-        padded = [data, &[0u8; 8][..8 - data.len() % 8]].concat();
-        &padded[..]
-    } else {
-        data
-    };
     let pe = parse(data)?;
-    if let Ok(Some(table)) = pe.certificate_table_range()
-        && !table.is_empty()
-        && table.end != data.len()
-    {
+    let table = pe.certificate_table_range().ok().flatten().filter(|range| !range.is_empty());
+    if table.as_ref().is_some_and(|table| table.end != data.len()) {
         return err("the certificate table is not at the end of the file");
     }
     let mut digest = D::new();
     authenticode::authenticode_digest(&pe, &mut digest)
         .map_err(|_| PeError("section or header ranges out of bounds".into()))?;
+    // The zero padding of an unsigned image comes after everything else the hash covers, so hashing
+    // it last is hashing the padded image.
+    if table.is_none() && !data.len().is_multiple_of(8) {
+        Digest::update(&mut digest, &[0u8; 8][..8 - data.len() % 8]);
+    }
     Ok(Digest::finalize(digest).to_vec())
 }
 
