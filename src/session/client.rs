@@ -166,15 +166,13 @@ impl<P: Platform> PmuClient<P> {
             OwnedMask::EMPTY
         };
         self.pmi_owned.store(owned.bits(), Ordering::Release);
-        self.platform.on_every_processor(&ownership, &|index, msrs| {
-            if let Some(processor) = self.processors.get(index as usize) {
-                processor.counters.acquire();
-                for (slot, assignment) in plan.iter().enumerate() {
-                    let _ = processor.poll.start(slot, 0, assignment.width);
-                }
-            }
-            program::start(model.vendor, &plan, msrs);
-        });
+        self.platform.on_every_processor(
+            &ownership,
+            &|index, msrs| match self.processors.get(index as usize) {
+                Some(processor) => start_counting(processor, model.vendor, &plan, msrs),
+                None => program::start(model.vendor, &plan, msrs),
+            },
+        );
         let programming = Programming::of(model.vendor, &plan);
         *session = Some(Session { ownership, plan, owned, programming });
         drop(session);
@@ -338,14 +336,21 @@ impl<P: Platform> PmuClient<P> {
 /// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
 /// loss and this repair are not counted.
 fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    // Stopped first, so that no overflow of the lost programming is folded into the new session.
     program::stop_and_clear(vendor, plan, msrs);
     processor.counters.release();
+    start_counting(processor, vendor, plan, msrs);
+    processor.counters.publish();
+}
+
+/// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
+/// reported values carry on) and the plan's counters are programmed, counting from 0.
+fn start_counting(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     processor.counters.acquire();
     for (slot, assignment) in plan.iter().enumerate() {
         let _ = processor.poll.start(slot, 0, assignment.width);
     }
     program::start(vendor, plan, msrs);
-    processor.counters.publish();
 }
 
 impl<P: Platform> CountSource for PmuClient<P> {
