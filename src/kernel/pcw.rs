@@ -323,8 +323,8 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
     fn refresh(&self) {
         (**self).refresh();
     }
-    fn counts(&self, processor_index: u32) -> crate::pcw::hardware_counters::EventCounts {
-        (**self).counts(processor_index)
+    fn values(&self, processor_index: u32) -> crate::counters::hardware_counters::Values {
+        (**self).values(processor_index)
     }
     fn collect_done(&self) {
         (**self).collect_done();

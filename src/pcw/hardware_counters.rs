@@ -11,84 +11,19 @@ use crate::counters::hardware_counters::Values;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-/// Hardware event counts of one processor, each extended to 64 bits and never decreasing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EventCounts {
-    pub instructions_retired: u64,
-    pub core_cycles: u64,
-    pub reference_cycles: u64,
-    pub llc_references: u64,
-    pub llc_misses: u64,
-    pub branches: u64,
-    pub branch_mispredicts: u64,
-    pub overflow_interrupts: u64,
-}
-
-/// Where the per-processor counts come from: the PMU client's snapshots in the driver.
+/// Where the per-processor counter blocks come from: the PMU client's snapshots in the driver.
 pub trait CountSource: Sync {
-    /// Brings every processor's counts up to date, once per collect, before [`CountSource::counts`].
+    /// Brings every processor's counts up to date, once per collect, before [`CountSource::values`].
     fn refresh(&self) {}
     /// The collect that [`CountSource::refresh`] began has handed every instance to PCW.
     fn collect_done(&self) {}
-    /// The counts of the processor with system index `processor_index`, as of the last refresh.
-    fn counts(&self, processor_index: u32) -> EventCounts;
+    /// The counter block of the processor with system index `processor_index`, as of the last
+    /// refresh: counts extended to 64 bits, never decreasing.
+    fn values(&self, processor_index: u32) -> Values;
     /// A consumer added counters (AddCounter). PCW promises no matching RemoveCounter, and registry
     /// consumers never add at all, so a source must not rely on pairs: it hears of additions, and
     /// of collects through [`CountSource::refresh`].
     fn query_added(&self) {}
-}
-
-/// Ratio counters read counts divided by this, so that their 32-bit bases wrap rarely (see the
-/// manifest's header comment).
-pub const RATIO_SCALE_SHIFT: u32 = 10;
-
-/// A count as a counter field of whatever width the manifest gives it. 32-bit fields keep the low
-/// 32 bits, which is what PDH expects: it uses the difference of two samples.
-trait FromCount {
-    fn from_count(count: u64) -> Self;
-}
-
-impl FromCount for u64 {
-    fn from_count(count: u64) -> Self {
-        count
-    }
-}
-
-impl FromCount for u32 {
-    fn from_count(count: u64) -> Self {
-        count as u32
-    }
-}
-
-impl Values {
-    /// The counter data block for `counts`. Field widths come from the manifest, and the padding field
-    /// comes and goes with the number of 32-bit fields, so neither is spelled out here: changing a
-    /// counter's type in the manifest needs no edit of this code.
-    pub fn from_counts(counts: &EventCounts) -> Self {
-        fn count<T: FromCount>(count: u64) -> T {
-            T::from_count(count)
-        }
-        fn scaled<T: FromCount>(count: u64) -> T {
-            T::from_count(count >> RATIO_SCALE_SHIFT)
-        }
-        Values {
-            instructions_retired: count(counts.instructions_retired),
-            core_cycles: count(counts.core_cycles),
-            reference_cycles: count(counts.reference_cycles),
-            llc_references: count(counts.llc_references),
-            llc_misses: count(counts.llc_misses),
-            branches: count(counts.branches),
-            branch_mispredicts: count(counts.branch_mispredicts),
-            overflow_interrupts: count(counts.overflow_interrupts),
-            instructions_scaled: scaled(counts.instructions_retired),
-            core_cycles_scaled: scaled(counts.core_cycles),
-            llc_misses_scaled: scaled(counts.llc_misses),
-            llc_references_scaled: scaled(counts.llc_references),
-            branch_mispredicts_scaled: scaled(counts.branch_mispredicts),
-            branches_scaled: scaled(counts.branches),
-            ..Values::default()
-        }
-    }
 }
 
 /// The counterset's callback state. `P` holds the processor instances (pool memory in the driver, a
@@ -156,7 +91,7 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
         self.source.refresh();
         let mut result = Ok(());
         for processor in self.selected(query) {
-            let mut values = Values::from_counts(&self.source.counts(processor.index()));
+            let mut values = self.source.values(processor.index());
             values.clear_unrequested(query.counter_mask);
             result = sink.add(processor.name(), processor.id(), Some(&values));
             if result.is_err() {

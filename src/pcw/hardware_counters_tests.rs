@@ -7,22 +7,13 @@ use crate::pcw::query::CounterBlock;
 use crate::pcw::wildcard::ascii_upcase;
 use std::collections::BTreeSet;
 
-/// Counts that identify their processor: every event of processor i counts i * 1_000_000 + k.
+/// Blocks that identify their processor and field: field f of processor i holds i * 1_000_000 + f + 1
+/// (cut to the field's width).
 struct PatternCounts;
 
 impl CountSource for PatternCounts {
-    fn counts(&self, index: u32) -> EventCounts {
-        let base = u64::from(index) * 1_000_000;
-        EventCounts {
-            instructions_retired: (base + 1) << 20,
-            core_cycles: (base + 2) << 20,
-            reference_cycles: base + 3,
-            llc_references: (base + 4) << 12,
-            llc_misses: (base + 5) << 11,
-            branches: (base + 6) << 12,
-            branch_mispredicts: (base + 7) << 11,
-            overflow_interrupts: base + 8,
-        }
+    fn values(&self, index: u32) -> Values {
+        Values::from_fields(|field| u64::from(index) * 1_000_000 + field as u64 + 1)
     }
 }
 
@@ -91,19 +82,7 @@ fn collect_reports_every_processor_with_its_counts() {
     assert_eq!(recorder.instances.len(), 72);
     let (name, instance_id, values) = &recorder.instances[40];
     assert_eq!((name.as_str(), *instance_id), ("1,4", 68));
-    assert_eq!(values.unwrap(), Values::from_counts(&PatternCounts.counts(40)));
-}
-
-#[test]
-fn values_scale_ratio_fields_equally() {
-    let counts =
-        EventCounts { instructions_retired: 3 << 30, core_cycles: (5 << 40) + 1023, ..Default::default() };
-    let values = Values::from_counts(&counts);
-    assert_eq!(values.instructions_retired, 3 << 30);
-    assert_eq!(values.instructions_scaled, 3 << 20);
-    // 5 * 2^30 does not fit in 32 bits: only the low 32 bits of the scaled count remain, as PDH expects
-    // of a 32-bit base (it uses the difference of two samples).
-    assert_eq!(values.core_cycles_scaled, ((5u64 << 30) & 0xFFFF_FFFF) as u32);
+    assert_eq!(values.unwrap(), PatternCounts.values(40));
 }
 
 #[test]
@@ -142,18 +121,18 @@ fn counter_mask_leaves_unrequested_counters_zero() {
     let mask = 1u64 << id::INSTRUCTIONS_PER_SEC;
     let recorder = collect(&provider, &Query { counter_mask: mask, ..Query::ALL });
     let values = recorder.instances[3].2.unwrap();
-    assert_eq!(values.instructions_retired, PatternCounts.counts(3).instructions_retired);
+    assert_eq!(values.instructions_retired, PatternCounts.values(3).instructions_retired);
     assert_eq!(values.core_cycles, 0);
-    assert_eq!(values.instructions_scaled, 0);
+    assert_eq!(values.instructions_retired_scaled, 0);
     assert_eq!(values.overflow_interrupts, 0);
 
     // The IPC counter reads its own numerator; its base is a separate counter the consumer also asks for.
     let ipc = (1u64 << id::INSTRUCTIONS_PER_CYCLE) | (1u64 << id::INSTRUCTIONS_PER_CYCLE_BASE);
     let values = collect(&provider, &Query { counter_mask: ipc, ..Query::ALL }).instances[3].2.unwrap();
-    let full = Values::from_counts(&PatternCounts.counts(3));
+    let full = PatternCounts.values(3);
     assert_eq!(
-        (values.instructions_scaled, values.core_cycles_scaled),
-        (full.instructions_scaled, full.core_cycles_scaled)
+        (values.instructions_retired_scaled, values.core_cycles_scaled),
+        (full.instructions_retired_scaled, full.core_cycles_scaled)
     );
     assert_eq!(values.instructions_retired, 0);
 }
@@ -240,7 +219,7 @@ fn sixteen_consumers_collecting_at_once_each_see_a_consistent_instance_set() {
                     for (name, instance_id, values) in &recorder.instances {
                         let index = index_of_id[instance_id];
                         assert_eq!(String::from_utf16(processors[index].name()).unwrap(), *name);
-                        assert_eq!(values.unwrap(), Values::from_counts(&PatternCounts.counts(index as u32)));
+                        assert_eq!(values.unwrap(), PatternCounts.values(index as u32));
                     }
                 }
             });
@@ -261,8 +240,8 @@ impl CountSource for RecordingSource {
     fn refresh(&self) {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
     }
-    fn counts(&self, _processor_index: u32) -> EventCounts {
-        EventCounts::default()
+    fn values(&self, _processor_index: u32) -> Values {
+        Values::default()
     }
     fn query_added(&self) {
         self.additions.fetch_add(1, Ordering::Relaxed);

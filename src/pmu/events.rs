@@ -35,7 +35,7 @@
 //! Events the processor cannot count are *unavailable* (Intel: CPUID.0AH marks them, [`PmuModel::
 //! unavailable`]; AMD: no encoding). Intel instructions, core cycles and reference cycles take fixed
 //! counters 0, 1, 2 (those that exist). The remaining events take general-purpose counters in the
-//! order of [`PRIORITY`]; those that find none are *dropped*:
+//! order of [`Event::ALL`] (the table's order); those that find none are *dropped*:
 //!
 //! 1. instructions and core cycles: instructions per cycle, the one ratio every consumer wants;
 //! 2. LLC misses before LLC references, branch mispredicts before branches: with instructions, a
@@ -148,75 +148,169 @@ pub const fn fixed_ctrl_field(index: u8, pmi: bool) -> u64 {
     (FIXED_CTRL_OS | FIXED_CTRL_USR | pmi) << (FIXED_CTRL_FIELD_BITS as u32 * index as u32)
 }
 
-/// The events the driver publishes, in the order of the fields of
-/// `crate::pcw::hardware_counters::EventCounts`.
+/// How an AMD core PMU counts an event (see the table in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Event {
-    Instructions,
-    CoreCycles,
-    ReferenceCycles,
-    LlcReferences,
-    LlcMisses,
-    Branches,
-    BranchMispredicts,
+pub enum AmdEncoding {
+    /// The same encoding on every family.
+    Always(Encoding),
+    /// One encoding from family 17h (Zen), another before it.
+    ZenOrEarlier { zen: Encoding, earlier: Encoding },
+    /// Only on Zen 4 and later (Linux's X86_FEATURE_ZEN4 test: family 19h models 10h-1Fh and 60h-AFh, or
+    /// family 1Ah and later).
+    Zen4OrLater(Encoding),
+}
+
+/// How an Intel processor counts an event: an architectural event (CPUID.0AH:EBX marks it unavailable)
+/// with its encoding, and the fixed counter that counts it, if one does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntelEncoding {
+    pub arch_event: ArchEvents,
+    pub encoding: Encoding,
+    pub fixed_counter: Option<u8>,
+}
+
+/// One row of the event table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventInfo {
+    /// The counter manifest's `field` that holds the event's 64-bit count. A field named this plus
+    /// `Scaled` holds the count divided by 2^10 for ratio counters (their 32-bit bases wrap rarely).
+    pub field: &'static str,
+    pub intel: IntelEncoding,
+    pub amd: AmdEncoding,
+}
+
+const fn enc(event: u16, umask: u8) -> Encoding {
+    Encoding { event, umask }
+}
+
+const fn intel(arch_event: ArchEvents, event: u8, umask: u8, fixed_counter: Option<u8>) -> IntelEncoding {
+    IntelEncoding { arch_event, encoding: enc(event as u16, umask), fixed_counter }
+}
+
+/// Declares [`Event`] and its table from one list, so that the two cannot disagree.
+macro_rules! event_table {
+    ($($(#[$doc:meta])* $event:ident => $info:expr,)*) => {
+        /// The events the driver counts and publishes. Declared in priority order: the order in which
+        /// events get general-purpose counters (see the module docs).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Event {
+            $($(#[$doc])* $event,)*
+        }
+
+        impl Event {
+            /// Every event, in priority order.
+            pub const ALL: [Event; [$(Event::$event),*].len()] = [$(Event::$event),*];
+            /// How many events there are.
+            pub const COUNT: usize = Self::ALL.len();
+            const TABLE: [EventInfo; Self::COUNT] = [$($info),*];
+        }
+    };
+}
+
+// The event table: adding an event is a row here and a counter (with the row's `field`) in the
+// manifest. Encodings: see the module docs.
+event_table! {
+    /// Instructions retired.
+    Instructions => EventInfo {
+        field: "InstructionsRetired",
+        intel: intel(ArchEvents::INSTRUCTIONS, 0xC0, 0x00, Some(0)),
+        amd: AmdEncoding::Always(enc(0xC0, 0x00)),
+    },
+    /// Core cycles while not halted.
+    CoreCycles => EventInfo {
+        field: "CoreCycles",
+        intel: intel(ArchEvents::CORE_CYCLES, 0x3C, 0x00, Some(1)),
+        amd: AmdEncoding::Always(enc(0x76, 0x00)),
+    },
+    /// Last-level cache misses (AMD: L2 misses).
+    LlcMisses => EventInfo {
+        field: "LlcMisses",
+        intel: intel(ArchEvents::LLC_MISSES, 0x2E, 0x41, None),
+        amd: AmdEncoding::ZenOrEarlier { zen: enc(0x64, 0x09), earlier: enc(0x7E, 0x07) },
+    },
+    /// Last-level cache references (AMD: L2 requests).
+    LlcReferences => EventInfo {
+        field: "LlcReferences",
+        intel: intel(ArchEvents::LLC_REFERENCES, 0x2E, 0x4F, None),
+        amd: AmdEncoding::ZenOrEarlier { zen: enc(0x60, 0xFF), earlier: enc(0x7D, 0x07) },
+    },
+    /// Mispredicted branch instructions retired.
+    BranchMispredicts => EventInfo {
+        field: "BranchMispredicts",
+        intel: intel(ArchEvents::BRANCH_MISPREDICTS, 0xC5, 0x00, None),
+        amd: AmdEncoding::Always(enc(0xC3, 0x00)),
+    },
+    /// Branch instructions retired.
+    Branches => EventInfo {
+        field: "Branches",
+        intel: intel(ArchEvents::BRANCHES, 0xC4, 0x00, None),
+        amd: AmdEncoding::Always(enc(0xC2, 0x00)),
+    },
+    /// Reference (constant-rate) cycles while not halted.
+    ReferenceCycles => EventInfo {
+        field: "ReferenceCycles",
+        intel: intel(ArchEvents::REFERENCE_CYCLES, 0x3C, 0x01, Some(2)),
+        amd: AmdEncoding::Zen4OrLater(enc(0x120, 0x00)),
+    },
 }
 
 impl Event {
-    /// Every event, in field order.
-    pub const ALL: [Event; 7] = [
-        Event::Instructions,
-        Event::CoreCycles,
-        Event::ReferenceCycles,
-        Event::LlcReferences,
-        Event::LlcMisses,
-        Event::Branches,
-        Event::BranchMispredicts,
-    ];
-
-    /// Position in [`Event::ALL`] (and in EventCounts).
+    /// Position in [`Event::ALL`] (and in per-event arrays).
     pub const fn index(self) -> usize {
         self as usize
     }
 
+    /// The event's row of the table.
+    pub const fn info(self) -> &'static EventInfo {
+        &Self::TABLE[self as usize]
+    }
+
     /// The Intel architectural event (CPUID.0AH:EBX bit) this event is.
     pub const fn arch_event(self) -> ArchEvents {
-        match self {
-            Event::Instructions => ArchEvents::INSTRUCTIONS,
-            Event::CoreCycles => ArchEvents::CORE_CYCLES,
-            Event::ReferenceCycles => ArchEvents::REFERENCE_CYCLES,
-            Event::LlcReferences => ArchEvents::LLC_REFERENCES,
-            Event::LlcMisses => ArchEvents::LLC_MISSES,
-            Event::Branches => ArchEvents::BRANCHES,
-            Event::BranchMispredicts => ArchEvents::BRANCH_MISPREDICTS,
-        }
+        self.info().intel.arch_event
     }
 
     /// The Intel fixed counter that counts this event, if one does.
     pub const fn intel_fixed_counter(self) -> Option<u8> {
-        match self {
-            Event::Instructions => Some(0),
-            Event::CoreCycles => Some(1),
-            Event::ReferenceCycles => Some(2),
-            _ => None,
+        self.info().intel.fixed_counter
+    }
+
+    /// The event whose table `field` is `field`, if any (a `const fn`, so that a manifest field is
+    /// matched to its event at compile time).
+    pub const fn with_field(field: &str) -> Option<Event> {
+        let mut index = 0;
+        while index < Self::COUNT {
+            if str_eq(Self::TABLE[index].field, field) {
+                return Some(Self::ALL[index]);
+            }
+            index += 1;
         }
+        None
     }
 }
 
-/// The order in which events get general-purpose counters (see the module docs).
-pub const PRIORITY: [Event; 7] = [
-    Event::Instructions,
-    Event::CoreCycles,
-    Event::LlcMisses,
-    Event::LlcReferences,
-    Event::BranchMispredicts,
-    Event::Branches,
-    Event::ReferenceCycles,
-];
+/// `a == b` in a `const fn`.
+pub const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// A set of [`Event`]s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EventSet(u8);
+pub struct EventSet(u32);
+
+const _: () = assert!(Event::COUNT <= u32::BITS as usize, "EventSet holds one bit per event");
 
 impl EventSet {
     pub const EMPTY: Self = Self(0);
@@ -237,7 +331,7 @@ impl EventSet {
         self.0 == 0
     }
 
-    /// The events of the set, in field order.
+    /// The events of the set, in priority order.
     pub fn iter(self) -> impl Iterator<Item = Event> {
         Event::ALL.into_iter().filter(move |&event| self.contains(event))
     }
@@ -250,38 +344,20 @@ pub struct Encoding {
     pub umask: u8,
 }
 
-const fn enc(event: u16, umask: u8) -> Encoding {
-    Encoding { event, umask }
-}
-
 /// The Intel architectural event encoding of `event`.
 pub const fn intel_encoding(event: Event) -> Encoding {
-    match event {
-        Event::CoreCycles => enc(0x3C, 0x00),
-        Event::Instructions => enc(0xC0, 0x00),
-        Event::ReferenceCycles => enc(0x3C, 0x01),
-        Event::LlcReferences => enc(0x2E, 0x4F),
-        Event::LlcMisses => enc(0x2E, 0x41),
-        Event::Branches => enc(0xC4, 0x00),
-        Event::BranchMispredicts => enc(0xC5, 0x00),
-    }
+    event.info().intel.encoding
 }
 
 /// The AMD core-PMU encoding of `event` on display family `family`, model `model`, if the processor
 /// has one (see the table in the module docs).
 pub const fn amd_encoding(event: Event, family: u8, model: u8) -> Option<Encoding> {
-    let zen = family >= 0x17;
-    match event {
-        Event::Instructions => Some(enc(0xC0, 0x00)),
-        Event::CoreCycles => Some(enc(0x76, 0x00)),
-        Event::Branches => Some(enc(0xC2, 0x00)),
-        Event::BranchMispredicts => Some(enc(0xC3, 0x00)),
-        Event::LlcReferences if zen => Some(enc(0x60, 0xFF)),
-        Event::LlcMisses if zen => Some(enc(0x64, 0x09)),
-        Event::LlcReferences => Some(enc(0x7D, 0x07)),
-        Event::LlcMisses => Some(enc(0x7E, 0x07)),
-        Event::ReferenceCycles if amd_zen4_or_later(family, model) => Some(enc(0x120, 0x00)),
-        Event::ReferenceCycles => None,
+    match event.info().amd {
+        AmdEncoding::Always(encoding) => Some(encoding),
+        AmdEncoding::ZenOrEarlier { zen, .. } if family >= 0x17 => Some(zen),
+        AmdEncoding::ZenOrEarlier { earlier, .. } => Some(earlier),
+        AmdEncoding::Zen4OrLater(encoding) if amd_zen4_or_later(family, model) => Some(encoding),
+        AmdEncoding::Zen4OrLater(_) => None,
     }
 }
 
@@ -446,7 +522,7 @@ pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
     // counters' constraints, then place the most constrained first, each on its lowest free counter.
     let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
     let mut chosen_len = 0;
-    for event in PRIORITY {
+    for event in Event::ALL {
         if placed.contains(event) {
             continue;
         }

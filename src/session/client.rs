@@ -13,12 +13,14 @@
 //!   call (IPI_LEVEL, which the PMI at PROFILE_LEVEL can interrupt: the read protocol retries) or by
 //!   its overflow handler.
 
+use super::fields::EventCounts;
 use super::lock::SessionLock;
 use super::platform::{Form, Platform};
 use super::schedule::Schedule;
+use crate::counters::hardware_counters::Values;
 use crate::pcw::driver_status::{DriverStatus, PmuState};
-use crate::pcw::hardware_counters::{CountSource, EventCounts};
-use crate::pmu::events::{CounterPlan, Event, MAX_ASSIGNMENTS, plan_with_pmi};
+use crate::pcw::hardware_counters::CountSource;
+use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, plan_with_pmi};
 use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
@@ -365,9 +367,9 @@ impl<P: Platform> CountSource for PmuClient<P> {
         self.schedule.collect_ended(self.platform.now_100ns());
     }
 
-    fn counts(&self, processor_index: u32) -> EventCounts {
+    fn values(&self, processor_index: u32) -> Values {
         let Some(processor) = self.processors.get(processor_index as usize) else {
-            return EventCounts::default();
+            return Values::default();
         };
         let snapshot = processor.counters.snapshot();
         let mut counts =
@@ -376,20 +378,10 @@ impl<P: Platform> CountSource for PmuClient<P> {
         // between sessions, and while one is being opened or closed, report the last values, so counts
         // never drop back to 0 while the counters are released.
         let plan = self.plan().or_else(|| self.model().map(|model| plan_with_pmi(&model, false)));
-        let Some(plan) = plan else { return counts };
-        for (slot, assignment) in plan.iter().enumerate() {
-            let value = snapshot.values[slot];
-            match assignment.event {
-                Event::Instructions => counts.instructions_retired = value,
-                Event::CoreCycles => counts.core_cycles = value,
-                Event::ReferenceCycles => counts.reference_cycles = value,
-                Event::LlcReferences => counts.llc_references = value,
-                Event::LlcMisses => counts.llc_misses = value,
-                Event::Branches => counts.branches = value,
-                Event::BranchMispredicts => counts.branch_mispredicts = value,
-            }
+        for (slot, assignment) in plan.iter().flat_map(CounterPlan::iter).enumerate() {
+            counts.events[assignment.event.index()] = snapshot.values[slot];
         }
-        counts
+        counts.values()
     }
 
     fn query_added(&self) {

@@ -42,14 +42,14 @@ fn a_collect_racing_a_release_never_goes_backwards() {
         client.collect();
         client.set_msr(1, IA32_FIXED_CTR0, 4_000);
         client.collect();
-        let before = client.counts(1).instructions_retired;
+        let before = client.values(1).instructions_retired;
         assert_eq!(before, 4_000);
         client.advance(3 * SECOND);
         let housekeeping = client.clone();
         let release = thread::spawn(move || housekeeping.tick());
         client.collect();
         release.join().unwrap();
-        assert!(client.counts(1).instructions_retired >= before, "a count went backwards");
+        assert!(client.values(1).instructions_retired >= before, "a count went backwards");
         // Whoever came second decides: released and idle, or owned again by the collect.
         assert_eq!(client.owns(), client.state() == PmuState::Active as u32);
         assert!(client.asked().len() <= 2);

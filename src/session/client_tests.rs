@@ -138,19 +138,19 @@ fn lost_programming_is_repaired_without_a_jump_or_a_step_back() {
         client.set_msr(processor, IA32_FIXED_CTR0, 1_000);
     }
     client.collect();
-    assert_eq!(client.counts(0).instructions_retired, 1_000);
+    assert_eq!(client.values(0).instructions_retired, 1_000);
     // A resume: every register back to 0 (the counter's value too).
     for processor in 0..PROCESSORS {
         client.platform.msrs[processor].lock().unwrap().clear();
     }
     client.collect();
     assert_eq!(client.reprograms(), PROCESSORS as u32);
-    assert_eq!(client.counts(0).instructions_retired, 1_000, "a reset read as a wrap or a step back");
+    assert_eq!(client.values(0).instructions_retired, 1_000, "a reset read as a wrap or a step back");
     for processor in 0..PROCESSORS {
         client.set_msr(processor, IA32_FIXED_CTR0, 500);
     }
     client.collect();
-    assert_eq!(client.counts(0).instructions_retired, 1_500, "counting did not resume");
+    assert_eq!(client.values(0).instructions_retired, 1_500, "counting did not resume");
     assert_eq!(client.reprograms(), PROCESSORS as u32, "repaired again though intact");
 }
 
@@ -162,12 +162,12 @@ fn counts_survive_a_release_and_a_new_session() {
     client.advance(3 * SECOND);
     client.tick();
     assert!(!client.owns());
-    assert_eq!(client.counts(2).instructions_retired, 7_000, "the release read the last counts");
+    assert_eq!(client.values(2).instructions_retired, 7_000, "the release read the last counts");
     client.collect();
     assert!(client.owns());
     client.set_msr(2, IA32_FIXED_CTR0, 5);
     client.collect();
-    assert_eq!(client.counts(2).instructions_retired, 7_005);
+    assert_eq!(client.values(2).instructions_retired, 7_005);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 mod client;
+pub mod fields;
 mod lock;
 pub mod platform;
 mod schedule;

@@ -70,6 +70,8 @@ fn counter_set(out: &mut Out, set: &CounterSet) {
     out.blank();
     clear_unrequested(out, set);
     out.blank();
+    from_fields(out, set);
+    out.blank();
     layout_tests(out, set);
     out.line(0, "}");
 }
@@ -206,6 +208,46 @@ fn clear_unrequested(out: &mut Out, set: &CounterSet) {
         out.line(16, &format!("self.{} = 0;", field.rust_name));
         out.line(12, "}");
     }
+    out.line(8, "}");
+    out.line(4, "}");
+}
+
+/// `FIELDS` and `Values::from_fields`: the driver fills a block by field name, resolved at compile time,
+/// so that no hand-written code lists the fields.
+fn from_fields(out: &mut Out, set: &CounterSet) {
+    let fields = &set.layout.fields;
+    out.doc(4, "The manifest's `field` names, in layout order: [`Values::from_fields`] asks for field `i`.");
+    let names: Vec<String> = fields.iter().map(|f| format!("{:?}", f.manifest_name)).collect();
+    // rustfmt packs only short elements several to a line; names go one per line when they do not fit.
+    let head = "pub const FIELDS: &[&str] =";
+    let one_line = format!("{head} &[{}];", names.join(", "));
+    if 4 + one_line.chars().count() <= MAX_WIDTH {
+        out.line(4, &one_line);
+    } else {
+        out.line(4, &format!("{head} &["));
+        for name in &names {
+            out.line(8, &format!("{name},"));
+        }
+        out.line(4, "];");
+    }
+    out.blank();
+    out.line(4, "impl Values {");
+    out.doc(8, "A block whose field [`FIELDS`]`[i]` holds `value(i)`, cut to the field's width (a 4-byte");
+    out.doc(8, "field keeps the low 32 bits, as PDH expects of a 32-bit counter).");
+    out.line(8, "#[inline(always)]");
+    out.line(8, "pub fn from_fields(mut value: impl FnMut(usize) -> u64) -> Self {");
+    let mut items: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .map(|(index, field)| {
+            let cast = if field.size == 4 { " as u32" } else { "" };
+            format!("{}: value({index}){cast}", field.rust_name)
+        })
+        .collect();
+    if set.layout.reserved_tail {
+        items.push("reserved: 0".to_owned());
+    }
+    out.struct_literal(12, "Values", &items, "");
     out.line(8, "}");
     out.line(4, "}");
 }

@@ -111,6 +111,24 @@ pub mod widgets {
         }
     }
 
+    /// The manifest's `field` names, in layout order: [`Values::from_fields`] asks for field `i`.
+    pub const FIELDS: &[&str] = &["Events", "QueueDepth", "Hits", "Lookups"];
+
+    impl Values {
+        /// A block whose field [`FIELDS`]`[i]` holds `value(i)`, cut to the field's width (a 4-byte
+        /// field keeps the low 32 bits, as PDH expects of a 32-bit counter).
+        #[inline(always)]
+        pub fn from_fields(mut value: impl FnMut(usize) -> u64) -> Self {
+            Values {
+                events: value(0),
+                queue_depth: value(1) as u32,
+                hits: value(2) as u32,
+                lookups: value(3) as u32,
+                reserved: 0,
+            }
+        }
+    }
+
     #[cfg(test)]
     mod layout_tests {
         use super::*;
@@ -234,6 +252,18 @@ pub mod small_status {
             if counter_mask & 0x0000_0000_0000_0002 == 0 {
                 self.waits = 0;
             }
+        }
+    }
+
+    /// The manifest's `field` names, in layout order: [`Values::from_fields`] asks for field `i`.
+    pub const FIELDS: &[&str] = &["Size", "WaitTime", "Waits"];
+
+    impl Values {
+        /// A block whose field [`FIELDS`]`[i]` holds `value(i)`, cut to the field's width (a 4-byte
+        /// field keeps the low 32 bits, as PDH expects of a 32-bit counter).
+        #[inline(always)]
+        pub fn from_fields(mut value: impl FnMut(usize) -> u64) -> Self {
+            Values { size: value(0), wait_time: value(1) as u32, waits: value(2) as u32 }
         }
     }
 
