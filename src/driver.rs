@@ -7,7 +7,7 @@ use crate::kernel::platform::{Client, KernelPlatform};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::system_thread::SystemThread;
-use crate::kernel::{NtStatus, clock, processors};
+use crate::kernel::{NtStatus, clock, msr, processors};
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
@@ -38,7 +38,12 @@ impl Driver {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
         // CPUID on this processor: hybrid processors report the same architectural leaf on every core.
-        let detection = model::detect(raw_cpuid::CpuIdReaderNative);
+        let detection = match model::detect(raw_cpuid::CpuIdReaderNative) {
+            Detection::Usable(model) => {
+                Detection::Usable(model.with_perf_capabilities(|| msr::perf_capabilities(&model)))
+            }
+            unusable => unusable,
+        };
         match detection {
             Detection::Usable(model) => log_info!("PMU: {model:?}"),
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),

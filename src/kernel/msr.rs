@@ -37,3 +37,14 @@ pub unsafe fn write(msr: u32, value: u64) {
         )
     };
 }
+
+/// IA32_PERF_CAPABILITIES of the current processor, or 0 where `model` says it does not exist
+/// (`CPUID.01H:ECX[15]` PDCM clear). A read-only capability register: reading it needs no ownership.
+pub fn perf_capabilities(model: &crate::pmu::model::PmuModel) -> u64 {
+    if !model.perf_capabilities {
+        return 0;
+    }
+    // SAFETY: PDCM is set, so IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H, "If
+    // CPUID.01H:ECX[15] = 1").
+    unsafe { read(crate::pmu::events::msr::IA32_PERF_CAPABILITIES) }
+}

@@ -22,6 +22,20 @@ pub enum PmuState {
     UnsupportedTooFewCounters = 7,
 }
 
+/// The Top-down Source counter's values (documented in the manifest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum TopdownSource {
+    /// No fixed counter 3 with IA32_PERF_METRICS, and no top-down events in the active profile.
+    Unavailable = 0,
+    /// Fixed counter 3 and IA32_PERF_METRICS.
+    PerfMetrics = 1,
+    /// General-purpose events of the topdown profile.
+    ProfileEvents = 2,
+    /// No usable PMU.
+    NoPmu = 3,
+}
+
 /// The resident status block and the operations on it.
 #[derive(Debug)]
 pub struct DriverStatus {
@@ -59,6 +73,10 @@ impl DriverStatus {
         // perf_average_timer and perf_average_base are 32-bit: PDH uses the difference of two samples.
         self.block.collect_time.fetch_add(ticks as u32, Ordering::Relaxed);
         self.block.collect_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn set_topdown_source(&self, source: TopdownSource) {
+        self.block.topdown_source.store(source as u32, Ordering::Relaxed);
     }
 
     pub fn pmu_state(&self) -> u32 {

@@ -82,6 +82,20 @@ pub mod msr {
     /// IA32_PERF_GLOBAL_OVF_CTRL (IA32_PERF_GLOBAL_STATUS_RESET from version 4): writing 1 clears the
     /// matching IA32_PERF_GLOBAL_STATUS bit.
     pub const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
+    /// IA32_FIXED_CTR3: TOPDOWN.SLOTS, the pipeline slots IA32_PERF_METRICS divides (Intel SDM Vol. 3B,
+    /// "Performance Monitoring (Topdown Microarchitecture Analysis)").
+    pub const IA32_FIXED_CTR3: u32 = 0x30C;
+    /// IA32_PERF_METRICS: four 8-bit fractions (of 0xFF) of the slots fixed counter 3 counted since
+    /// both were last zeroed: bits 7:0 retiring, 15:8 bad speculation, 23:16 frontend bound, 31:24
+    /// backend bound (Linux `arch/x86/events/intel/core.c`, `icl_get_metrics_event_value`).
+    pub const IA32_PERF_METRICS: u32 = 0x329;
+    /// IA32_PERF_CAPABILITIES: read-only capabilities, present when `CPUID.01H:ECX[15]` (PDCM).
+    pub const IA32_PERF_CAPABILITIES: u32 = 0x345;
+    /// IA32_MPERF (AMD MPERF, same number): counts at a fixed frequency while in C0. Read only: the
+    /// operating system owns it.
+    pub const IA32_MPERF: u32 = 0xE7;
+    /// IA32_APERF (AMD APERF): counts at the actual frequency while in C0. Read only, like IA32_MPERF.
+    pub const IA32_APERF: u32 = 0xE8;
     /// AMD legacy PerfEvtSel0 (MSRC001_0000, Linux MSR_K7_EVNTSEL0); counter i is `+ i`, i < 4.
     pub const AMD_PERF_EVT_SEL0: u32 = 0xC001_0000;
     /// AMD legacy PerfCtr0 (MSRC001_0004, Linux MSR_K7_PERFCTR0); counter i is `+ i`, i < 4.
@@ -429,7 +443,13 @@ pub struct CounterPlan {
     len: usize,
     unavailable: EventSet,
     dropped: EventSet,
+    /// Fixed counter 3 and IA32_PERF_METRICS count top-down level 1 ([`PmuModel::topdown_metrics`]);
+    /// they are zeroed at every read, so they are not an [`Assignment`] (which is extended to 64 bits).
+    topdown_metrics: bool,
 }
+
+/// Fixed counter 3, TOPDOWN.SLOTS.
+const TOPDOWN_FIXED_COUNTER: u8 = 3;
 
 impl CounterPlan {
     const EMPTY: Self = Self {
@@ -437,6 +457,7 @@ impl CounterPlan {
         len: 0,
         unavailable: EventSet::EMPTY,
         dropped: EventSet::EMPTY,
+        topdown_metrics: false,
     };
 
     fn push(&mut self, assignment: Assignment) {
@@ -477,18 +498,52 @@ impl CounterPlan {
         self.dropped
     }
 
+    /// Whether fixed counter 3 and IA32_PERF_METRICS count top-down level 1 (Intel, PERF_METRICS).
+    pub fn topdown_metrics(&self) -> bool {
+        self.topdown_metrics
+    }
+
     /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
-    /// this plan's counters; also the mask of its bits in the global status registers. 0 on AMD without
-    /// PerfMonV2.
+    /// this plan's counters (fixed counter 3 included); 0 on AMD without PerfMonV2.
     pub fn global_ctrl(&self) -> u64 {
+        self.assigned_global_bits() | self.topdown_global_bit()
+    }
+
+    /// The global status bits of the plan's [`Assignment`]s: the counters whose overflows are folded.
+    /// Fixed counter 3 is zeroed at every read and never wraps between two (see `crate::pmu::topdown`).
+    pub fn assigned_global_bits(&self) -> u64 {
         self.iter().filter_map(|assignment| assignment.global_bit).fold(0, |mask, bit| mask | (1 << bit))
     }
 
-    /// The IA32_FIXED_CTR_CTRL value for this plan's fixed counters (0 when it uses none).
+    fn topdown_global_bit(&self) -> u64 {
+        if self.topdown_metrics { 1 << (INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER) } else { 0 }
+    }
+
+    /// The IA32_FIXED_CTR_CTRL value for this plan's fixed counters (0 when it uses none). Fixed
+    /// counter 3 counts in both modes with no PMI.
     pub fn fixed_ctrl(&self) -> u64 {
+        let topdown = if self.topdown_metrics { fixed_ctrl_field(TOPDOWN_FIXED_COUNTER, false) } else { 0 };
         self.iter()
             .filter(|assignment| matches!(assignment.slot, Slot::Fixed(_)))
-            .fold(0, |value, assignment| value | assignment.control)
+            .fold(topdown, |value, assignment| value | assignment.control)
+    }
+
+    /// The fixed counter numbers the plan uses (fixed counter 3 included).
+    pub fn fixed_counters(&self) -> impl Iterator<Item = u8> + '_ {
+        let topdown = self.topdown_metrics.then_some(TOPDOWN_FIXED_COUNTER);
+        self.iter()
+            .filter_map(|assignment| match assignment.slot {
+                Slot::Fixed(index) => Some(index),
+                Slot::General(_) => None,
+            })
+            .chain(topdown)
+    }
+
+    /// HalAllocateHardwareCounters CounterIndex values of every counter the plan uses.
+    pub fn hal_indexes(&self) -> impl Iterator<Item = u32> + '_ {
+        let topdown =
+            self.topdown_metrics.then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));
+        self.iter().map(|assignment| assignment.hal_index).chain(topdown)
     }
 }
 
@@ -502,6 +557,7 @@ pub fn plan(model: &PmuModel) -> CounterPlan {
 /// could not register an overflow handler polls instead and passes `false`).
 pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
     let mut plan = CounterPlan::EMPTY;
+    plan.topdown_metrics = model.topdown_metrics();
     let mut placed = EventSet::EMPTY;
     for event in Event::ALL {
         if encoding(model, event).is_none() {

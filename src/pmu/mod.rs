@@ -3,14 +3,17 @@
 //!
 //! Pure, host-tested logic: `model` (CPUID detection), `events` (encodings and the counter plan),
 //! `program` (MSR sequences), `extend`, `fold` and `poll` (width extension and the overflow
-//! handler/reader protocol, model-checked with loom), `processor` (one processor's state). The
+//! handler/reader protocol, model-checked with loom), `topdown` (level 1 from fixed counter 3 and
+//! IA32_PERF_METRICS), `frequency` (APERF/MPERF), `processor` (one processor's state). The
 //! ownership session (`crate::session`) drives them.
 #![deny(unsafe_code)]
 
 pub mod events;
 pub mod extend;
 pub mod fold;
+pub mod frequency;
 pub mod model;
 pub mod poll;
 pub mod processor;
 pub mod program;
+pub mod topdown;

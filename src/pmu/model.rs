@@ -154,6 +154,39 @@ pub struct PmuModel {
     /// A PMI through the HAL's Overflow descriptor is usable (rule 6); otherwise counters are extended
     /// by polling often enough that no counter wraps twice between two polls.
     pub overflow_interrupt: bool,
+    /// Intel fixed counter 3 counts TOPDOWN.SLOTS: `CPUID.0AH:EDX[4:0]` reports at least 4 fixed
+    /// counters and EBX bit 7 (top-down slots) is within the EBX length and clear (Intel SDM Vol. 3B,
+    /// "Architectural Performance Monitoring Version 5" and the pre-defined architectural events).
+    pub topdown_slots: bool,
+    /// Intel `CPUID.01H:ECX[15]` PDCM: IA32_PERF_CAPABILITIES (0x345) exists and may be read.
+    pub perf_capabilities: bool,
+    /// Intel `IA32_PERF_CAPABILITIES[15]` PERF_METRICS: IA32_PERF_METRICS (0x329) splits fixed counter
+    /// 3's slots into the four top-down level 1 categories. CPUID does not tell; set by
+    /// [`PmuModel::with_perf_capabilities`] from the MSR.
+    pub perf_metrics: bool,
+    /// `CPUID.06H:ECX[0]` (Intel: hardware coordination feedback; AMD: EffFreq): IA32_MPERF (0xE7)
+    /// and IA32_APERF (0xE8) count, and may be read.
+    pub aperf_mperf: bool,
+}
+
+/// IA32_PERF_CAPABILITIES bit 15: PERF_METRICS available (Intel SDM Vol. 3B, "Performance Monitoring
+/// Capabilities"; Linux `PERF_CAP_METRICS_IDX`).
+pub const PERF_CAPABILITIES_PERF_METRICS: u64 = 1 << 15;
+
+impl PmuModel {
+    /// The model with what IA32_PERF_CAPABILITIES (`read` reads it; called only when
+    /// [`PmuModel::perf_capabilities`]) tells: whether IA32_PERF_METRICS exists.
+    pub fn with_perf_capabilities(mut self, read: impl FnOnce() -> u64) -> Self {
+        self.perf_metrics = self.vendor == Vendor::Intel
+            && self.perf_capabilities
+            && read() & PERF_CAPABILITIES_PERF_METRICS != 0;
+        self
+    }
+
+    /// Fixed counter 3 and IA32_PERF_METRICS give top-down level 1 without a general-purpose counter.
+    pub const fn topdown_metrics(&self) -> bool {
+        self.topdown_slots && self.perf_metrics
+    }
 }
 
 /// Why the driver will not program the PMU of this machine.
@@ -247,7 +280,15 @@ pub fn detect<R: CpuIdReader>(reader: R) -> Detection {
         Vendor::Amd => amd(&cpuid, host, family, model),
     };
     match model {
-        Ok(model) => checked(model),
+        Ok(mut model) => {
+            model.aperf_mperf =
+                cpuid.get_thermal_power_info().is_some_and(|info| info.has_hw_coord_feedback());
+            if vendor == Vendor::Intel {
+                model.perf_capabilities = features.as_ref().is_some_and(|f| f.has_pdcm());
+                model.topdown_slots = intel_topdown_slots(&reader, &model);
+            }
+            checked(model)
+        }
         Err(reason) => Detection::Unusable(reason),
     }
 }
@@ -287,7 +328,20 @@ fn intel<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) ->
         amd_core_extended: false,
         amd_perfmon_v2: false,
         overflow_interrupt: true,
+        topdown_slots: false,
+        perf_capabilities: false,
+        perf_metrics: false,
+        aperf_mperf: false,
     })
+}
+
+/// Top-down slots (architectural event 7, EBX bit 7) is enumerated, available, and counted by fixed
+/// counter 3. raw-cpuid has no accessor for bit 7, so EAX and EBX are read raw.
+fn intel_topdown_slots<R: CpuIdReader>(reader: &R, model: &PmuModel) -> bool {
+    const TOPDOWN_SLOTS: u8 = 7;
+    let leaf = reader.cpuid2(0xA, 0);
+    let enumerated = (leaf.eax >> 24) as u8;
+    model.fixed_counters > 3 && enumerated > TOPDOWN_SLOTS && leaf.ebx & (1 << TOPDOWN_SLOTS) == 0
 }
 
 /// The events CPUID.0AH marks unavailable, plus those past its EBX vector length.
@@ -337,6 +391,10 @@ fn amd<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> R
         amd_perfmon_v2: perfmon_v2.is_some(),
         // The AMD HAL calls no client overflow handler (rule 6).
         overflow_interrupt: false,
+        topdown_slots: false,
+        perf_capabilities: false,
+        perf_metrics: false,
+        aperf_mperf: false,
     })
 }
 

@@ -53,6 +53,10 @@ const INTEL_BASE: PmuModel = PmuModel {
     amd_core_extended: false,
     amd_perfmon_v2: false,
     overflow_interrupt: true,
+    topdown_slots: false,
+    perf_capabilities: true,
+    perf_metrics: false,
+    aperf_mperf: false,
 };
 
 const AMD_BASE: PmuModel = PmuModel {
@@ -68,13 +72,25 @@ const AMD_BASE: PmuModel = PmuModel {
     amd_core_extended: true,
     amd_perfmon_v2: false,
     overflow_interrupt: false,
+    topdown_slots: false,
+    perf_capabilities: false,
+    perf_metrics: false,
+    aperf_mperf: false,
 };
 
-pub(crate) const SKYLAKE_MODEL: PmuModel = PmuModel { model: 0x5E, version: 4, gp_counters: 4, ..INTEL_BASE };
+pub(crate) const SKYLAKE_MODEL: PmuModel =
+    PmuModel { model: 0x5E, version: 4, gp_counters: 4, aperf_mperf: true, ..INTEL_BASE };
 pub(crate) const ALDER_LAKE_HYBRID_MODEL: PmuModel =
     PmuModel { model: 0x97, version: 5, gp_counters: 6, ..INTEL_BASE };
-pub(crate) const ALDER_LAKE_P_ONLY_MODEL: PmuModel =
-    PmuModel { model: 0x97, version: 5, gp_counters: 8, fixed_counters: 4, ..INTEL_BASE };
+pub(crate) const ALDER_LAKE_P_ONLY_MODEL: PmuModel = PmuModel {
+    model: 0x97,
+    version: 5,
+    gp_counters: 8,
+    fixed_counters: 4,
+    topdown_slots: true,
+    aperf_mperf: true,
+    ..INTEL_BASE
+};
 pub(crate) const LYNNFIELD_MODEL: PmuModel = PmuModel {
     model: 0x1E,
     version: 3,
@@ -89,7 +105,7 @@ pub(crate) const HYPERV_ROOT_XEON_W1290P_MODEL: PmuModel =
 pub(crate) const ZEN2_MODEL: PmuModel = PmuModel { model: 0x71, ..AMD_BASE };
 pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, ..AMD_BASE };
 pub(crate) const ZEN4_MODEL: PmuModel =
-    PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, overflow_interrupt: false, ..AMD_BASE };
+    PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
 pub(crate) const TABLE: [(&Cpu, Detection); 22] = [

@@ -1,16 +1,20 @@
 //! One processor's counting state.
 
 use super::fold::ProcessorCounters;
+use super::frequency::FrequencyCounters;
 use super::poll::PollCounters;
+use super::topdown::TopdownCounters;
 
-/// One processor's state: the overflow counts and reported values, and the polling state used when
-/// there is no overflow interrupt. Cache-line aligned so processors never share a line. All zero is
+/// One processor's state: the overflow counts and reported values, the polling state used when
+/// there is no overflow interrupt, the top-down totals and the last APERF/MPERF readings. Cache-line aligned so processors never share a line. All zero is
 /// "nothing counted yet" (the pool hands it out zeroed).
 #[repr(C, align(64))]
 #[derive(Default)]
 pub struct PerProcessor {
     pub counters: ProcessorCounters,
     pub poll: PollCounters,
+    pub topdown: TopdownCounters,
+    pub frequency: FrequencyCounters,
 }
 
 const _: () = assert!(core::mem::size_of::<PerProcessor>() <= 512, "at most 512 bytes per processor");

@@ -49,12 +49,7 @@ pub fn global_status_register(vendor: Vendor, plan: &CounterPlan) -> Option<u32>
 
 /// The 4-bit IA32_FIXED_CTR_CTRL fields of the plan's fixed counters.
 fn fixed_fields(plan: &CounterPlan) -> u64 {
-    plan.iter()
-        .filter_map(|assignment| match assignment.slot {
-            Slot::Fixed(index) => Some(0xF << (4 * u32::from(index))),
-            Slot::General(_) => None,
-        })
-        .fold(0, |mask, field| mask | field)
+    plan.fixed_counters().fold(0, |mask, index| mask | (0xF << (4 * u32::from(index))))
 }
 
 /// Stops the plan's counters, zeroes them and their pending overflow status, programs their events,
@@ -95,6 +90,11 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
             msrs.write(assignment.control_msr, 0);
         }
         msrs.write(assignment.counter_msr, 0);
+    }
+    if plan.topdown_metrics() {
+        // Fixed counter 3 before IA32_PERF_METRICS, as Linux zeroes them (intel_pmu_update_topdown_event).
+        msrs.write(msr::IA32_FIXED_CTR3, 0);
+        msrs.write(msr::IA32_PERF_METRICS, 0);
     }
     if let Some(global) = global {
         msrs.write(global.clear_status, plan.global_ctrl());

@@ -18,7 +18,7 @@ use super::lock::SessionLock;
 use super::platform::{Form, Platform};
 use super::schedule::Schedule;
 use crate::counters::hardware_counters::Values;
-use crate::pcw::driver_status::{DriverStatus, PmuState};
+use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, plan_with_pmi};
 use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement};
@@ -47,6 +47,8 @@ struct Session<P: Platform> {
     owned: OwnedMask,
     /// What every read checks is still programmed.
     programming: Programming,
+    /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
+    aperf_mperf: bool,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -78,6 +80,11 @@ impl<P: Platform> PmuClient<P> {
             }
             Detection::Unusable(Unusable::UnknownVendor) => PmuState::UnsupportedVendor,
             Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
+        });
+        status.set_topdown_source(match detection {
+            Detection::Usable(model) if model.topdown_metrics() => TopdownSource::PerfMetrics,
+            Detection::Usable(_) => TopdownSource::Unavailable,
+            Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         PmuClient {
             platform,
@@ -126,12 +133,13 @@ impl<P: Platform> PmuClient<P> {
         if model.vendor != Vendor::Intel {
             return whole_pmu();
         }
-        let mut indexes = [0u32; MAX_ASSIGNMENTS];
-        for (index, assignment) in indexes.iter_mut().zip(plan.iter()) {
-            *index = assignment.hal_index;
+        let mut indexes = [0u32; MAX_ASSIGNMENTS + 1];
+        let mut len = 0;
+        for (index, hal_index) in indexes.iter_mut().zip(plan.hal_indexes()) {
+            *index = hal_index;
+            len += 1;
         }
-        let form =
-            Form::Listed { counters: &indexes[..plan.len()], overflow_interrupt: model.overflow_interrupt };
+        let form = Form::Listed { counters: &indexes[..len], overflow_interrupt: model.overflow_interrupt };
         match self.platform.allocate(form, self) {
             Ok(ownership) => Ok((ownership, model.overflow_interrupt)),
             Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
@@ -163,7 +171,7 @@ impl<P: Platform> PmuClient<P> {
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
         let plan = if interrupt { wanted } else { plan_with_pmi(&model, false) };
         let owned = if interrupt {
-            OwnedMask::new(plan.global_ctrl()).unwrap_or(OwnedMask::EMPTY)
+            OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
         } else {
             OwnedMask::EMPTY
         };
@@ -176,13 +184,14 @@ impl<P: Platform> PmuClient<P> {
             },
         );
         let programming = Programming::of(model.vendor, &plan);
-        *session = Some(Session { ownership, plan, owned, programming });
+        *session = Some(Session { ownership, plan, owned, programming, aperf_mperf: model.aperf_mperf });
         drop(session);
         // Active once a collect can read the session.
-        self.status.set_counters_owned(plan.len() as u32);
+        let counters = plan.hal_indexes().count();
+        self.status.set_counters_owned(counters as u32);
         self.status.set_pmu_state(PmuState::Active);
         let how = if interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
-        self.platform.log(format_args!("PMU owned: {} counters, {how}", plan.len()));
+        self.platform.log(format_args!("PMU owned: {counters} counters, {how}"));
         // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
         // (and polling to do, without an interrupt).
         self.platform.wake_housekeeping();
@@ -221,6 +230,9 @@ impl<P: Platform> PmuClient<P> {
     /// lost their programming. Runs inside the all-processor call, on that processor.
     fn read_processor(&self, session: &Session<P>, vendor: Vendor, index: u32, msrs: &mut P::Msrs) {
         let Some(processor) = self.processors.get(index as usize) else { return };
+        if session.aperf_mperf {
+            processor.frequency.read(msrs);
+        }
         if !session.programming.intact(msrs) {
             reprogram(processor, vendor, &session.plan, msrs);
             self.status.record_reprogram();
@@ -242,6 +254,9 @@ impl<P: Platform> PmuClient<P> {
             {
                 let _ = processor.counters.report(slot, extended);
             }
+        }
+        if session.plan.topdown_metrics() {
+            processor.topdown.read(msrs);
         }
         processor.counters.publish();
     }
@@ -372,8 +387,14 @@ impl<P: Platform> CountSource for PmuClient<P> {
             return Values::default();
         };
         let snapshot = processor.counters.snapshot();
-        let mut counts =
-            EventCounts { overflow_interrupts: snapshot.overflow_interrupts, ..EventCounts::default() };
+        let (aperf, mperf) = processor.frequency.last();
+        let mut counts = EventCounts {
+            overflow_interrupts: snapshot.overflow_interrupts,
+            topdown: processor.topdown.totals(),
+            aperf,
+            mperf,
+            ..EventCounts::default()
+        };
         // A plan's slots depend only on the model (the PMI bits change control values, not placement):
         // between sessions, and while one is being opened or closed, report the last values, so counts
         // never drop back to 0 while the counters are released.

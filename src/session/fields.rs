@@ -1,27 +1,92 @@
 //! What each field of the Hardware Counters block holds, matched by name between the counter
-//! manifest's `field`s and the event table, at compile time.
+//! manifest's `field`s and the driver's tables, at compile time.
 //!
 //! * A field named like an event's [`EventInfo::field`](crate::pmu::events::EventInfo::field) holds
 //!   that event's 64-bit count.
-//! * The same name plus `Scaled` holds the count divided by 2^[`RATIO_SCALE_SHIFT`]: ratio counters
-//!   read these, so that their 32-bit bases wrap rarely (see the manifest's header comment).
-//! * `OverflowInterrupts` holds the processor's handled PMIs.
+//! * `TopdownSlots` and `Topdown<Category>Slots` hold the top-down slot totals
+//!   ([`crate::pmu::topdown`]); `AperfCycles` and `MperfCycles` the last APERF and MPERF readings;
+//!   `OverflowInterrupts` the processor's handled PMIs.
+//! * Any of these names plus `Scaled` holds the value shifted right (by [`RATIO_SCALE_SHIFT`], or
+//!   [`TOPDOWN_SCALE_SHIFT`] for slots): ratio counters read these, so that their 32-bit bases wrap
+//!   rarely (see the manifest's header comment). A ratio's numerator and base use the same shift.
 //!
 //! Any other field fails the build, so adding an event is a row in the event table and a counter in
 //! the manifest, and nothing else.
 
 use crate::counters::hardware_counters::{FIELDS, Values};
 use crate::pmu::events::{Event, str_eq};
+use crate::pmu::topdown::{Category, Topdown};
 
-/// Ratio counters read counts shifted right by this many bits.
+/// Ratio counters read event counts and APERF/MPERF shifted right by this many bits.
 pub const RATIO_SCALE_SHIFT: u32 = 10;
+/// Top-down ratios read slots shifted right by this many bits: a core issues up to 8 slots per cycle,
+/// and `_Total` sums every processor's 32-bit base.
+pub const TOPDOWN_SCALE_SHIFT: u32 = 16;
 
-/// What a field holds.
+/// A per-processor value a field can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldSource {
+pub enum Value {
     Count(Event),
-    Scaled(Event),
+    TopdownSlots,
+    TopdownCategory(Category),
+    Aperf,
+    Mperf,
     OverflowInterrupts,
+}
+
+/// The named values other than events, with their field names.
+const NAMED: [(&str, Value); 8] = [
+    ("TopdownSlots", Value::TopdownSlots),
+    ("TopdownRetiringSlots", Value::TopdownCategory(Category::Retiring)),
+    ("TopdownBadSpeculationSlots", Value::TopdownCategory(Category::BadSpeculation)),
+    ("TopdownFrontendBoundSlots", Value::TopdownCategory(Category::FrontendBound)),
+    ("TopdownBackendBoundSlots", Value::TopdownCategory(Category::BackendBound)),
+    ("AperfCycles", Value::Aperf),
+    ("MperfCycles", Value::Mperf),
+    ("OverflowInterrupts", Value::OverflowInterrupts),
+];
+
+impl Value {
+    /// The value the field `name` holds unscaled, if any.
+    pub const fn named(name: &str) -> Option<Value> {
+        if let Some(event) = Event::with_field(name) {
+            return Some(Value::Count(event));
+        }
+        let mut index = 0;
+        while index < NAMED.len() {
+            if str_eq(NAMED[index].0, name) {
+                return Some(NAMED[index].1);
+            }
+            index += 1;
+        }
+        None
+    }
+
+    /// The shift of this value's `Scaled` field.
+    const fn scale_shift(self) -> u32 {
+        match self {
+            Value::TopdownSlots | Value::TopdownCategory(_) => TOPDOWN_SCALE_SHIFT,
+            _ => RATIO_SCALE_SHIFT,
+        }
+    }
+
+    fn of(self, counts: &EventCounts) -> u64 {
+        match self {
+            Value::Count(event) => counts.events[event.index()],
+            Value::TopdownSlots => counts.topdown.slots,
+            Value::TopdownCategory(category) => counts.topdown.categories[category as usize],
+            Value::Aperf => counts.aperf,
+            Value::Mperf => counts.mperf,
+            Value::OverflowInterrupts => counts.overflow_interrupts,
+        }
+    }
+}
+
+/// What a field holds: a value, shifted right by `shift` bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldSource {
+    pub value: Value,
+    pub shift: u32,
 }
 
 const SCALED_SUFFIX: &str = "Scaled";
@@ -30,37 +95,30 @@ impl FieldSource {
     /// The source of the manifest field `field`. Panics (at compile time, where it is used) if the
     /// field names nothing the driver counts.
     pub const fn of(field: &str) -> FieldSource {
-        if str_eq(field, "OverflowInterrupts") {
-            return FieldSource::OverflowInterrupts;
-        }
-        if let Some(event) = Event::with_field(field) {
-            return FieldSource::Count(event);
+        if let Some(value) = Value::named(field) {
+            return FieldSource { value, shift: 0 };
         }
         let bytes = field.as_bytes();
         if bytes.len() > SCALED_SUFFIX.len() {
             let (stem, suffix) = bytes.split_at(bytes.len() - SCALED_SUFFIX.len());
             if let (Ok(stem), Ok(suffix)) = (core::str::from_utf8(stem), core::str::from_utf8(suffix))
                 && str_eq(suffix, SCALED_SUFFIX)
-                && let Some(event) = Event::with_field(stem)
+                && let Some(value) = Value::named(stem)
             {
-                return FieldSource::Scaled(event);
+                return FieldSource { value, shift: value.scale_shift() };
             }
         }
-        panic!("a Hardware Counters field in the manifest names no event of the event table")
+        panic!("a Hardware Counters field in the manifest names no event or value the driver has")
     }
 
-    fn value(self, counts: &EventCounts) -> u64 {
-        match self {
-            FieldSource::Count(event) => counts.events[event.index()],
-            FieldSource::Scaled(event) => counts.events[event.index()] >> RATIO_SCALE_SHIFT,
-            FieldSource::OverflowInterrupts => counts.overflow_interrupts,
-        }
+    fn read(self, counts: &EventCounts) -> u64 {
+        self.value.of(counts) >> self.shift
     }
 }
 
 /// Each field's source, in [`FIELDS`] order; evaluated by the compiler.
 pub const SOURCES: [FieldSource; FIELDS.len()] = {
-    let mut sources = [FieldSource::OverflowInterrupts; FIELDS.len()];
+    let mut sources = [FieldSource { value: Value::OverflowInterrupts, shift: 0 }; FIELDS.len()];
     let mut index = 0;
     while index < FIELDS.len() {
         sources[index] = FieldSource::of(FIELDS[index]);
@@ -69,18 +127,22 @@ pub const SOURCES: [FieldSource; FIELDS.len()] = {
     sources
 };
 
-/// One processor's counts, each extended to 64 bits and never decreasing.
+/// One processor's values: event counts extended to 64 bits and never decreasing, top-down totals,
+/// APERF/MPERF readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EventCounts {
     /// Indexed by [`Event::index`]; 0 for an event that is not counted.
     pub events: [u64; Event::COUNT],
+    pub topdown: Topdown,
+    pub aperf: u64,
+    pub mperf: u64,
     pub overflow_interrupts: u64,
 }
 
 impl EventCounts {
-    /// The Hardware Counters block of these counts.
+    /// The Hardware Counters block of these values.
     pub fn values(&self) -> Values {
-        Values::from_fields(|field| SOURCES[field].value(self))
+        Values::from_fields(|field| SOURCES[field].read(self))
     }
 }
 

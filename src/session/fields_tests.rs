@@ -1,23 +1,47 @@
 use super::*;
 
+/// Every value with its unscaled field name and its `Scaled` shift, spelled out independently of
+/// [`FieldSource::of`].
+fn every_value() -> Vec<(String, Value, u32)> {
+    let mut values: Vec<(String, Value, u32)> = Event::ALL
+        .iter()
+        .map(|&event| (event.info().field.to_owned(), Value::Count(event), RATIO_SCALE_SHIFT))
+        .collect();
+    for (name, value) in NAMED {
+        let shift = if name.starts_with("Topdown") { TOPDOWN_SCALE_SHIFT } else { RATIO_SCALE_SHIFT };
+        values.push((name.to_owned(), value, shift));
+    }
+    values
+}
+
 /// The block a reader expects for `counts`, by the naming rule applied to the field names at run
 /// time: an independent spelling of what [`SOURCES`] resolves at compile time.
 fn expected(counts: &EventCounts) -> Values {
+    let values = every_value();
     Values::from_fields(|field| {
         let name = FIELDS[field];
-        if name == "OverflowInterrupts" {
-            return counts.overflow_interrupts;
-        }
-        for event in Event::ALL {
-            if name == event.info().field {
-                return counts.events[event.index()];
+        for (value_name, value, shift) in &values {
+            if name == value_name {
+                return value.of(counts);
             }
-            if name.strip_suffix("Scaled") == Some(event.info().field) {
-                return counts.events[event.index()] >> RATIO_SCALE_SHIFT;
+            if name.strip_suffix("Scaled") == Some(value_name) {
+                return value.of(counts) >> shift;
             }
         }
-        panic!("field {name} names no event")
+        panic!("field {name} names no value")
     })
+}
+
+/// Counts where every value is distinct, above 32 bits and not a multiple of any scale.
+fn distinct_counts() -> EventCounts {
+    let big = |i: u64| ((i + 1) << 40) | (i * 977 + 0x1_2345);
+    EventCounts {
+        events: core::array::from_fn(|i| big(i as u64)),
+        topdown: Topdown { slots: big(20), categories: core::array::from_fn(|i| big(21 + i as u64)) },
+        aperf: big(30),
+        mperf: big(31),
+        overflow_interrupts: 12_345,
+    }
 }
 
 #[test]
@@ -31,7 +55,6 @@ fn every_event_is_published() {
 fn each_event_count_lands_in_its_fields_only() {
     for event in Event::ALL {
         let mut counts = EventCounts::default();
-        // Above 32 bits, and not a multiple of 2^10, so truncation and scaling both show.
         counts.events[event.index()] = (0x1_2345_6789 << 10) + 0x3FF;
         let values = counts.values();
         assert_eq!(values, expected(&counts), "{event:?}");
@@ -40,19 +63,26 @@ fn each_event_count_lands_in_its_fields_only() {
 }
 
 #[test]
-fn all_counts_at_once() {
-    let counts = EventCounts {
-        events: core::array::from_fn(|i| (i as u64 + 1) << 33 | (i as u64 * 977)),
-        overflow_interrupts: 12_345,
-    };
+fn every_field_holds_its_value() {
+    let counts = distinct_counts();
     assert_eq!(counts.values(), expected(&counts));
 }
 
 #[test]
-fn scaled_fields_resolve_to_their_event() {
-    assert_eq!(FieldSource::of("InstructionsRetiredScaled"), FieldSource::Scaled(Event::Instructions));
-    assert_eq!(FieldSource::of("CoreCycles"), FieldSource::Count(Event::CoreCycles));
-    assert_eq!(FieldSource::of("OverflowInterrupts"), FieldSource::OverflowInterrupts);
+fn scaled_fields_resolve_to_their_value_and_shift() {
+    let source = |value, shift| FieldSource { value, shift };
+    assert_eq!(
+        FieldSource::of("InstructionsRetiredScaled"),
+        source(Value::Count(Event::Instructions), RATIO_SCALE_SHIFT)
+    );
+    assert_eq!(FieldSource::of("CoreCycles"), source(Value::Count(Event::CoreCycles), 0));
+    assert_eq!(FieldSource::of("TopdownSlotsScaled"), source(Value::TopdownSlots, TOPDOWN_SCALE_SHIFT));
+    assert_eq!(
+        FieldSource::of("TopdownBackendBoundSlotsScaled"),
+        source(Value::TopdownCategory(Category::BackendBound), TOPDOWN_SCALE_SHIFT)
+    );
+    assert_eq!(FieldSource::of("AperfCyclesScaled"), source(Value::Aperf, RATIO_SCALE_SHIFT));
+    assert_eq!(FieldSource::of("OverflowInterrupts"), source(Value::OverflowInterrupts, 0));
 }
 
 #[test]

@@ -178,7 +178,9 @@ fn the_real_manifest_compiles() {
     let manifest = &generated.manifest;
     assert_eq!(manifest.provider.name, "pmupcw");
     assert_eq!(manifest.counter_sets.len(), 2);
-    assert_eq!(counter_count(manifest), 30);
+    // Counters are only ever appended (their ids are the consumers' counter mask bits): at least
+    // the 21 + 9 of the first release.
+    assert!(counter_count(manifest) >= 30);
     let symbols: Vec<&str> = manifest.counter_sets.iter().map(|set| set.symbol.as_str()).collect();
     assert_eq!(symbols, ["HardwareCounters", "DriverStatus"]);
     assert!(generated.rust.contains("pub mod hardware_counters {"));

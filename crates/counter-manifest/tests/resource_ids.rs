@@ -118,8 +118,10 @@ fn the_real_manifest_numbering() {
     // No resourceBase: the numbering verified against real CTRPP output starts at 1.
     assert_eq!(manifest.provider.resource_base, 0);
     let strings = string_resources(&manifest);
-    // 2 countersets + 30 counters, 3 strings each.
-    assert_eq!(strings.len(), 3 * 32);
+    // Every counterset and counter, 3 strings each.
+    let elements = manifest.counter_sets.len()
+        + manifest.counter_sets.iter().map(|set| set.counters.len()).sum::<usize>();
+    assert_eq!(strings.len(), 3 * elements);
     let first: Vec<(u32, &str, StringKind)> =
         strings.iter().take(3).map(|s| (s.id, s.text.as_str(), s.kind)).collect();
     assert_eq!(
@@ -130,12 +132,15 @@ fn the_real_manifest_numbering() {
             (3, first[2].1, StringKind::Description),
         ]
     );
-    // The second counterSet follows the first one's 21 counters: position 22.
+    // The second counterSet follows the first one and its counters.
+    let position = 1 + manifest.counter_sets[0].counters.len() as u32;
     let driver = strings.iter().find(|s| s.text == "Hardware Counters Driver").unwrap();
-    assert_eq!((driver.id, driver.set, driver.counter), (4 * 22 + 1, 1, None));
+    assert_eq!((driver.id, driver.set, driver.counter), (4 * position + 1, 1, None));
     let last = strings.last().unwrap();
-    assert_eq!((last.id, last.kind), (4 * 31 + 3, StringKind::Description));
-    assert!(last.text.starts_with("Times a processor's counters were found no longer programmed"));
+    let last_position = elements as u32 - 1;
+    assert_eq!((last.id, last.kind), (4 * last_position + 3, StringKind::Description));
+    let last_counter = manifest.counter_sets[1].counters.last().unwrap();
+    assert_eq!(last.text, last_counter.description);
     // Ascending and unique.
     assert!(strings.windows(2).all(|w| w[0].id < w[1].id));
 }

@@ -41,12 +41,14 @@ pub const fn hypervisor(max: u32, vendor: [u32; 3]) -> Leaf {
 
 /// Core i7-6700K (Skylake-S, 06_5EH), GenuineIntel00506E3_SkyLake_01_CPUID.txt. Leaf 0xA
 /// 07300404/0/0/603: version 4, 4 GP x 48 bits, EBX vector 7, 3 fixed x 48 bits. The same values are
-/// in GenuineIntel00506E3_Skylake_02_CPUID.txt (another 6700K).
+/// in GenuineIntel00506E3_Skylake_02_CPUID.txt (another 6700K). Leaf 6 000027F5/2/9/0: ECX[0], IA32_APERF and
+/// IA32_MPERF.
 pub const SKYLAKE_I7_6700K: Cpu = Cpu {
     name: "Core i7-6700K (Skylake)",
     leaves: &[
         basic(0x16, INTEL),
         (0x1, 0, [0x000506E3, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF]),
+        (0x6, 0, [0x000027F5, 0x00000002, 0x00000009, 0x00000000]),
         (0xA, 0, [0x07300404, 0x00000000, 0x00000000, 0x00000603]),
         (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
         (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
@@ -84,12 +86,14 @@ pub const ALDER_LAKE_I9_12900K_E: Cpu = Cpu {
 
 /// The same i9-12900K with its E-cores disabled ("OctalCore"),
 /// GenuineIntel0090672_AlderLake_01_BC_AVX512_CPUID.txt: leaf 0xA 08300805/0/F/8604, the P-core's own
-/// 8 GP x 48 and 4 fixed x 48 (fixed 3: topdown slots).
+/// 8 GP x 48 and 4 fixed x 48 (fixed 3: topdown slots; EBX vector length 8, bit 7 clear). Leaf 6
+/// 00DFCFF7/2/409/3 of logical processor #0: ECX[0], IA32_APERF and IA32_MPERF.
 pub const ALDER_LAKE_I9_12900K_P_ONLY: Cpu = Cpu {
     name: "Core i9-12900K, E-cores disabled",
     leaves: &[
         basic(0x20, INTEL),
         (0x1, 0, [0x00090672, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DFCFF7, 0x00000002, 0x00000409, 0x00000003]),
         (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
         (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
         (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
@@ -191,12 +195,14 @@ pub const ZEN3_RYZEN9_5900X: Cpu = Cpu {
 };
 
 /// Ryzen 9 7950X (Raphael, Zen 4, family 19h model 61h), AuthenticAMD0A60F12_K19_Raphael_04_CPUID.txt.
-/// 0x80000022 00000003/00084106/3/0: PerfMonV2 (EAX bit 0), 6 core counters (EBX[3:0]).
+/// 0x80000022 00000003/00084106/3/0: PerfMonV2 (EAX bit 0), 6 core counters (EBX[3:0]). Leaf 6 4/0/1/0:
+/// ECX[0] EffFreq, MPERF and APERF.
 pub const ZEN4_RYZEN9_7950X: Cpu = Cpu {
     name: "Ryzen 9 7950X (Zen 4)",
     leaves: &[
         basic(0x10, AMD),
         (0x1, 0, [0x00A60F12, 0x00200800, 0x7EF8320B, 0x178BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000001, 0x00000000]),
         (0xA, 0, [0, 0, 0, 0]),
         (0x8000_0000, 0, [0x80000028, AMD[0], AMD[1], AMD[2]]),
         (0x8000_0001, 0, [0x00A60F12, 0x00000000, 0x75C237FF, 0x2FD3FBFF]),

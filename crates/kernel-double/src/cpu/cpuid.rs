@@ -40,13 +40,24 @@ pub struct CpuModel {
     pub name: &'static str,
     pub leaves: &'static [Leaf],
     pub pmu: PmuKind,
+    /// IA32_PERF_CAPABILITIES (0x345), readable where `CPUID.01H:ECX[15]` (PDCM) is set. Only the bits
+    /// the double models are set: 13, full-width counter writes through IA32_A_PMCx, and 15,
+    /// PERF_METRICS (Intel SDM Vol. 4, MSR 345H; Linux enables PERF_METRICS from Ice Lake on, for
+    /// performance cores only).
+    pub perf_capabilities: u64,
 }
+
+/// IA32_PERF_CAPABILITIES bit 13: full-width writes (IA32_A_PMCx).
+pub const PERF_CAPABILITIES_FW_WRITE: u64 = 1 << 13;
+/// IA32_PERF_CAPABILITIES bit 15: IA32_PERF_METRICS.
+pub const PERF_CAPABILITIES_PERF_METRICS: u64 = 1 << 15;
 
 /// Core i7-6700K (Skylake-S): architectural perfmon version 4, 4 GP x 48 bits, 3 fixed x 48 bits.
 pub static SKYLAKE: CpuModel = CpuModel {
     name: "Core i7-6700K (Skylake, perfmon v4)",
     leaves: dumps::SKYLAKE_I7_6700K.leaves,
     pmu: PmuKind::Intel { gp: 4, gp_width: 48, fixed: 3, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
 };
 
 /// Core i9-12900K with its E-cores disabled (Alder Lake P-cores only): perfmon version 5, 8 GP x 48
@@ -55,6 +66,7 @@ pub static ALDER_LAKE_P: CpuModel = CpuModel {
     name: "Core i9-12900K P-cores (Alder Lake, perfmon v5, 8 GP)",
     leaves: dumps::ALDER_LAKE_I9_12900K_P_ONLY.leaves,
     pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
 };
 
 /// Ryzen 9 7950X (Zen 4, family 19h model 61h): PerfCtrExtCore and PerfMonV2 with 6 core counters.
@@ -62,6 +74,7 @@ pub static ZEN4: CpuModel = CpuModel {
     name: "Ryzen 9 7950X (Zen 4, PerfMonV2)",
     leaves: dumps::ZEN4_RYZEN9_7950X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: true },
+    perf_capabilities: 0,
 };
 
 /// Ryzen 9 5900X (Zen 3, family 19h model 21h): PerfCtrExtCore, 6 core counters, no PerfMonV2 (leaf
@@ -70,6 +83,7 @@ pub static ZEN3: CpuModel = CpuModel {
     name: "Ryzen 9 5900X (Zen 3, no PerfMonV2)",
     leaves: dumps::ZEN3_RYZEN9_5900X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: false },
+    perf_capabilities: 0,
 };
 
 /// *Synthetic*: a Hyper-V guest without PMU passthrough, leaf 0xA zero and 0x40000003 EDX bit 2
@@ -78,6 +92,7 @@ pub static HYPERV_GUEST_NO_PMU: CpuModel = CpuModel {
     name: "Hyper-V guest without PMU",
     leaves: dumps::HYPERV_GUEST_NO_PMU.leaves,
     pmu: PmuKind::None,
+    perf_capabilities: 0,
 };
 
 /// *Synthetic*: the i7-6700K with leaf 0xA all zero on bare metal, a machine with no architectural PMU
@@ -86,6 +101,7 @@ pub static NO_PMU: CpuModel = CpuModel {
     name: "Skylake with leaf 0xA zero (no PMU)",
     leaves: dumps::INTEL_LEAF_A_ZERO.leaves,
     pmu: PmuKind::None,
+    perf_capabilities: 0,
 };
 
 static MODEL: OnceLock<&'static CpuModel> = OnceLock::new();

@@ -17,6 +17,7 @@
 //! handler the driver registered with HalAllocateHardwareCounters.
 
 pub mod cpuid;
+pub mod frequency;
 pub mod msr;
 pub mod pmu;
 pub mod topology;

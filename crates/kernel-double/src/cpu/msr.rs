@@ -45,6 +45,8 @@ fn is_any_pmu_msr(msr: u32) -> bool {
             | 0x186..=0x18D
             | 0x309..=0x30C
             | 0x38D..=0x390
+            | 0x329
+            | 0x345
             | 0xC001_0000..=0xC001_0007
             | 0xC001_0200..=0xC001_020B
             | 0xC000_0300..=0xC000_0302
@@ -54,6 +56,12 @@ fn is_any_pmu_msr(msr: u32) -> bool {
 /// Whether `msr` exists on the chosen CPU model: `Err(why)` for a PMU register the model lacks (#GP on
 /// the real machine).
 pub fn check_exists(msr: u32) -> Result<(), String> {
+    if super::frequency::is_frequency_msr(msr) && !super::frequency::present() {
+        return Err(format!(
+            "does not exist without CPUID.06H:ECX[0] on {} (#GP)",
+            super::cpuid::model().name
+        ));
+    }
     if is_any_pmu_msr(msr) && !super::pmu::is_pmu_msr(msr) {
         return Err(format!("does not exist on {} (#GP)", super::cpuid::model().name));
     }
@@ -72,6 +80,9 @@ pub fn read(processor: u32, msr: u32) -> u64 {
     if check_exists(msr).is_err() {
         return 0;
     }
+    if super::frequency::is_frequency_msr(msr) {
+        return super::frequency::read(processor, msr);
+    }
     if let Some(value) = super::pmu::read(processor, msr) {
         return value;
     }
@@ -86,6 +97,9 @@ pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
     let pmu_owned = pmu_owned();
     let refused = match check_exists(msr) {
         Err(missing) => Some(missing),
+        Ok(()) if super::frequency::is_frequency_msr(msr) => {
+            Some("APERF/MPERF belong to the operating system, which reads them too: never written".to_owned())
+        }
         Ok(()) => match super::pmu::write(processor, msr, value) {
             Some(result) => result.err(),
             None => {

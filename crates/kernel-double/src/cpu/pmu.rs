@@ -40,13 +40,21 @@ use crate::poison::IgnorePoison;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// Events per workload unit, in the order of the driver's totals: instructions, core cycles,
-/// reference cycles, LLC references, LLC misses, branches, branch mispredicts.
-pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1];
-pub const EVENTS: usize = 7;
+/// Events per workload unit: instructions, core cycles, reference cycles, LLC references, LLC misses,
+/// branches, branch mispredicts, top-down slots (6 per core cycle, Golden Cove's issue width).
+pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120];
+pub const EVENTS: usize = 8;
 pub const INSTRUCTIONS: usize = 0;
 pub const CORE_CYCLES: usize = 1;
 pub const REFERENCE_CYCLES: usize = 2;
+pub const TOPDOWN_SLOTS: usize = 7;
+/// The event each Intel fixed counter counts (Intel SDM Vol. 3B: fixed counters 0-2 count
+/// instructions, core cycles and reference cycles; fixed counter 3 TOPDOWN.SLOTS).
+const FIXED_EVENTS: [usize; 4] = [INSTRUCTIONS, CORE_CYCLES, REFERENCE_CYCLES, TOPDOWN_SLOTS];
+/// How each workload unit's top-down slots divide into retiring, bad speculation, frontend bound and
+/// backend bound (IA32_PERF_METRICS byte order); they sum to `RATES[TOPDOWN_SLOTS]`.
+pub const TOPDOWN_RATES: [u64; 4] = [54, 11, 24, 31];
+const _: () = assert!(TOPDOWN_RATES[0] + TOPDOWN_RATES[1] + TOPDOWN_RATES[2] + TOPDOWN_RATES[3] == RATES[7]);
 
 const IA32_PMC0: u32 = 0xC1;
 const IA32_A_PMC0: u32 = 0x4C1;
@@ -56,6 +64,8 @@ const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
 const IA32_PERF_GLOBAL_STATUS: u32 = 0x38E;
 const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
 const IA32_PERF_GLOBAL_OVF_CTRL: u32 = 0x390;
+const IA32_PERF_METRICS: u32 = 0x329;
+const IA32_PERF_CAPABILITIES: u32 = 0x345;
 const AMD_PERF_EVT_SEL0: u32 = 0xC001_0000;
 const AMD_PERF_CTR0: u32 = 0xC001_0004;
 const AMD_PERF_CTL_CORE0: u32 = 0xC001_0200;
@@ -88,6 +98,10 @@ struct VpPmu {
     global_ctrl: u64,
     global_status: u64,
     counted: [u64; EVENTS],
+    /// Top-down slots per category since IA32_PERF_METRICS was last zeroed.
+    metrics: [u64; 4],
+    /// Top-down slots per category since the start: the ground truth of the category totals.
+    topdown_counted: [u64; 4],
 }
 
 struct Processor {
@@ -158,9 +172,25 @@ enum Register {
     Status,
     GlobalCtrl,
     ClearStatus,
+    /// IA32_PERF_METRICS, on models whose IA32_PERF_CAPABILITIES has bit 15.
+    PerfMetrics,
+    /// IA32_PERF_CAPABILITIES, read-only, where CPUID.01H:ECX[15] (PDCM) is set.
+    PerfCapabilities,
+}
+
+/// CPUID.01H:ECX[15] PDCM: IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H).
+fn has_perf_capabilities() -> bool {
+    cpuid::cpuid(1, 0)[2] & (1 << 15) != 0
 }
 
 fn decode(kind: PmuKind, msr: u32) -> Option<Register> {
+    if msr == IA32_PERF_CAPABILITIES {
+        return has_perf_capabilities().then_some(Register::PerfCapabilities);
+    }
+    if msr == IA32_PERF_METRICS {
+        let present = cpuid::model().perf_capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0;
+        return (present && has_perf_capabilities()).then_some(Register::PerfMetrics);
+    }
     let index =
         |base: u32, count: u8| (msr >= base && msr < base + u32::from(count)).then(|| (msr - base) as usize);
     match kind {
@@ -234,6 +264,22 @@ pub(crate) fn read(vp: u32, msr: u32) -> Option<u64> {
         Register::Status => state.global_status,
         Register::GlobalCtrl => state.global_ctrl,
         Register::ClearStatus => 0,
+        Register::PerfMetrics => perf_metrics(&state.metrics),
+        Register::PerfCapabilities => cpuid::model().perf_capabilities,
+    })
+}
+
+/// IA32_PERF_METRICS for `metrics` slots per category: each byte the category's share of all slots
+/// counted since the register was zeroed, in 1/255ths, rounded (Intel SDM Vol. 3B, "Performance
+/// Metrics"; Linux `icl_get_metrics_event_value` divides by 0xff).
+fn perf_metrics(metrics: &[u64; 4]) -> u64 {
+    let slots: u64 = metrics.iter().sum();
+    if slots == 0 {
+        return 0;
+    }
+    metrics.iter().enumerate().fold(0, |value, (byte, &share)| {
+        let fraction = (u128::from(share) * 255 + u128::from(slots) / 2) / u128::from(slots);
+        value | ((fraction as u64) << (8 * byte))
     })
 }
 
@@ -266,6 +312,15 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
         Register::GlobalCtrl => state.global_ctrl = value,
         Register::ClearStatus => state.global_status &= !value,
         Register::Status => return Some(Err(format!("write of {value:#x} to the read-only global status"))),
+        Register::PerfCapabilities => {
+            return Some(Err(format!("write of {value:#x} to read-only IA32_PERF_CAPABILITIES")));
+        }
+        Register::PerfMetrics if value == 0 => state.metrics = [0; 4],
+        Register::PerfMetrics => {
+            return Some(Err(format!(
+                "write of {value:#x} to IA32_PERF_METRICS: the double models only zeroing it"
+            )));
+        }
     }
     Some(Ok(()))
 }
@@ -288,6 +343,7 @@ pub fn power_on_reset() {
         }
         state.fixed_ctrl = 0;
         state.global_status = 0;
+        state.metrics = [0; 4];
         state.global_ctrl = match pmu.kind {
             PmuKind::Intel { gp, .. } => (1u64 << gp) - 1,
             _ => 0,
@@ -347,11 +403,11 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
             events.push((event, false, i as u8, i, counter.control & INT != 0));
         }
     }
-    for i in 0..state.fixed.len() {
+    for (i, &event) in FIXED_EVENTS.iter().enumerate().take(state.fixed.len()) {
         let field = (state.fixed_ctrl >> (4 * i)) & 0xF;
         let bit = 32 + i as u8;
-        if field & 3 != 0 && global_ctrl & (1 << bit) != 0 && i < 3 {
-            events.push((i, true, bit, i, field & 8 != 0));
+        if field & 3 != 0 && global_ctrl & (1 << bit) != 0 {
+            events.push((event, true, bit, i, field & 8 != 0));
         }
     }
     for (event, fixed, bit, index, int) in events {
@@ -362,6 +418,12 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         let next = counter.value + increment;
         counter.value = next & mask(width);
         state.counted[event] = state.counted[event].wrapping_add(increment);
+        if event == TOPDOWN_SLOTS {
+            for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
+                state.metrics[category] += rate * units;
+                state.topdown_counted[category] += rate * units;
+            }
+        }
         if next > mask(width) && !no_global {
             wraps |= 1 << bit;
             if int {
@@ -379,6 +441,7 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
 pub fn step(vp: u32, units: u64) {
     let processor = processor(vp);
     wait_delivered(vp);
+    super::frequency::advance(vp, units);
     let pmi = advance(pmu().kind, &mut lock(vp), units);
     if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
@@ -411,6 +474,7 @@ fn interrupt_without_handler(vp: u32, bits: u64) {
 pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     let processor = processor(vp);
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
+    super::frequency::advance(vp, units);
     let pmi = advance(pmu().kind, &mut lock(vp), units);
     if pmi != 0 && HANDLER.load(Ordering::Acquire) == 0 {
         interrupt_without_handler(vp, pmi);
@@ -567,6 +631,13 @@ pub fn counted(vp: u32, event: usize) -> u64 {
     lock(vp).counted[event]
 }
 
+/// The top-down slots of each category (retiring, bad speculation, frontend bound, backend bound)
+/// `vp`'s fixed counter 3 has counted: the ground truth of the driver's category totals, which it can
+/// only know to IA32_PERF_METRICS' 1/255 resolution per read.
+pub fn topdown_counted(vp: u32) -> [u64; 4] {
+    lock(vp).topdown_counted
+}
+
 /// Sets the counter at `msr` of `vp` to `value` (masked to its width) as if it had counted the
 /// difference: a test's way to start a counter near its wrap point just after the driver programmed
 /// it. Panics if `msr` is not a counter of the model or the counter counts no workload event.
@@ -579,7 +650,7 @@ pub fn preload(vp: u32, msr: u32, value: u64) {
             let event = gp_event(kind, state.gp[i].control);
             (&mut state.gp[i], gp_width, event)
         }
-        Some(Register::Fixed(i)) => (&mut state.fixed[i], fixed_width, (i < 3).then_some(i)),
+        Some(Register::Fixed(i)) => (&mut state.fixed[i], fixed_width, FIXED_EVENTS.get(i).copied()),
         other => panic!("MSR {msr:#x} is not a counter ({other:?})"),
     };
     let event = event.unwrap_or_else(|| panic!("MSR {msr:#x} counts no workload event"));
@@ -595,9 +666,9 @@ pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
     let kind = pmu().kind;
     let state = lock(vp);
     let mut counters = Vec::new();
-    for i in 0..state.fixed.len().min(3) {
+    for (i, &event) in FIXED_EVENTS.iter().enumerate().take(state.fixed.len()) {
         if (state.fixed_ctrl >> (4 * i)) & 3 != 0 {
-            counters.push((IA32_FIXED_CTR0 + i as u32, i));
+            counters.push((IA32_FIXED_CTR0 + i as u32, event));
         }
     }
     for (i, counter) in state.gp.iter().enumerate() {

@@ -29,6 +29,7 @@ const MICROSOFT_HV: [u32; 3] = [0x7263694D, 0x666F736F, 0x76482074];
 /// *Synthetic*: the Hyper-V guest of cpuid::HYPERV_GUEST_NO_PMU with Skylake's leaf 0xA and
 /// 0x40000003 EDX bit 2 set (as in the driver's HYPERV_ROOT_XEON_W1290P entry), but no counters.
 static LYING_HYPERV_GUEST: CpuModel = CpuModel {
+    perf_capabilities: 0,
     name: "Hyper-V guest whose CPUID claims a PMU it does not have",
     leaves: &[
         (0, 0, [0x16, GENUINE_INTEL[0], GENUINE_INTEL[1], GENUINE_INTEL[2]]),

@@ -56,6 +56,7 @@ mod pool_fault_injection_1903;
 mod processors_128;
 mod seventy_two_processors;
 mod sleep_and_foreign_writers;
+mod topdown_and_frequency;
 mod unload_while_collecting;
 mod unresolved_imports;
 mod virtual_pmu_semantics;

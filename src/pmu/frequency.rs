@@ -1,0 +1,36 @@
+//! IA32_APERF and IA32_MPERF, for the relative frequency: APERF counts at the actual frequency and
+//! MPERF at a fixed one, both only in C0, so over an interval their ratio is the average frequency
+//! relative to the fixed one (Intel SDM Vol. 3B, "Hardware Coordination Feedback"; AMD APM Vol. 2,
+//! "Effective Frequency Interface"). The operating system reads them too, and some firmware or
+//! hypervisors reset them, so the driver only ever reads them: consumers use the difference of two
+//! samples, and a reset shows as one sample without a value.
+
+use super::events::msr;
+use super::program::Msrs;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// One processor's last APERF and MPERF readings.
+#[derive(Debug, Default)]
+pub struct FrequencyCounters {
+    aperf: AtomicU64,
+    mperf: AtomicU64,
+}
+
+impl FrequencyCounters {
+    pub const fn new() -> Self {
+        FrequencyCounters { aperf: AtomicU64::new(0), mperf: AtomicU64::new(0) }
+    }
+
+    /// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles).
+    pub fn read(&self, msrs: &impl Msrs) {
+        let mperf = msrs.read(msr::IA32_MPERF);
+        let aperf = msrs.read(msr::IA32_APERF);
+        self.mperf.store(mperf, Ordering::Relaxed);
+        self.aperf.store(aperf, Ordering::Relaxed);
+    }
+
+    /// The last (APERF, MPERF) readings.
+    pub fn last(&self) -> (u64, u64) {
+        (self.aperf.load(Ordering::Relaxed), self.mperf.load(Ordering::Relaxed))
+    }
+}

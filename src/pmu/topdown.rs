@@ -1,0 +1,90 @@
+//! Top-down level 1 from Intel's fixed counter 3 (TOPDOWN.SLOTS) and IA32_PERF_METRICS: how the
+//! pipeline's issue slots were spent, accumulated per category at 64 bits.
+//!
+//! IA32_PERF_METRICS holds four 8-bit fractions (of 0xFF) of the slots fixed counter 3 counted since
+//! both were last zeroed. So every read takes both, splits the slots by the fractions and zeroes both,
+//! as Linux does (`arch/x86/events/intel/core.c`, `intel_pmu_update_topdown_event`: each metric's slots
+//! are `slots * fraction / 0xff`, then fixed counter 3 and PERF_METRICS are written 0, in that order).
+//! Zeroed at every read, fixed counter 3 cannot wrap between two: at 48 bits and at most 8 slots per
+//! cycle at 6 GHz it lasts about 5,800 s, and the session reads at least every 10 minutes while it
+//! owns the counters (it releases them after that long without a reader). Slots counted between the
+//! read and the zeroing (a few instructions) are lost.
+
+use super::events::msr;
+use super::program::Msrs;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The four level-1 categories, in IA32_PERF_METRICS byte order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    Retiring,
+    BadSpeculation,
+    FrontendBound,
+    BackendBound,
+}
+
+impl Category {
+    pub const ALL: [Category; 4] =
+        [Category::Retiring, Category::BadSpeculation, Category::FrontendBound, Category::BackendBound];
+}
+
+/// Top-down slot totals of one processor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Topdown {
+    /// All slots (fixed counter 3).
+    pub slots: u64,
+    /// Each [`Category`]'s share of them, indexed by `Category as usize`.
+    pub categories: [u64; 4],
+}
+
+/// `slots` split by the four fractions of an IA32_PERF_METRICS value.
+pub fn split(slots: u64, metrics: u64) -> [u64; 4] {
+    core::array::from_fn(|byte| {
+        let fraction = (metrics >> (8 * byte)) & 0xFF;
+        // Cannot overflow: fixed counter 3 is at most 48 bits wide and a fraction 8.
+        (slots & ((1 << 56) - 1)) * fraction / 0xFF
+    })
+}
+
+/// One processor's top-down totals. Written only by reads on that processor (which the all-processor
+/// call serialises); a collect running beside another may see the categories of one read with the
+/// slots of the next, for that one sample.
+#[derive(Debug, Default)]
+pub struct TopdownCounters {
+    slots: AtomicU64,
+    categories: [AtomicU64; 4],
+}
+
+impl TopdownCounters {
+    pub const fn new() -> Self {
+        TopdownCounters { slots: AtomicU64::new(0), categories: [const { AtomicU64::new(0) }; 4] }
+    }
+
+    /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, adds them to the totals and zeroes
+    /// both. Only while a plan with [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
+    pub fn read(&self, msrs: &mut impl Msrs) {
+        let slots = msrs.read(msr::IA32_FIXED_CTR3);
+        let metrics = msrs.read(msr::IA32_PERF_METRICS);
+        msrs.write(msr::IA32_FIXED_CTR3, 0);
+        msrs.write(msr::IA32_PERF_METRICS, 0);
+        self.add(slots, metrics);
+    }
+
+    fn add(&self, slots: u64, metrics: u64) {
+        for (total, share) in self.categories.iter().zip(split(slots, metrics)) {
+            total.store(total.load(Ordering::Relaxed).wrapping_add(share), Ordering::Relaxed);
+        }
+        let total = self.slots.load(Ordering::Relaxed).wrapping_add(slots);
+        self.slots.store(total, Ordering::Release);
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> Topdown {
+        let slots = self.slots.load(Ordering::Acquire);
+        Topdown { slots, categories: self.categories.each_ref().map(|total| total.load(Ordering::Relaxed)) }
+    }
+}
+
+#[cfg(test)]
+#[path = "topdown_tests.rs"]
+mod tests;
