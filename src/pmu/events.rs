@@ -174,23 +174,36 @@ pub enum AmdEncoding {
     Zen4OrLater(Encoding),
 }
 
-/// How an Intel processor counts an event: an architectural event (CPUID.0AH:EBX marks it unavailable)
-/// with its encoding, and the fixed counter that counts it, if one does.
+/// How an Intel processor counts an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IntelEncoding {
-    pub arch_event: ArchEvents,
-    pub encoding: Encoding,
-    pub fixed_counter: Option<u8>,
+pub enum IntelEncoding {
+    /// An architectural event (CPUID.0AH:EBX marks it unavailable), with the fixed counter that counts
+    /// it, if one does.
+    Architectural { arch_event: ArchEvents, encoding: Encoding, fixed_counter: Option<u8> },
+    /// A model-specific event of the 4-wide cores from Sandy Bridge to Comet Lake
+    /// ([`intel_four_wide_core`]), which share its encoding.
+    FourWideCore(Encoding),
+}
+
+/// Which profiles count an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// The published events every profile counts when counters allow.
+    Default,
+    /// Inputs of top-down level 1 on processors without IA32_PERF_METRICS (`crate::pmu::topdown`),
+    /// counted by the topdown profile; not published themselves.
+    TopdownInputs,
 }
 
 /// One row of the event table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventInfo {
-    /// The counter manifest's `field` that holds the event's 64-bit count. A field named this plus
-    /// `Scaled` holds the count divided by 2^10 for ratio counters (their 32-bit bases wrap rarely).
-    pub field: &'static str,
+    /// The counter manifest's `field` that holds the event's 64-bit count (a field named this plus
+    /// `Scaled` holds the count divided by 2^10 for ratio counters); `None` for an unpublished input.
+    pub field: Option<&'static str>,
     pub intel: IntelEncoding,
-    pub amd: AmdEncoding,
+    pub amd: Option<AmdEncoding>,
+    pub group: Group,
 }
 
 const fn enc(event: u16, umask: u8) -> Encoding {
@@ -198,7 +211,20 @@ const fn enc(event: u16, umask: u8) -> Encoding {
 }
 
 const fn intel(arch_event: ArchEvents, event: u8, umask: u8, fixed_counter: Option<u8>) -> IntelEncoding {
-    IntelEncoding { arch_event, encoding: enc(event as u16, umask), fixed_counter }
+    IntelEncoding::Architectural { arch_event, encoding: enc(event as u16, umask), fixed_counter }
+}
+
+const fn published(field: &'static str, intel: IntelEncoding, amd: AmdEncoding) -> EventInfo {
+    EventInfo { field: Some(field), intel, amd: Some(amd), group: Group::Default }
+}
+
+/// A top-down input: Intel 4-wide core encoding, AMD Zen 4 and later encoding (if any).
+const fn topdown_input(intel: Encoding, amd: Option<Encoding>) -> EventInfo {
+    let amd = match amd {
+        Some(encoding) => Some(AmdEncoding::Zen4OrLater(encoding)),
+        None => None,
+    };
+    EventInfo { field: None, intel: IntelEncoding::FourWideCore(intel), amd, group: Group::TopdownInputs }
 }
 
 /// Declares [`Event`] and its table from one list, so that the two cannot disagree.
@@ -226,47 +252,57 @@ macro_rules! event_table {
 // manifest. Encodings: see the module docs.
 event_table! {
     /// Instructions retired.
-    Instructions => EventInfo {
-        field: "InstructionsRetired",
-        intel: intel(ArchEvents::INSTRUCTIONS, 0xC0, 0x00, Some(0)),
-        amd: AmdEncoding::Always(enc(0xC0, 0x00)),
-    },
+    Instructions => published(
+        "InstructionsRetired",
+        intel(ArchEvents::INSTRUCTIONS, 0xC0, 0x00, Some(0)),
+        AmdEncoding::Always(enc(0xC0, 0x00)),
+    ),
     /// Core cycles while not halted.
-    CoreCycles => EventInfo {
-        field: "CoreCycles",
-        intel: intel(ArchEvents::CORE_CYCLES, 0x3C, 0x00, Some(1)),
-        amd: AmdEncoding::Always(enc(0x76, 0x00)),
-    },
+    CoreCycles => published(
+        "CoreCycles",
+        intel(ArchEvents::CORE_CYCLES, 0x3C, 0x00, Some(1)),
+        AmdEncoding::Always(enc(0x76, 0x00)),
+    ),
+    /// Issue slots the frontend delivered no micro-operation to: Intel IDQ_UOPS_NOT_DELIVERED.CORE,
+    /// AMD de_no_dispatch_per_slot.no_ops_from_frontend.
+    SlotsNotDelivered => topdown_input(enc(0x9C, 0x01), Some(enc(0x1A0, 0x01))),
+    /// Micro-operations issued (AMD: dispatched): Intel UOPS_ISSUED.ANY, AMD de_src_op_disp.all.
+    SlotsIssued => topdown_input(enc(0x0E, 0x01), Some(enc(0xAA, 0x07))),
+    /// Retirement slots used: Intel UOPS_RETIRED.RETIRE_SLOTS, AMD ex_ret_ops.
+    SlotsRetired => topdown_input(enc(0xC2, 0x02), Some(enc(0xC1, 0x00))),
+    /// Cycles the allocator stalled recovering from a misprediction or machine clear: Intel
+    /// INT_MISC.RECOVERY_CYCLES (no AMD counterpart).
+    RecoveryCycles => topdown_input(enc(0x0D, 0x01), None),
     /// Last-level cache misses (AMD: L2 misses).
-    LlcMisses => EventInfo {
-        field: "LlcMisses",
-        intel: intel(ArchEvents::LLC_MISSES, 0x2E, 0x41, None),
-        amd: AmdEncoding::ZenOrEarlier { zen: enc(0x64, 0x09), earlier: enc(0x7E, 0x07) },
-    },
+    LlcMisses => published(
+        "LlcMisses",
+        intel(ArchEvents::LLC_MISSES, 0x2E, 0x41, None),
+        AmdEncoding::ZenOrEarlier { zen: enc(0x64, 0x09), earlier: enc(0x7E, 0x07) },
+    ),
     /// Last-level cache references (AMD: L2 requests).
-    LlcReferences => EventInfo {
-        field: "LlcReferences",
-        intel: intel(ArchEvents::LLC_REFERENCES, 0x2E, 0x4F, None),
-        amd: AmdEncoding::ZenOrEarlier { zen: enc(0x60, 0xFF), earlier: enc(0x7D, 0x07) },
-    },
+    LlcReferences => published(
+        "LlcReferences",
+        intel(ArchEvents::LLC_REFERENCES, 0x2E, 0x4F, None),
+        AmdEncoding::ZenOrEarlier { zen: enc(0x60, 0xFF), earlier: enc(0x7D, 0x07) },
+    ),
     /// Mispredicted branch instructions retired.
-    BranchMispredicts => EventInfo {
-        field: "BranchMispredicts",
-        intel: intel(ArchEvents::BRANCH_MISPREDICTS, 0xC5, 0x00, None),
-        amd: AmdEncoding::Always(enc(0xC3, 0x00)),
-    },
+    BranchMispredicts => published(
+        "BranchMispredicts",
+        intel(ArchEvents::BRANCH_MISPREDICTS, 0xC5, 0x00, None),
+        AmdEncoding::Always(enc(0xC3, 0x00)),
+    ),
     /// Branch instructions retired.
-    Branches => EventInfo {
-        field: "Branches",
-        intel: intel(ArchEvents::BRANCHES, 0xC4, 0x00, None),
-        amd: AmdEncoding::Always(enc(0xC2, 0x00)),
-    },
+    Branches => published(
+        "Branches",
+        intel(ArchEvents::BRANCHES, 0xC4, 0x00, None),
+        AmdEncoding::Always(enc(0xC2, 0x00)),
+    ),
     /// Reference (constant-rate) cycles while not halted.
-    ReferenceCycles => EventInfo {
-        field: "ReferenceCycles",
-        intel: intel(ArchEvents::REFERENCE_CYCLES, 0x3C, 0x01, Some(2)),
-        amd: AmdEncoding::Zen4OrLater(enc(0x120, 0x00)),
-    },
+    ReferenceCycles => published(
+        "ReferenceCycles",
+        intel(ArchEvents::REFERENCE_CYCLES, 0x3C, 0x01, Some(2)),
+        AmdEncoding::Zen4OrLater(enc(0x120, 0x00)),
+    ),
 }
 
 impl Event {
@@ -280,14 +316,12 @@ impl Event {
         &Self::TABLE[self as usize]
     }
 
-    /// The Intel architectural event (CPUID.0AH:EBX bit) this event is.
-    pub const fn arch_event(self) -> ArchEvents {
-        self.info().intel.arch_event
-    }
-
     /// The Intel fixed counter that counts this event, if one does.
     pub const fn intel_fixed_counter(self) -> Option<u8> {
-        self.info().intel.fixed_counter
+        match self.info().intel {
+            IntelEncoding::Architectural { fixed_counter, .. } => fixed_counter,
+            IntelEncoding::FourWideCore(_) => None,
+        }
     }
 
     /// The event whose table `field` is `field`, if any (a `const fn`, so that a manifest field is
@@ -295,7 +329,9 @@ impl Event {
     pub const fn with_field(field: &str) -> Option<Event> {
         let mut index = 0;
         while index < Self::COUNT {
-            if str_eq(Self::TABLE[index].field, field) {
+            if let Some(name) = Self::TABLE[index].field
+                && str_eq(name, field)
+            {
                 return Some(Self::ALL[index]);
             }
             index += 1;
@@ -328,6 +364,23 @@ const _: () = assert!(Event::COUNT <= u32::BITS as usize, "EventSet holds one bi
 
 impl EventSet {
     pub const EMPTY: Self = Self(0);
+    /// The events of the default profile.
+    pub const DEFAULT: Self = Self::of_group(Group::Default);
+    /// The published events and the top-down inputs: the topdown profile.
+    pub const TOPDOWN: Self = Self(Self::DEFAULT.0 | Self::of_group(Group::TopdownInputs).0);
+
+    /// The events of the table in `group`.
+    pub const fn of_group(group: Group) -> Self {
+        let mut set = Self::EMPTY;
+        let mut index = 0;
+        while index < Event::COUNT {
+            if Event::TABLE[index].group as u8 == group as u8 {
+                set = set.with(Event::ALL[index]);
+            }
+            index += 1;
+        }
+        set
+    }
 
     pub const fn contains(self, event: Event) -> bool {
         self.0 & (1 << event as u8) != 0
@@ -358,20 +411,55 @@ pub struct Encoding {
     pub umask: u8,
 }
 
-/// The Intel architectural event encoding of `event`.
-pub const fn intel_encoding(event: Event) -> Encoding {
-    event.info().intel.encoding
+/// The Intel encoding of `event` on display family `family`, model `model`, if the processor has
+/// one; architectural events also need CPUID's say-so ([`encoding`]).
+pub const fn intel_encoding(event: Event, family: u8, model: u8) -> Option<Encoding> {
+    match event.info().intel {
+        IntelEncoding::Architectural { encoding, .. } => Some(encoding),
+        IntelEncoding::FourWideCore(encoding) if family == 6 && intel_four_wide_core(model) => Some(encoding),
+        IntelEncoding::FourWideCore(_) => None,
+    }
+}
+
+/// The 4-wide Intel cores whose top-down level 1 Linux computes from IDQ_UOPS_NOT_DELIVERED.CORE,
+/// UOPS_ISSUED.ANY, UOPS_RETIRED.RETIRE_SLOTS and INT_MISC.RECOVERY_CYCLES over 4 slots per cycle
+/// (the TopdownL1 metrics of `tools/perf/pmu-events/arch/x86/` sandybridge, jaketown, ivybridge,
+/// ivytown, haswell, haswellx, broadwell, broadwellx, broadwellde, skylake, skylakex, cascadelakex):
+/// family 6 display models 2AH, 2DH, 3AH, 3EH, 3CH, 3FH, 45H, 46H, 3DH, 47H, 4FH, 56H, 4EH, 5EH, 55H,
+/// 8EH, 9EH, A5H, A6H. Ice Lake and later cores have IA32_PERF_METRICS instead.
+pub const fn intel_four_wide_core(model: u8) -> bool {
+    matches!(
+        model,
+        0x2A | 0x2D
+            | 0x3A
+            | 0x3E
+            | 0x3C
+            | 0x3F
+            | 0x45
+            | 0x46
+            | 0x3D
+            | 0x47
+            | 0x4F
+            | 0x56
+            | 0x4E
+            | 0x5E
+            | 0x55
+            | 0x8E
+            | 0x9E
+            | 0xA5
+            | 0xA6
+    )
 }
 
 /// The AMD core-PMU encoding of `event` on display family `family`, model `model`, if the processor
 /// has one (see the table in the module docs).
 pub const fn amd_encoding(event: Event, family: u8, model: u8) -> Option<Encoding> {
     match event.info().amd {
-        AmdEncoding::Always(encoding) => Some(encoding),
-        AmdEncoding::ZenOrEarlier { zen, .. } if family >= 0x17 => Some(zen),
-        AmdEncoding::ZenOrEarlier { earlier, .. } => Some(earlier),
-        AmdEncoding::Zen4OrLater(encoding) if amd_zen4_or_later(family, model) => Some(encoding),
-        AmdEncoding::Zen4OrLater(_) => None,
+        Some(AmdEncoding::Always(encoding)) => Some(encoding),
+        Some(AmdEncoding::ZenOrEarlier { zen, .. }) if family >= 0x17 => Some(zen),
+        Some(AmdEncoding::ZenOrEarlier { earlier, .. }) => Some(earlier),
+        Some(AmdEncoding::Zen4OrLater(encoding)) if amd_zen4_or_later(family, model) => Some(encoding),
+        Some(AmdEncoding::Zen4OrLater(_)) | None => None,
     }
 }
 
@@ -383,10 +471,14 @@ const fn amd_zen4_or_later(family: u8, model: u8) -> bool {
 
 /// The encoding `model`'s processor counts `event` with, or `None` if it cannot count it.
 pub const fn encoding(model: &PmuModel, event: Event) -> Option<Encoding> {
-    match model.vendor {
-        Vendor::Intel if model.unavailable.contains(event.arch_event()) => None,
-        Vendor::Intel => Some(intel_encoding(event)),
-        Vendor::Amd => amd_encoding(event, model.family, model.model),
+    match (model.vendor, event.info().intel) {
+        (Vendor::Intel, IntelEncoding::Architectural { arch_event, .. })
+            if model.unavailable.contains(arch_event) =>
+        {
+            None
+        }
+        (Vendor::Intel, _) => intel_encoding(event, model.family, model.model),
+        (Vendor::Amd, _) => amd_encoding(event, model.family, model.model),
     }
 }
 
@@ -446,6 +538,9 @@ pub struct CounterPlan {
     /// Fixed counter 3 and IA32_PERF_METRICS count top-down level 1 ([`PmuModel::topdown_metrics`]);
     /// they are zeroed at every read, so they are not an [`Assignment`] (which is extended to 64 bits).
     topdown_metrics: bool,
+    /// Every top-down input the processor has is counted: top-down level 1 comes from them, with
+    /// this many issue slots per cycle.
+    topdown_width: Option<u8>,
 }
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
@@ -458,6 +553,7 @@ impl CounterPlan {
         unavailable: EventSet::EMPTY,
         dropped: EventSet::EMPTY,
         topdown_metrics: false,
+        topdown_width: None,
     };
 
     fn push(&mut self, assignment: Assignment) {
@@ -501,6 +597,11 @@ impl CounterPlan {
     /// Whether fixed counter 3 and IA32_PERF_METRICS count top-down level 1 (Intel, PERF_METRICS).
     pub fn topdown_metrics(&self) -> bool {
         self.topdown_metrics
+    }
+
+    /// The issue slots per cycle, when top-down level 1 comes from counted input events.
+    pub fn topdown_width(&self) -> Option<u8> {
+        self.topdown_width
     }
 
     /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
@@ -553,19 +654,54 @@ pub fn plan(model: &PmuModel) -> CounterPlan {
     plan_with_pmi(model, model.overflow_interrupt)
 }
 
-/// The plan for `model`, with the INT/PMI bits of every control value set when `pmi` (a client that
-/// could not register an overflow handler polls instead and passes `false`).
+/// The default profile's plan for `model`, with the INT/PMI bits of every control value set when
+/// `pmi` (a client that could not register an overflow handler polls instead and passes `false`).
 pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
+    plan_for(model, EventSet::DEFAULT, pmi)
+}
+
+/// Issue slots per cycle of the cores whose top-down level 1 comes from input events: 4 on Intel's
+/// 4-wide cores ([`intel_four_wide_core`]); AMD dispatch slots, 6 on Zen 4 and 8 on Zen 5 (Linux
+/// `tools/perf/pmu-events/arch/x86/amdzen4` and `amdzen5` pipeline utilisation: total dispatch slots
+/// are 6 and 8 times ls_not_halted_cyc).
+pub const fn topdown_width(model: &PmuModel) -> Option<u8> {
+    match model.vendor {
+        Vendor::Intel if model.family == 6 && intel_four_wide_core(model.model) => Some(4),
+        Vendor::Amd if model.family >= 0x1A => Some(8),
+        Vendor::Amd if amd_zen4_or_later(model.family, model.model) => Some(6),
+        _ => None,
+    }
+}
+
+/// The plan counting the events of `wanted` that `model` has, by priority.
+pub fn plan_for(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
+    let mut plan = place(model, wanted, pmi);
+    let inputs = EventSet::of_group(Group::TopdownInputs);
+    let available = inputs
+        .iter()
+        .filter(|&event| wanted.contains(event) && encoding(model, event).is_some())
+        .fold(EventSet::EMPTY, EventSet::with);
+    let counted = plan.counted();
+    if counted.contains(Event::CoreCycles)
+        && !available.is_empty()
+        && available.iter().all(|event| counted.contains(event))
+    {
+        plan.topdown_width = topdown_width(model);
+    }
+    plan
+}
+
+fn place(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
     let mut plan = CounterPlan::EMPTY;
     plan.topdown_metrics = model.topdown_metrics();
     let mut placed = EventSet::EMPTY;
-    for event in Event::ALL {
+    for event in wanted.iter() {
         if encoding(model, event).is_none() {
             plan.unavailable = plan.unavailable.with(event);
         }
     }
     if model.vendor == Vendor::Intel {
-        for event in Event::ALL {
+        for event in wanted.iter() {
             let Some(fixed) = event.intel_fixed_counter() else { continue };
             if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
                 plan.push(intel_fixed(model, event, fixed, pmi));
@@ -578,7 +714,7 @@ pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
     // counters' constraints, then place the most constrained first, each on its lowest free counter.
     let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
     let mut chosen_len = 0;
-    for event in Event::ALL {
+    for event in wanted.iter() {
         if placed.contains(event) {
             continue;
         }

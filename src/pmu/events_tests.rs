@@ -60,7 +60,7 @@ fn intel_architectural_encodings() {
         (BranchMispredicts, 0x0043_00C5),
     ];
     for (event, value) in expected {
-        let encoding = intel_encoding(event);
+        let encoding = intel_encoding(event, 6, 0x5E).unwrap();
         assert_eq!(evtsel(encoding.event, encoding.umask, false), value, "{event:?}");
     }
 }
@@ -114,7 +114,7 @@ fn skylake_plan() {
     ]);
     assert_eq!(assignments(&plan), expected);
     assert_eq!(plan.len(), 7);
-    assert_eq!(plan.counted(), set(&Event::ALL));
+    assert_eq!(plan.counted(), EventSet::DEFAULT);
     assert!(plan.unavailable().is_empty() && plan.dropped().is_empty());
     assert_eq!(plan.global_ctrl(), 0x7_0000_000F);
     assert_eq!(plan.fixed_ctrl(), 0xBBB);
@@ -290,12 +290,15 @@ fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
 
 #[test]
 fn fits_respects_prefix_constraints() {
-    let e = Some((Instructions, intel_encoding(Instructions), 2));
+    let e = Some((Instructions, intel_encoding(Instructions, 6, 0x5E).unwrap(), 2));
     assert!(fits(&[], 1, 4));
     assert!(fits(&[e], 2, 4));
     assert!(!fits(&[e, e], 2, 4), "three events limited to counters 0-1");
     assert!(fits(&[e, e], 4, 4));
-    assert!(!fits(&[e, e, Some((Branches, intel_encoding(Branches), 4))], 4, 3), "more events than counters");
+    assert!(
+        !fits(&[e, e, Some((Branches, intel_encoding(Branches, 6, 0x5E).unwrap(), 4))], 4, 3),
+        "more events than counters"
+    );
     assert!(!fits(&[], 0, 4));
 }
 
@@ -332,7 +335,7 @@ fn every_plan_of_the_table_is_consistent() {
             }
             // Every event is counted, unavailable or dropped, and only one of these.
             let counted = plan.counted();
-            for event in Event::ALL {
+            for event in EventSet::DEFAULT.iter() {
                 let states = [counted, plan.unavailable(), plan.dropped()]
                     .iter()
                     .filter(|s| s.contains(event))
@@ -368,8 +371,70 @@ fn the_table_is_in_priority_order() {
 #[test]
 fn every_field_names_one_event() {
     for event in Event::ALL {
-        assert_eq!(Event::with_field(event.info().field), Some(event));
+        if let Some(field) = event.info().field {
+            assert_eq!(Event::with_field(field), Some(event));
+        }
     }
     assert_eq!(Event::with_field("Instructions"), None);
     assert_eq!(Event::with_field(""), None);
+}
+
+#[test]
+fn groups_split_the_table() {
+    assert_eq!(EventSet::DEFAULT.len(), 7);
+    assert_eq!(EventSet::TOPDOWN.len(), Event::COUNT);
+    for event in Event::ALL {
+        assert_eq!(EventSet::DEFAULT.contains(event), event.info().field.is_some(), "{event:?}");
+    }
+}
+
+#[test]
+fn topdown_profile_on_skylake_takes_every_general_purpose_counter() {
+    let model = cpus::SKYLAKE_I7_6700K.model();
+    let plan = plan_for(&model, EventSet::TOPDOWN, true);
+    assert_eq!(plan.topdown_width(), Some(4));
+    let general: Vec<Event> = plan
+        .iter()
+        .filter(|assignment| matches!(assignment.slot, Slot::General(_)))
+        .map(|assignment| assignment.event)
+        .collect();
+    assert_eq!(general, [SlotsNotDelivered, SlotsIssued, SlotsRetired, RecoveryCycles]);
+    assert_eq!(
+        plan.dropped(),
+        set(&[LlcMisses, LlcReferences, BranchMispredicts, Branches]),
+        "4 counters: the inputs come first"
+    );
+    // The default profile counts no input.
+    assert_eq!(plan_with_pmi(&model, true).topdown_width(), None);
+}
+
+#[test]
+fn topdown_profile_on_zen4_uses_three_inputs_and_keeps_a_counter() {
+    let model = cpus::ZEN4_RYZEN9_7950X.model();
+    let plan = plan_for(&model, EventSet::TOPDOWN, false);
+    assert_eq!(plan.topdown_width(), Some(6));
+    let counted = plan.counted();
+    assert!(
+        counted.contains(SlotsNotDelivered)
+            && counted.contains(SlotsIssued)
+            && counted.contains(SlotsRetired)
+    );
+    assert!(!counted.contains(RecoveryCycles), "AMD has no recovery-cycles event");
+    assert!(counted.contains(LlcMisses), "six counters: instructions, cycles, three inputs, LLC misses");
+    assert_eq!(plan.len(), 6);
+}
+
+#[test]
+fn no_topdown_inputs_where_the_core_has_none() {
+    for cpu in [&cpus::ZEN3_RYZEN9_5900X, &cpus::ALDER_LAKE_I9_12900K_P_ONLY, &cpus::CONROE_X6800] {
+        let plan = plan_for(&cpu.model(), EventSet::TOPDOWN, true);
+        assert_eq!(plan.topdown_width(), None, "{}", cpu.name);
+        let default = plan_with_pmi(&cpu.model(), true);
+        assert_eq!(
+            assignments(&plan),
+            assignments(&default),
+            "{}: the topdown profile adds nothing",
+            cpu.name
+        );
+    }
 }

@@ -10,7 +10,7 @@
 //! owns the counters (it releases them after that long without a reader). Slots counted between the
 //! read and the zeroing (a few instructions) are lost.
 
-use super::events::msr;
+use super::events::{Event, msr};
 use super::program::Msrs;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -44,6 +44,27 @@ pub fn split(slots: u64, metrics: u64) -> [u64; 4] {
         // Cannot overflow: fixed counter 3 is at most 48 bits wide and a fraction 8.
         (slots & ((1 << 56) - 1)) * fraction / 0xFF
     })
+}
+
+/// Top-down level 1 from the totals of the topdown profile's input events, on processors without
+/// IA32_PERF_METRICS, with `width` issue slots per cycle. The level 1 formulas of Linux's
+/// `tools/perf/pmu-events` (Intel 4-wide cores, e.g. skylake `tma_*`: slots = 4 x
+/// CPU_CLK_UNHALTED.THREAD, retiring = UOPS_RETIRED.RETIRE_SLOTS, bad speculation = UOPS_ISSUED.ANY -
+/// UOPS_RETIRED.RETIRE_SLOTS + 4 x INT_MISC.RECOVERY_CYCLES, frontend bound =
+/// IDQ_UOPS_NOT_DELIVERED.CORE, backend bound the rest; AMD amdzen4/amdzen5 pipeline utilisation with
+/// de_src_op_disp.all, ex_ret_ops and de_no_dispatch_per_slot.no_ops_from_frontend, where backend
+/// bound, as the rest, also holds the slots lost to the other SMT thread). The non-SMT Intel formulas:
+/// with Hyper-Threading on, a thread's slots are an approximation.
+pub fn from_events(width: u8, count: impl Fn(Event) -> u64) -> Topdown {
+    let width = u64::from(width);
+    let slots = count(Event::CoreCycles).wrapping_mul(width);
+    let retiring = count(Event::SlotsRetired);
+    let bad_speculation = count(Event::SlotsIssued)
+        .saturating_sub(retiring)
+        .saturating_add(count(Event::RecoveryCycles).saturating_mul(width));
+    let frontend = count(Event::SlotsNotDelivered);
+    let backend = slots.saturating_sub(retiring.saturating_add(bad_speculation).saturating_add(frontend));
+    Topdown { slots, categories: [retiring, bad_speculation, frontend, backend] }
 }
 
 /// One processor's top-down totals. Written only by reads on that processor (which the all-processor

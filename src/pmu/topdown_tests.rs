@@ -40,3 +40,34 @@ fn a_read_adds_and_zeroes_both_registers() {
     assert_eq!(totals.slots, 3_060);
     assert_eq!(totals.categories, [1_020, 510, 510, 510 + 510]);
 }
+
+#[test]
+fn level_1_from_input_events() {
+    let count = |event: Event| match event {
+        Event::CoreCycles => 1_000,
+        Event::SlotsRetired => 1_600,
+        Event::SlotsIssued => 1_900,
+        Event::RecoveryCycles => 25,
+        Event::SlotsNotDelivered => 700,
+        _ => 0,
+    };
+    let topdown = from_events(4, count);
+    assert_eq!(topdown.slots, 4_000);
+    // Retiring 1600, bad speculation 1900 - 1600 + 4 x 25 = 400, frontend 700, backend the rest.
+    assert_eq!(topdown.categories, [1_600, 400, 700, 1_300]);
+    assert_eq!(topdown.categories.iter().sum::<u64>(), topdown.slots);
+}
+
+#[test]
+fn level_1_never_underflows() {
+    // More retired than issued (counters read at slightly different times) and more categories than
+    // slots: every category stays at or above zero.
+    let count = |event: Event| match event {
+        Event::CoreCycles => 10,
+        Event::SlotsRetired => 50,
+        Event::SlotsIssued => 40,
+        Event::SlotsNotDelivered => 30,
+        _ => 0,
+    };
+    assert_eq!(from_events(6, count).categories, [50, 0, 30, 0]);
+}

@@ -26,6 +26,7 @@ use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::processor::PerProcessor;
 use crate::pmu::program::{self, Msrs, Programming};
+use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU64, Ordering};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
@@ -187,6 +188,13 @@ impl<P: Platform> PmuClient<P> {
         *session = Some(Session { ownership, plan, owned, programming, aperf_mperf: model.aperf_mperf });
         drop(session);
         // Active once a collect can read the session.
+        self.status.set_topdown_source(if plan.topdown_metrics() {
+            TopdownSource::PerfMetrics
+        } else if plan.topdown_width().is_some() {
+            TopdownSource::ProfileEvents
+        } else {
+            TopdownSource::Unavailable
+        });
         let counters = plan.hal_indexes().count();
         self.status.set_counters_owned(counters as u32);
         self.status.set_pmu_state(PmuState::Active);
@@ -401,6 +409,9 @@ impl<P: Platform> CountSource for PmuClient<P> {
         let plan = self.plan().or_else(|| self.model().map(|model| plan_with_pmi(&model, false)));
         for (slot, assignment) in plan.iter().flat_map(CounterPlan::iter).enumerate() {
             counts.events[assignment.event.index()] = snapshot.values[slot];
+        }
+        if let Some(width) = plan.and_then(|plan| plan.topdown_width()) {
+            counts.topdown = topdown::from_events(width, |event| counts.events[event.index()]);
         }
         counts.values()
     }

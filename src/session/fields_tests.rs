@@ -5,7 +5,7 @@ use super::*;
 fn every_value() -> Vec<(String, Value, u32)> {
     let mut values: Vec<(String, Value, u32)> = Event::ALL
         .iter()
-        .map(|&event| (event.info().field.to_owned(), Value::Count(event), RATIO_SCALE_SHIFT))
+        .filter_map(|&event| Some((event.info().field?.to_owned(), Value::Count(event), RATIO_SCALE_SHIFT)))
         .collect();
     for (name, value) in NAMED {
         let shift = if name.starts_with("Topdown") { TOPDOWN_SCALE_SHIFT } else { RATIO_SCALE_SHIFT };
@@ -45,15 +45,16 @@ fn distinct_counts() -> EventCounts {
 }
 
 #[test]
-fn every_event_is_published() {
+fn every_published_event_has_a_field() {
     for event in Event::ALL {
-        assert!(FIELDS.contains(&event.info().field), "{event:?}: no manifest field {}", event.info().field);
+        let Some(field) = event.info().field else { continue };
+        assert!(FIELDS.contains(&field), "{event:?}: no manifest field {field}");
     }
 }
 
 #[test]
 fn each_event_count_lands_in_its_fields_only() {
-    for event in Event::ALL {
+    for event in Event::ALL.into_iter().filter(|event| event.info().field.is_some()) {
         let mut counts = EventCounts::default();
         counts.events[event.index()] = (0x1_2345_6789 << 10) + 0x3FF;
         let values = counts.values();

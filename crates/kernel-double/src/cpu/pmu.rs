@@ -41,9 +41,15 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Events per workload unit: instructions, core cycles, reference cycles, LLC references, LLC misses,
-/// branches, branch mispredicts, top-down slots (6 per core cycle, Golden Cove's issue width).
-pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120];
-pub const EVENTS: usize = 8;
+/// branches, branch mispredicts, top-down slots (6 per core cycle, Golden Cove's issue width), then
+/// the top-down inputs of processors without IA32_PERF_METRICS: slots not delivered by the frontend,
+/// micro-operations issued, retirement slots, recovery cycles.
+pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1];
+pub const EVENTS: usize = 12;
+pub const SLOTS_NOT_DELIVERED: usize = 8;
+pub const SLOTS_ISSUED: usize = 9;
+pub const SLOTS_RETIRED: usize = 10;
+pub const RECOVERY_CYCLES: usize = 11;
 pub const INSTRUCTIONS: usize = 0;
 pub const CORE_CYCLES: usize = 1;
 pub const REFERENCE_CYCLES: usize = 2;
@@ -370,6 +376,13 @@ fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
             (0x2E, 0x41) => Some(4),
             (0xC4, 0) => Some(5),
             (0xC5, 0) => Some(6),
+            // Sandy Bridge to Comet Lake model-specific events (Linux tools/perf/pmu-events/arch/x86/
+            // skylake/{frontend,pipeline}.json): IDQ_UOPS_NOT_DELIVERED.CORE, UOPS_ISSUED.ANY,
+            // UOPS_RETIRED.RETIRE_SLOTS, INT_MISC.RECOVERY_CYCLES.
+            (0x9C, 0x01) => Some(SLOTS_NOT_DELIVERED),
+            (0x0E, 0x01) => Some(SLOTS_ISSUED),
+            (0xC2, 0x02) => Some(SLOTS_RETIRED),
+            (0x0D, 0x01) => Some(RECOVERY_CYCLES),
             _ => None,
         },
         PmuKind::Amd { .. } => match ((control & 0xFF) | ((control >> 32) & 0xF) << 8, umask) {
@@ -380,6 +393,11 @@ fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
             (0x64, 0x09) => Some(4),
             (0xC2, 0) => Some(5),
             (0xC3, 0) => Some(6),
+            // Zen 4 and later (Linux tools/perf/pmu-events/arch/x86/amdzen4/pipeline.json):
+            // de_no_dispatch_per_slot.no_ops_from_frontend, de_src_op_disp.all, ex_ret_ops.
+            (0x1A0, 0x01) => Some(SLOTS_NOT_DELIVERED),
+            (0xAA, 0x07) => Some(SLOTS_ISSUED),
+            (0xC1, 0) => Some(SLOTS_RETIRED),
             _ => None,
         },
         PmuKind::None => None,
