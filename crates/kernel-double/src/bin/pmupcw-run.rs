@@ -120,6 +120,8 @@ mod run {
             let number =
                 |text: String| text.parse::<u64>().unwrap_or_else(|_| usage(&format!("bad number {text:?}")));
             match argument.as_str() {
+                // The end-of-options marker: cargo-make passes the one in `cargo make run -- ...` on.
+                "--" => {}
                 "--driver" => options.driver = PathBuf::from(value()),
                 "--samples" => options.samples = number(value()).max(1) as usize,
                 "--interval-ms" => options.interval = Duration::from_millis(number(value())),
