@@ -715,4 +715,5 @@ pub fn all_zero(vp: u32) -> bool {
         && state.fixed_ctrl == 0
         && state.global_ctrl == 0
         && state.global_status == 0
+        && state.metrics == [0; 4]
 }
