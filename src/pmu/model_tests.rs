@@ -104,11 +104,19 @@ pub(crate) const HYPERV_ROOT_XEON_W1290P_MODEL: PmuModel =
     PmuModel { model: 0xA5, version: 4, gp_counters: 4, ..INTEL_BASE };
 pub(crate) const ZEN2_MODEL: PmuModel = PmuModel { model: 0x71, ..AMD_BASE };
 pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, ..AMD_BASE };
+pub(crate) const ZEN5_8_COUNTERS_MODEL: PmuModel = PmuModel {
+    family: 0x1A,
+    model: 0x44,
+    gp_counters: 8,
+    amd_perfmon_v2: true,
+    aperf_mperf: true,
+    ..AMD_BASE
+};
 pub(crate) const ZEN4_MODEL: PmuModel =
     PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
-pub(crate) const TABLE: [(&Cpu, Detection); 22] = [
+pub(crate) const TABLE: [(&Cpu, Detection); 23] = [
     (&SKYLAKE_I7_6700K, Detection::Usable(SKYLAKE_MODEL)),
     (&ALDER_LAKE_I9_12900K_P, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_E, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
@@ -121,6 +129,7 @@ pub(crate) const TABLE: [(&Cpu, Detection); 22] = [
     (&ZEN2_RYZEN9_3950X, Detection::Usable(ZEN2_MODEL)),
     (&ZEN3_RYZEN9_5900X, Detection::Usable(ZEN3_MODEL)),
     (&ZEN4_RYZEN9_7950X, Detection::Usable(ZEN4_MODEL)),
+    (&ZEN5_SYNTHETIC_8_COUNTERS, Detection::Usable(ZEN5_8_COUNTERS_MODEL)),
     (&HYPERV_ROOT_XEON_W1290P, Detection::Usable(HYPERV_ROOT_XEON_W1290P_MODEL)),
     (&HYPERV_XEON_X7560, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_ROOT_EPYC_7401P, Detection::Unusable(Unusable::HypervisorWithoutPmu)),

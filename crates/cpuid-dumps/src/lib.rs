@@ -210,6 +210,24 @@ pub const ZEN4_RYZEN9_7950X: Cpu = Cpu {
     ],
 };
 
+/// *Synthetic*: a Zen 5 desktop processor (Ryzen 9 9950X signature 00B40F40: family 1Ah model 44h), no
+/// InstLatx64 dump being at hand. Leaves as on the Zen 4 dump where the families agree (PerfCtrExtCore,
+/// leaf 6 EffFreq), and leaf 0x80000022 with PerfMonV2 (EAX bit 0) and **8** core counters in EBX[3:0]:
+/// not what a 9950X reports (6), but a count no fixed assumption gives, so that a model built on it
+/// shows whether the counter count comes from CPUID (Linux `amd_core_pmu_init`: `ebx.split.num_core_pmc`).
+pub const ZEN5_SYNTHETIC_8_COUNTERS: Cpu = Cpu {
+    name: "synthetic: Zen 5 (family 1Ah model 44h), PerfMonV2 with 8 core counters",
+    leaves: &[
+        basic(0x10, AMD),
+        (0x1, 0, [0x00B40F40, 0x00200800, 0x7EF8320B, 0x178BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000001, 0x00000000]),
+        (0xA, 0, [0, 0, 0, 0]),
+        (0x8000_0000, 0, [0x80000028, AMD[0], AMD[1], AMD[2]]),
+        (0x8000_0001, 0, [0x00B40F40, 0x00000000, 0x75C237FF, 0x2FD3FBFF]),
+        (0x8000_0022, 0, [0x00000003, 0x00084108, 0x00000003, 0x00000000]),
+    ],
+};
+
 /// Xeon W-1290P (Comet Lake, 06_A5H) in the Hyper-V root partition (Windows with Hyper-V/VBS),
 /// GenuineIntel00A0654_CometLake_CPUID.txt: hypervisor bit set, "Microsoft Hv", 0x40000003 EBX bit 0
 /// (CreatePartitions: the root) and EDX 19FFFBF6 with bit 2 PerformanceMonitorsAvailable set; leaf

@@ -83,6 +83,7 @@ mod run {
             "skylake" => &cpuid::SKYLAKE,
             "alder-lake" => &cpuid::ALDER_LAKE_P,
             "zen4" => &cpuid::ZEN4,
+            "zen5" => &cpuid::ZEN5,
             "hyperv-no-pmu" => &cpuid::HYPERV_GUEST_NO_PMU,
             "no-pmu" => &cpuid::NO_PMU,
             other => usage(&format!("unknown CPU model {other:?}")),
@@ -93,7 +94,7 @@ mod run {
         eprintln!("pmupcw-run: {why}");
         eprintln!(
             "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
-             [--cpu-model skylake|alder-lake|zen4|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
+             [--cpu-model skylake|alder-lake|zen4|zen5|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
              [--consumer pdh|registry|unbalanced]",
             kernel_build::WINDOWS_10_1903
         );

@@ -77,6 +77,15 @@ pub static ZEN4: CpuModel = CpuModel {
     perf_capabilities: 0,
 };
 
+/// *Synthetic* Zen 5 (family 1Ah) with PerfMonV2 reporting 8 core counters in CPUID 0x80000022
+/// EBX[3:0] (see crates/cpuid-dumps): PerfCtl/PerfCtr 0xC0010200..0xC001020F, all 8 usable.
+pub static ZEN5: CpuModel = CpuModel {
+    name: "Zen 5 (synthetic, PerfMonV2, 8 core counters)",
+    leaves: dumps::ZEN5_SYNTHETIC_8_COUNTERS.leaves,
+    pmu: PmuKind::Amd { counters: 8, perfmon_v2: true },
+    perf_capabilities: 0,
+};
+
 /// Ryzen 9 5900X (Zen 3, family 19h model 21h): PerfCtrExtCore, 6 core counters, no PerfMonV2 (leaf
 /// 0x80000022 present but zero), so no global status and no overflow interrupt: the driver polls.
 pub static ZEN3: CpuModel = CpuModel {

@@ -23,6 +23,7 @@ mod cpu_model_no_pmu;
 mod cpu_model_skylake;
 mod cpu_model_zen3;
 mod cpu_model_zen4;
+mod cpu_model_zen5;
 mod cr8_emulation;
 mod discarded_init;
 mod driver_entry_and_unload;
