@@ -6,6 +6,7 @@ use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::platform::{Client, KernelPlatform};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
+use crate::kernel::registry::ParametersKey;
 use crate::kernel::system_thread::SystemThread;
 use crate::kernel::{NtStatus, clock, msr, processors};
 use crate::pcw::driver_status::STATUS;
@@ -34,7 +35,7 @@ pub struct Driver {
 impl Driver {
     /// Sets everything up at PASSIVE_LEVEL. On failure, what was already set up is torn down (in
     /// reverse order, by its owners' drops) before the error is returned.
-    pub fn load() -> Result<Self, NtStatus> {
+    pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
         // CPUID on this processor: hybrid processors report the same architectural leaf on every core.
@@ -50,8 +51,10 @@ impl Driver {
         }
         let per_processor =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
+        let parameters =
+            ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
         let pmu: SharedPmu =
-            PoolArc::new(Client::new(KernelPlatform::new(), detection, per_processor, &STATUS))
+            PoolArc::new(Client::new(KernelPlatform::new(parameters), detection, per_processor, &STATUS))
                 .map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;

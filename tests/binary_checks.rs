@@ -48,6 +48,8 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "PsTerminateSystemThread",
             "RtlUpcaseUnicodeChar",
             "ZwClose",
+            "ZwOpenKey",
+            "ZwQueryValueKey",
             "ZwWaitForSingleObject",
             "memcpy",
             "memset",

@@ -28,11 +28,28 @@
 
 .PARAMETER SkipSmokeQuery
     Do not run the typeperf query at the end.
+
+.PARAMETER EventProfile
+    -Profile: the event profile: default, topdown or custom. Written to the service's Parameters key
+    (HKLM\SYSTEM\CurrentControlSet\Services\pmupcw\Parameters, value Profile, REG_SZ) after step 3.
+    The driver reads it at its next acquisition of the counters: no restart needed. Not given: the
+    value is left as it is.
+
+.PARAMETER CustomEvents
+    The custom profile's raw events, one per element, e.g. 'event=0xC4,umask=0x00,name=branches'
+    (keys: event, umask, cmask, inv, edge, name; see the README). Written as the REG_MULTI_SZ value
+    CustomEvents. The driver validates each line and counts rejected ones in the status counter
+    "Rejected Custom Events"; this script does not parse them.
 #>
 [CmdletBinding()]
 param(
     [string]$PackageDir = $PSScriptRoot,
-    [switch]$SkipSmokeQuery
+    [switch]$SkipSmokeQuery,
+    # -Profile on the command line; the variable has another name because $PROFILE is PowerShell's own.
+    [Alias('Profile')]
+    [ValidateSet('default', 'topdown', 'custom')]
+    [string]$EventProfile,
+    [string[]]$CustomEvents
 )
 Set-StrictMode -Version Latest
 $ErrorActionPreference = 'Stop'
@@ -136,6 +153,21 @@ try {
     }
     $folder = Split-Path -Parent $image
     Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder (SHA-256 $packageHash)"
+
+    # The event profile, in the service's Parameters key (read by the driver at each acquisition).
+    if ($EventProfile -or $CustomEvents) {
+        $parameters = "HKLM:\SYSTEM\CurrentControlSet\Services\$ServiceName\Parameters"
+        if (-not (Test-Path -LiteralPath $parameters)) { $null = New-Item -Path $parameters -Force }
+        if ($EventProfile) {
+            $null = New-ItemProperty -LiteralPath $parameters -Name 'Profile' -PropertyType String -Value $EventProfile -Force
+            Write-Step "event profile: $EventProfile"
+        }
+        if ($CustomEvents) {
+            $null = New-ItemProperty -LiteralPath $parameters -Name 'CustomEvents' -PropertyType MultiString `
+                -Value $CustomEvents -Force
+            Write-Step "custom events: $($CustomEvents.Count) line(s)"
+        }
+    }
 
     # 4. Counter registration, from the manifest the INF placed beside the driver.
     $manifest = Join-Path $folder $PackageFiles.Manifest

@@ -27,12 +27,23 @@ static LOADED: LoadedDriver = LoadedDriver(UnsafeCell::new(None));
 #[unsafe(link_section = "INIT")]
 pub unsafe extern "system" fn DriverEntry(
     driver: *mut DRIVER_OBJECT,
-    _registry_path: *const UNICODE_STRING,
+    registry_path: *const UNICODE_STRING,
 ) -> NTSTATUS {
     log_info!("pmupcw {} loading", env!("CARGO_PKG_VERSION"));
     // SAFETY: DriverEntry, at PASSIVE_LEVEL, before anything allocates.
     unsafe { super::pool::find_allocator() };
-    match Driver::load() {
+    // SAFETY: the I/O manager passes the service key's path (or NULL, tolerated), valid until
+    // DriverEntry returns.
+    let path = unsafe { registry_path.as_ref() };
+    let registry_path: &[u16] = match path {
+        Some(path) if !path.Buffer.is_null() => {
+            // SAFETY: Buffer holds Length bytes (a UNICODE_STRING's contract); the driver copies them
+            // before DriverEntry returns.
+            unsafe { core::slice::from_raw_parts(path.Buffer, usize::from(path.Length) / 2) }
+        }
+        _ => &[],
+    };
+    match Driver::load(registry_path) {
         Ok(loaded) => {
             // SAFETY: DriverEntry runs alone (see LoadedDriver).
             unsafe { *LOADED.0.get() = Some(loaded) };

@@ -19,6 +19,7 @@ pub mod platform;
 pub mod pool;
 pub mod power;
 pub mod processors;
+pub mod registry;
 
 /// An NTSTATUS value.
 pub type NtStatus = windows_sys::Win32::Foundation::NTSTATUS;

@@ -6,9 +6,11 @@ use super::hal_counters::{OverflowHandler, Ownership};
 use super::pmi::{OverflowSink, Target, current_processor_index, overflow_handler};
 use super::pool::{PoolSlice, Zeroable};
 use super::power::PowerListener;
+use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr};
 use crate::pmu::processor::PerProcessor;
+use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 use crate::session::{Form, Platform, PmuClient};
 use core::fmt;
@@ -37,11 +39,13 @@ unsafe impl Zeroable for PerProcessor {}
 pub struct KernelPlatform {
     /// Wakes the housekeeping thread when its schedule changes; set while the thread runs.
     waker: spin::RwLock<Option<Waker>>,
+    /// The service's Parameters key, read at each acquisition.
+    parameters: ParametersKey,
 }
 
 impl KernelPlatform {
-    pub const fn new() -> Self {
-        KernelPlatform { waker: spin::RwLock::new(None) }
+    pub const fn new(parameters: ParametersKey) -> Self {
+        KernelPlatform { waker: spin::RwLock::new(None), parameters }
     }
 }
 
@@ -132,6 +136,10 @@ impl Platform for KernelPlatform {
 
     fn log(&self, line: fmt::Arguments<'_>) {
         super::debug::print(super::debug::Level::Info, line);
+    }
+
+    fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b> {
+        self.parameters.read(name, buffer)
     }
 }
 

@@ -95,6 +95,9 @@ pub struct PoolSlice<T: Zeroable> {
 /// no enums without a zero discriminant).
 pub unsafe trait Zeroable {}
 
+// SAFETY: every bit pattern is a u16.
+unsafe impl Zeroable for u16 {}
+
 // SAFETY: PoolSlice owns its elements like a Box<[T]> does.
 unsafe impl<T: Zeroable + Send> Send for PoolSlice<T> {}
 // SAFETY: shared access only hands out &T.

@@ -79,6 +79,13 @@ impl DriverStatus {
         self.block.topdown_source.store(source as u32, Ordering::Relaxed);
     }
 
+    /// The profile (0 default, 1 topdown, 2 custom) and the values and lines rejected, as the last
+    /// acquisition read them.
+    pub fn set_profile(&self, profile: u32, rejected: u32) {
+        self.block.active_profile.store(profile, Ordering::Relaxed);
+        self.block.rejected_custom_events.store(rejected, Ordering::Relaxed);
+    }
+
     pub fn pmu_state(&self) -> u32 {
         self.block.pmu_state.load(Ordering::Acquire)
     }

@@ -59,6 +59,7 @@
 //! AMD the counter number.
 
 use super::model::{ArchEvents, PmuModel, Vendor};
+use super::profile::{CUSTOM_EVENTS, Profile, Selection};
 
 /// Model-specific registers the plan names.
 pub mod msr {
@@ -155,6 +156,26 @@ pub const fn evtsel(event: u16, umask: u8, pmi: bool) -> u64 {
         | (((event >> 8) & 0xF) << AMD_EVENT_HIGH_SHIFT)
 }
 
+/// PERFEVTSEL / PerfCtl bit 18: count rising edges.
+pub const EVTSEL_EDGE: u64 = 1 << 18;
+/// Bit 23: invert the counter-mask comparison.
+pub const EVTSEL_INV: u64 = 1 << 23;
+/// Bits 31:24: counter mask.
+const EVTSEL_CMASK_SHIFT: u32 = 24;
+
+/// The event select value counting `encoding` on a `vendor` processor, with INT when `pmi`. Only
+/// fields the vendor defines are set: on Intel, event bits past 7 are dropped (bits 35:32 are reserved
+/// there), so no encoding can produce a reserved bit.
+pub const fn evtsel_for(vendor: Vendor, encoding: Encoding, pmi: bool) -> u64 {
+    let event = match vendor {
+        Vendor::Intel => encoding.event & 0xFF,
+        Vendor::Amd => encoding.event & 0xFFF,
+    };
+    let edge = if encoding.edge { EVTSEL_EDGE } else { 0 };
+    let inv = if encoding.inv { EVTSEL_INV } else { 0 };
+    evtsel(event, encoding.umask, pmi) | edge | inv | ((encoding.cmask as u64) << EVTSEL_CMASK_SHIFT)
+}
+
 /// Fixed counter `index`'s field of IA32_FIXED_CTR_CTRL, already shifted: count in OS and user mode,
 /// PMI on overflow when `pmi`, AnyThread clear.
 pub const fn fixed_ctrl_field(index: u8, pmi: bool) -> u64 {
@@ -193,6 +214,9 @@ pub enum Group {
     /// Inputs of top-down level 1 on processors without IA32_PERF_METRICS (`crate::pmu::topdown`),
     /// counted by the topdown profile; not published themselves.
     TopdownInputs,
+    /// The custom profile's raw events (`crate::pmu::profile`), whose encodings come from the
+    /// registry: row n counts the n-th accepted `CustomEvents` line.
+    Custom,
 }
 
 /// One row of the event table.
@@ -207,7 +231,7 @@ pub struct EventInfo {
 }
 
 const fn enc(event: u16, umask: u8) -> Encoding {
-    Encoding { event, umask }
+    Encoding { event, umask, cmask: 0, inv: false, edge: false }
 }
 
 const fn intel(arch_event: ArchEvents, event: u8, umask: u8, fixed_counter: Option<u8>) -> IntelEncoding {
@@ -225,6 +249,16 @@ const fn topdown_input(intel: Encoding, amd: Option<Encoding>) -> EventInfo {
         None => None,
     };
     EventInfo { field: None, intel: IntelEncoding::FourWideCore(intel), amd, group: Group::TopdownInputs }
+}
+
+/// Custom event `n` (its encoding comes from the profile, so the Intel and AMD columns are unused).
+const fn custom(field: &'static str) -> EventInfo {
+    EventInfo {
+        field: Some(field),
+        intel: IntelEncoding::FourWideCore(enc(0, 0)),
+        amd: None,
+        group: Group::Custom,
+    }
 }
 
 /// Declares [`Event`] and its table from one list, so that the two cannot disagree.
@@ -273,6 +307,15 @@ event_table! {
     /// Cycles the allocator stalled recovering from a misprediction or machine clear: Intel
     /// INT_MISC.RECOVERY_CYCLES (no AMD counterpart).
     RecoveryCycles => topdown_input(enc(0x0D, 0x01), None),
+    /// The custom profile's events, in `CustomEvents` order.
+    Custom0 => custom("CustomEvent0"),
+    Custom1 => custom("CustomEvent1"),
+    Custom2 => custom("CustomEvent2"),
+    Custom3 => custom("CustomEvent3"),
+    Custom4 => custom("CustomEvent4"),
+    Custom5 => custom("CustomEvent5"),
+    Custom6 => custom("CustomEvent6"),
+    Custom7 => custom("CustomEvent7"),
     /// Last-level cache misses (AMD: L2 misses).
     LlcMisses => published(
         "LlcMisses",
@@ -314,6 +357,30 @@ impl Event {
     /// The event's row of the table.
     pub const fn info(self) -> &'static EventInfo {
         &Self::TABLE[self as usize]
+    }
+
+    /// The custom events, in order.
+    pub const CUSTOM: [Event; CUSTOM_EVENTS] = [
+        Event::Custom0,
+        Event::Custom1,
+        Event::Custom2,
+        Event::Custom3,
+        Event::Custom4,
+        Event::Custom5,
+        Event::Custom6,
+        Event::Custom7,
+    ];
+
+    /// Which custom event this is, if it is one.
+    pub const fn custom_index(self) -> Option<usize> {
+        let mut index = 0;
+        while index < CUSTOM_EVENTS {
+            if Self::CUSTOM[index] as u8 == self as u8 {
+                return Some(index);
+            }
+            index += 1;
+        }
+        None
     }
 
     /// The Intel fixed counter that counts this event, if one does.
@@ -404,11 +471,15 @@ impl EventSet {
     }
 }
 
-/// An event select value: event number (12 bits on AMD, 8 on Intel) and unit mask.
+/// What an event select counts: event number (12 bits on AMD, 8 on Intel), unit mask, and the
+/// counter-mask, invert and edge qualifiers (0 for every table event; a custom event may set them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Encoding {
     pub event: u16,
     pub umask: u8,
+    pub cmask: u8,
+    pub inv: bool,
+    pub edge: bool,
 }
 
 /// The Intel encoding of `event` on display family `family`, model `model`, if the processor has
@@ -469,8 +540,12 @@ const fn amd_zen4_or_later(family: u8, model: u8) -> bool {
     family >= 0x1A || (family == 0x19 && matches!(model, 0x10..=0x1F | 0x60..=0xAF))
 }
 
-/// The encoding `model`'s processor counts `event` with, or `None` if it cannot count it.
+/// The encoding `model`'s processor counts table `event` with, or `None` if it cannot count it (a
+/// custom event has no table encoding: see [`Wanted::encoding`]).
 pub const fn encoding(model: &PmuModel, event: Event) -> Option<Encoding> {
+    if matches!(event.info().group, Group::Custom) {
+        return None;
+    }
     match (model.vendor, event.info().intel) {
         (Vendor::Intel, IntelEncoding::Architectural { arch_event, .. })
             if model.unavailable.contains(arch_event) =>
@@ -479,6 +554,46 @@ pub const fn encoding(model: &PmuModel, event: Event) -> Option<Encoding> {
         }
         (Vendor::Intel, _) => intel_encoding(event, model.family, model.model),
         (Vendor::Amd, _) => amd_encoding(event, model.family, model.model),
+    }
+}
+
+/// What a profile asks the counters for: a set of events, and the custom events' encodings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    pub events: EventSet,
+    pub custom: [Option<Encoding>; CUSTOM_EVENTS],
+}
+
+impl Wanted {
+    /// The default profile.
+    pub const DEFAULT: Wanted = Wanted { events: EventSet::DEFAULT, custom: [None; CUSTOM_EVENTS] };
+
+    /// What `selection` asks for: the published events; with the topdown inputs for `topdown`;
+    /// instructions, both cycle counts and the accepted custom events for `custom`.
+    pub fn of(selection: &Selection) -> Wanted {
+        let events = match selection.profile {
+            Profile::Default => EventSet::DEFAULT,
+            Profile::Topdown => EventSet::TOPDOWN,
+            Profile::Custom => {
+                Event::CUSTOM.iter().zip(&selection.custom).filter(|(_, encoding)| encoding.is_some()).fold(
+                    EventSet::EMPTY
+                        .with(Event::Instructions)
+                        .with(Event::CoreCycles)
+                        .with(Event::ReferenceCycles),
+                    |set, (&event, _)| set.with(event),
+                )
+            }
+        };
+        Wanted { events, custom: selection.custom }
+    }
+
+    /// The encoding `event` is counted with on `model`: the table's, or the profile's for a custom
+    /// event.
+    pub fn encoding(&self, model: &PmuModel, event: Event) -> Option<Encoding> {
+        match event.custom_index() {
+            Some(index) => self.custom[index],
+            None => encoding(model, event),
+        }
     }
 }
 
@@ -657,7 +772,7 @@ pub fn plan(model: &PmuModel) -> CounterPlan {
 /// The default profile's plan for `model`, with the INT/PMI bits of every control value set when
 /// `pmi` (a client that could not register an overflow handler polls instead and passes `false`).
 pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
-    plan_for(model, EventSet::DEFAULT, pmi)
+    plan_for(model, &Wanted::DEFAULT, pmi)
 }
 
 /// Issue slots per cycle of the cores whose top-down level 1 comes from input events: 4 on Intel's
@@ -674,12 +789,12 @@ pub const fn topdown_width(model: &PmuModel) -> Option<u8> {
 }
 
 /// The plan counting the events of `wanted` that `model` has, by priority.
-pub fn plan_for(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
+pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     let mut plan = place(model, wanted, pmi);
     let inputs = EventSet::of_group(Group::TopdownInputs);
     let available = inputs
         .iter()
-        .filter(|&event| wanted.contains(event) && encoding(model, event).is_some())
+        .filter(|&event| wanted.events.contains(event) && encoding(model, event).is_some())
         .fold(EventSet::EMPTY, EventSet::with);
     let counted = plan.counted();
     if counted.contains(Event::CoreCycles)
@@ -691,17 +806,17 @@ pub fn plan_for(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
     plan
 }
 
-fn place(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
+fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     let mut plan = CounterPlan::EMPTY;
     plan.topdown_metrics = model.topdown_metrics();
     let mut placed = EventSet::EMPTY;
-    for event in wanted.iter() {
-        if encoding(model, event).is_none() {
+    for event in wanted.events.iter() {
+        if wanted.encoding(model, event).is_none() {
             plan.unavailable = plan.unavailable.with(event);
         }
     }
     if model.vendor == Vendor::Intel {
-        for event in wanted.iter() {
+        for event in wanted.events.iter() {
             let Some(fixed) = event.intel_fixed_counter() else { continue };
             if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
                 plan.push(intel_fixed(model, event, fixed, pmi));
@@ -714,11 +829,11 @@ fn place(model: &PmuModel, wanted: EventSet, pmi: bool) -> CounterPlan {
     // counters' constraints, then place the most constrained first, each on its lowest free counter.
     let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
     let mut chosen_len = 0;
-    for event in wanted.iter() {
+    for event in wanted.events.iter() {
         if placed.contains(event) {
             continue;
         }
-        let Some(encoding) = encoding(model, event) else { continue };
+        let Some(encoding) = wanted.encoding(model, event) else { continue };
         let candidate = (event, encoding, counter_limit(model, encoding));
         if chosen_len < MAX_ASSIGNMENTS && fits(&chosen[..chosen_len], candidate.2, model.gp_counters) {
             chosen[chosen_len] = Some(candidate);
@@ -796,7 +911,7 @@ fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: 
         slot: Slot::General(counter),
         counter_msr,
         control_msr,
-        control: evtsel(encoding.event, encoding.umask, pmi),
+        control: evtsel_for(model.vendor, encoding, pmi),
         global_bit,
         hal_index: index,
         width: model.gp_width,

@@ -382,16 +382,20 @@ fn every_field_names_one_event() {
 #[test]
 fn groups_split_the_table() {
     assert_eq!(EventSet::DEFAULT.len(), 7);
-    assert_eq!(EventSet::TOPDOWN.len(), Event::COUNT);
+    assert_eq!(EventSet::TOPDOWN.len(), 7 + 4);
+    assert_eq!(EventSet::of_group(Group::Custom).len(), crate::pmu::profile::CUSTOM_EVENTS);
     for event in Event::ALL {
-        assert_eq!(EventSet::DEFAULT.contains(event), event.info().field.is_some(), "{event:?}");
+        assert_eq!(EventSet::DEFAULT.contains(event), event.info().group == Group::Default, "{event:?}");
+        let custom = event.custom_index().is_some();
+        assert_eq!(custom, event.info().group == Group::Custom, "{event:?}");
+        assert_eq!(event.info().field.is_some(), event.info().group != Group::TopdownInputs, "{event:?}");
     }
 }
 
 #[test]
 fn topdown_profile_on_skylake_takes_every_general_purpose_counter() {
     let model = cpus::SKYLAKE_I7_6700K.model();
-    let plan = plan_for(&model, EventSet::TOPDOWN, true);
+    let plan = plan_for(&model, &topdown(), true);
     assert_eq!(plan.topdown_width(), Some(4));
     let general: Vec<Event> = plan
         .iter()
@@ -411,7 +415,7 @@ fn topdown_profile_on_skylake_takes_every_general_purpose_counter() {
 #[test]
 fn topdown_profile_on_zen4_uses_three_inputs_and_keeps_a_counter() {
     let model = cpus::ZEN4_RYZEN9_7950X.model();
-    let plan = plan_for(&model, EventSet::TOPDOWN, false);
+    let plan = plan_for(&model, &topdown(), false);
     assert_eq!(plan.topdown_width(), Some(6));
     let counted = plan.counted();
     assert!(
@@ -427,13 +431,42 @@ fn topdown_profile_on_zen4_uses_three_inputs_and_keeps_a_counter() {
 #[test]
 fn no_topdown_inputs_where_the_core_has_none() {
     for cpu in [&cpus::ZEN3_RYZEN9_5900X, &cpus::ALDER_LAKE_I9_12900K_P_ONLY, &cpus::CONROE_X6800] {
-        let plan = plan_for(&cpu.model(), EventSet::TOPDOWN, true);
+        let plan = plan_for(&cpu.model(), &topdown(), true);
         assert_eq!(plan.topdown_width(), None, "{}", cpu.name);
         let default = plan_with_pmi(&cpu.model(), true);
         assert_eq!(
             assignments(&plan),
             assignments(&default),
             "{}: the topdown profile adds nothing",
+            cpu.name
+        );
+    }
+}
+
+fn topdown() -> Wanted {
+    Wanted { events: EventSet::TOPDOWN, ..Wanted::DEFAULT }
+}
+
+#[test]
+fn the_custom_profile_counts_its_events_after_instructions_and_cycles() {
+    use crate::pmu::profile::{Profile, Selection};
+    let raw = Encoding { event: 0xD1, umask: 0x08, cmask: 1, inv: true, edge: false };
+    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+    selection.custom[0] = Some(raw);
+    selection.custom[1] = Some(Encoding { event: 0xC4, umask: 0, cmask: 0, inv: false, edge: true });
+    for cpu in [&cpus::SKYLAKE_I7_6700K, &cpus::ZEN4_RYZEN9_7950X] {
+        let model = cpu.model();
+        let plan = plan_for(&model, &Wanted::of(&selection), true);
+        let custom = plan.get(Custom0).expect("custom event 0 is counted");
+        assert_eq!(custom.control, evtsel_for(model.vendor, raw, true), "{}", cpu.name);
+        assert_eq!(custom.control & (0xFF << 24), 1 << 24, "cmask");
+        assert_ne!(custom.control & EVTSEL_INV, 0);
+        assert!(plan.get(Custom1).is_some_and(|a| a.control & EVTSEL_EDGE != 0));
+        assert!(plan.get(Custom2).is_none());
+        assert!(plan.counted().contains(Instructions) && plan.counted().contains(CoreCycles));
+        assert!(
+            !plan.counted().contains(LlcMisses),
+            "{}: the custom profile counts no default event",
             cpu.name
         );
     }

@@ -265,6 +265,15 @@ impl ProcessorCounters {
         }
     }
 
+    /// Before a session starts (counters stopped): each slot's base and reported value become `totals`
+    /// (the totals of the events the new session places there).
+    pub fn rebase(&self, totals: [u64; SLOTS]) {
+        for ((base, reported), total) in self.base.iter().zip(&self.reported).zip(totals) {
+            base.store(total, Ordering::Relaxed);
+            reported.store(total, Ordering::Relaxed);
+        }
+    }
+
     /// Ends a session: the caller has stopped the counters, read each one a final time
     /// ([`Self::read_counter`]) and cleared their status bits. Each counter's last reported value
     /// becomes its base, so the next session continues from it.

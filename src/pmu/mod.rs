@@ -15,5 +15,6 @@ pub mod frequency;
 pub mod model;
 pub mod poll;
 pub mod processor;
+pub mod profile;
 pub mod program;
 pub mod topdown;

@@ -15,16 +15,17 @@
 
 use super::fields::EventCounts;
 use super::lock::SessionLock;
-use super::platform::{Form, Platform};
+use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
 use super::schedule::Schedule;
 use crate::counters::hardware_counters::Values;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
-use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, plan_with_pmi};
-use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement};
+use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
+use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement, SLOTS};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::processor::PerProcessor;
+use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +58,9 @@ pub struct PmuClient<P: Platform> {
     detection: Detection,
     processors: P::Processors,
     session: SessionLock<Option<Session<P>>>,
+    /// The plan of the last session (open or closed): which slot holds which event, so that counts
+    /// keep their places between sessions. Written at each acquisition.
+    last_plan: SessionLock<Option<CounterPlan>>,
     /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped.
     pmi_owned: AtomicU64,
@@ -92,6 +96,7 @@ impl<P: Platform> PmuClient<P> {
             detection,
             processors,
             session: SessionLock::new(None),
+            last_plan: SessionLock::new(None),
             pmi_owned: AtomicU64::new(0),
             schedule: Schedule::new(),
             status,
@@ -152,12 +157,19 @@ impl<P: Platform> PmuClient<P> {
     /// PASSIVE_LEVEL.
     pub fn acquire(&self) {
         let Some(model) = self.model() else { return };
+        if self.session.try_read().is_some_and(|session| session.is_some()) {
+            return;
+        }
+        // Read before taking the lock: registry reads may wait.
+        let selection = self.read_selection(model.vendor);
+        let wanted_events = Wanted::of(&selection);
         let mut session = self.session.write();
         if session.is_some() {
             return;
         }
         self.schedule.attempted(self.platform.now_100ns());
-        let wanted = plan_with_pmi(&model, model.overflow_interrupt);
+        self.status.set_profile(selection.profile as u32, selection.rejected);
+        let wanted = plan_for(&model, &wanted_events, model.overflow_interrupt);
         let (ownership, interrupt) = match self.request(&model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
@@ -170,7 +182,8 @@ impl<P: Platform> PmuClient<P> {
             }
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
-        let plan = if interrupt { wanted } else { plan_with_pmi(&model, false) };
+        let plan = if interrupt { wanted } else { plan_for(&model, &wanted_events, false) };
+        let previous = self.last_plan.write().replace(plan);
         let owned = if interrupt {
             OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
         } else {
@@ -180,7 +193,10 @@ impl<P: Platform> PmuClient<P> {
         self.platform.on_every_processor(
             &ownership,
             &|index, msrs| match self.processors.get(index as usize) {
-                Some(processor) => start_counting(processor, model.vendor, &plan, msrs),
+                Some(processor) => {
+                    carry_over(processor, previous.as_ref(), &plan);
+                    start_counting(processor, model.vendor, &plan, msrs);
+                }
                 None => program::start(model.vendor, &plan, msrs),
             },
         );
@@ -288,6 +304,19 @@ impl<P: Platform> PmuClient<P> {
             .is_some_and(|session| session.as_ref().is_some_and(|s| s.owned == OwnedMask::EMPTY))
     }
 
+    /// The profile the service's Parameters key selects now, with every rejection explained in the
+    /// debug output. PASSIVE_LEVEL.
+    fn read_selection(&self, vendor: Vendor) -> Selection {
+        let mut profile = [0u16; SETTING_HEADER_UNITS + MAX_PROFILE_BYTES / 2];
+        let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
+        let profile = self.platform.read_setting("Profile", &mut profile);
+        let custom_events = self.platform.read_setting("CustomEvents", &mut custom_events);
+        profile::select(vendor, profile, custom_events, |value, line, why| {
+            self.platform
+                .log(format_args!("Parameters\\{value} rejected (line {line}, 0: the whole value): {why:?}"));
+        })
+    }
+
     fn plan(&self) -> Option<CounterPlan> {
         self.session.try_read().and_then(|session| session.as_ref().map(|session| session.plan))
     }
@@ -368,6 +397,19 @@ fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs:
     processor.counters.publish();
 }
 
+/// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
+/// session's plan) gave it: a profile change between sessions can place events differently. An
+/// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
+fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &CounterPlan) {
+    let reported = processor.counters.snapshot().values;
+    let mut totals = [0u64; SLOTS];
+    for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
+        let before = previous.and_then(|previous| previous.iter().position(|a| a.event == assignment.event));
+        *total = before.map_or(0, |slot| reported[slot]);
+    }
+    processor.counters.rebase(totals);
+}
+
 /// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
 /// reported values carry on) and the plan's counters are programmed, counting from 0.
 fn start_counting(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
@@ -403,11 +445,11 @@ impl<P: Platform> CountSource for PmuClient<P> {
             mperf,
             ..EventCounts::default()
         };
-        // A plan's slots depend only on the model (the PMI bits change control values, not placement):
-        // between sessions, and while one is being opened or closed, report the last values, so counts
-        // never drop back to 0 while the counters are released.
-        let plan = self.plan().or_else(|| self.model().map(|model| plan_with_pmi(&model, false)));
-        for (slot, assignment) in plan.iter().flat_map(CounterPlan::iter).enumerate() {
+        // Between sessions, and while one is being opened or closed, the last plan places the last
+        // values, so counts never drop back to 0 while the counters are released.
+        let last_plan = self.last_plan.read();
+        let plan = last_plan.as_ref();
+        for (slot, assignment) in plan.iter().flat_map(|plan| plan.iter()).enumerate() {
             counts.events[assignment.event.index()] = snapshot.values[slot];
         }
         if let Some(width) = plan.and_then(|plan| plan.topdown_width()) {

@@ -3,6 +3,7 @@
 
 use super::*;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
+use crate::pmu::profile::Setting;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub(super) struct FakePlatform {
     pub(super) owned: Arc<AtomicUsize>,
     /// How far the clock moves during one all-processor call.
     pub(super) call_time: AtomicU64,
+    /// The Parameters key's values: name, registry type, data.
+    pub(super) settings: Mutex<Vec<(&'static str, u32, Vec<u16>)>>,
 }
 
 pub(super) struct FakeOwnership(Arc<AtomicUsize>);
@@ -97,6 +100,19 @@ impl Platform for FakePlatform {
     }
 
     fn log(&self, _line: core::fmt::Arguments<'_>) {}
+
+    fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b> {
+        let settings = self.settings.lock().unwrap();
+        let Some((_, kind, data)) = settings.iter().find(|(key, _, _)| key.eq_ignore_ascii_case(name)) else {
+            return Setting::Missing;
+        };
+        let room = &mut buffer[SETTING_HEADER_UNITS..];
+        if data.len() > room.len() {
+            return Setting::TooLong;
+        }
+        room[..data.len()].copy_from_slice(data);
+        Setting::Value { kind: *kind, units: &room[..data.len()], odd: false }
+    }
 }
 
 pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
@@ -109,6 +125,7 @@ pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<
         asked: Mutex::new(Vec::new()),
         owned: Arc::new(AtomicUsize::new(0)),
         call_time: AtomicU64::new(0),
+        settings: Mutex::new(Vec::new()),
     };
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
@@ -145,5 +162,24 @@ impl PmuClient<FakePlatform> {
     }
     pub(super) fn reprograms(&self) -> u32 {
         self.status.block().pmu_reprograms.load(Ordering::Relaxed)
+    }
+    /// Sets a Parameters value (REG_SZ for one string, REG_MULTI_SZ for several).
+    pub(super) fn set_setting(&self, name: &'static str, kind: u32, strings: &[&str]) {
+        let mut data: Vec<u16> = Vec::new();
+        for string in strings {
+            data.extend(string.encode_utf16());
+            data.push(0);
+        }
+        if kind == crate::pmu::profile::REG_MULTI_SZ {
+            data.push(0);
+        }
+        let mut settings = self.platform.settings.lock().unwrap();
+        settings.retain(|(key, _, _)| *key != name);
+        settings.push((name, kind, data));
+    }
+    /// (Active Profile, Rejected Custom Events).
+    pub(super) fn profile_status(&self) -> (u32, u32) {
+        let block = self.status.block();
+        (block.active_profile.load(Ordering::Relaxed), block.rejected_custom_events.load(Ordering::Relaxed))
     }
 }

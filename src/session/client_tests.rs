@@ -10,7 +10,7 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     let client = skylake(&[]);
     assert!(client.asked().is_empty(), "nothing owned before a query");
     client.collect();
-    let plan = plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
+    let plan = crate::pmu::events::plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
     let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
     assert_eq!(client.asked(), [Asked::Listed { counters, overflow_interrupt: true }]);
     assert!(client.owns());
@@ -195,4 +195,47 @@ fn idle_time_counts_from_the_end_of_a_collect() {
     client.collect_done();
     client.tick();
     assert!(client.owns(), "released right after a slow collect ended");
+}
+
+#[test]
+fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
+    use crate::pmu::events::{Event, msr};
+    use crate::pmu::profile::{REG_MULTI_SZ, REG_SZ};
+    let client = skylake(&[]);
+    client.set_setting("Profile", REG_SZ, &["custom"]);
+    client.set_setting(
+        "CustomEvents",
+        REG_MULTI_SZ,
+        &["event=0xD1,umask=0x08,name=l1 misses", "usr=1", "event=0x1FF"],
+    );
+    client.collect();
+    assert_eq!(client.profile_status(), (2, 2), "custom, two lines rejected");
+    // Custom event 0 on the first general-purpose counter; the default events are not counted.
+    let select = client.msr(0, msr::IA32_PERFEVTSEL0);
+    assert_eq!(select & 0xFFFF, 0x08D1);
+    assert_eq!(client.msr(0, msr::IA32_PERFEVTSEL0 + 1), 0, "only one custom event was accepted");
+    client.set_msr(1, msr::IA32_PMC0, 4_321);
+    client.collect();
+    let values = client.values(1);
+    assert_eq!(values.custom_event0, 4_321);
+    assert_eq!(values.llc_misses, 0);
+    // The profile changes while the session is open: nothing happens until the next acquisition.
+    client.set_setting("Profile", REG_SZ, &["default"]);
+    client.collect();
+    assert_eq!(client.profile_status().0, 2);
+    client.advance(3 * SECOND);
+    client.tick();
+    assert!(!client.owns());
+    assert_eq!(client.values(1).custom_event0, 4_321, "the count stays after the release");
+    let instructions = client.values(1).instructions_retired;
+    client.collect();
+    assert_eq!(client.profile_status(), (0, 0));
+    let _ = Event::LlcMisses;
+    assert_eq!(client.msr(0, msr::IA32_PERFEVTSEL0) & 0xFFFF, 0x412E, "LLC misses is back on counter 0");
+    // Totals follow their events, not the counter: LLC misses does not inherit custom event 0's.
+    client.set_msr(1, msr::IA32_PMC0, 10);
+    client.collect();
+    let values = client.values(1);
+    assert_eq!((values.llc_misses, values.custom_event0), (10, 0));
+    assert_eq!(values.instructions_retired, instructions, "an event counted by both keeps its total");
 }

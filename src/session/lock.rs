@@ -32,6 +32,14 @@ impl<T> SessionLock<T> {
         return self.0.write().unwrap();
     }
 
+    /// The read side, waited for: only for a lock whose writers hold it for a copy (the last plan).
+    pub fn read(&self) -> ReadGuard<'_, T> {
+        #[cfg(not(loom))]
+        return self.0.read();
+        #[cfg(loom)]
+        return self.0.read().unwrap();
+    }
+
     /// The read side if no change is in progress: collects never wait.
     pub fn try_read(&self) -> Option<ReadGuard<'_, T>> {
         #[cfg(not(loom))]

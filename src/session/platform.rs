@@ -3,6 +3,7 @@
 
 use super::PmuClient;
 use crate::pmu::processor::PerProcessor;
+use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 use core::fmt;
 use core::ops::Deref;
@@ -49,4 +50,12 @@ pub trait Platform: Sync + Sized + 'static {
 
     /// Writes a line of diagnostic output (the debugger in the driver). Any IRQL.
     fn log(&self, line: fmt::Arguments<'_>);
+
+    /// Reads value `name` of the service's `Parameters` key into `buffer`, whose first
+    /// [`SETTING_HEADER_UNITS`] units the platform may use for the value's header. PASSIVE_LEVEL.
+    fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b>;
 }
+
+/// Units at the start of a [`Platform::read_setting`] buffer that hold no data (the kernel's
+/// KEY_VALUE_PARTIAL_INFORMATION header).
+pub const SETTING_HEADER_UNITS: usize = 6;

@@ -1,7 +1,7 @@
 //! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
 
 use crate::cpu::msr;
-use crate::exports::{callback, dpc, hal, pcw, pool, ps};
+use crate::exports::{callback, dpc, hal, pcw, pool, ps, registry};
 use crate::violations::{self, Violation};
 use std::fmt;
 
@@ -13,6 +13,8 @@ pub struct Report {
     /// DPCs queued or running.
     pub pending_dpcs: usize,
     pub open_handles: usize,
+    /// Registry key handles still open (ZwOpenKey without ZwClose).
+    pub open_keys: usize,
     pub live_objects: usize,
     /// Callback registrations and callback object references still held (ExRegisterCallback,
     /// ExCreateCallback).
@@ -31,6 +33,7 @@ impl Report {
             live_system_threads: ps::live_system_threads(),
             pending_dpcs: dpc::outstanding(),
             open_handles: ps::open_handles(),
+            open_keys: registry::open_handles(),
             live_objects: ps::live_objects(),
             callbacks: callback::outstanding(),
             hal_owner: hal::owner(),
@@ -46,6 +49,7 @@ impl Report {
             && self.live_system_threads == 0
             && self.pending_dpcs == 0
             && self.open_handles == 0
+            && self.open_keys == 0
             && self.live_objects == 0
             && self.callbacks == 0
             && self.hal_owner.is_none()
@@ -69,6 +73,7 @@ impl fmt::Display for Report {
         writeln!(f, "live system threads: {}", self.live_system_threads)?;
         writeln!(f, "pending DPCs: {}", self.pending_dpcs)?;
         writeln!(f, "open handles: {}, referenced objects: {}", self.open_handles, self.live_objects)?;
+        writeln!(f, "open registry keys: {}", self.open_keys)?;
         writeln!(f, "callback registrations and references: {}", self.callbacks)?;
         writeln!(f, "HAL counters owner: {:?}", self.hal_owner)?;
         writeln!(f, "MSR writes: {}", self.msr_writes)?;

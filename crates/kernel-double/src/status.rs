@@ -4,7 +4,10 @@ pub type NtStatus = i32;
 
 pub const STATUS_SUCCESS: NtStatus = 0;
 pub const STATUS_TIMEOUT: NtStatus = 0x102;
+pub const STATUS_BUFFER_OVERFLOW: NtStatus = 0x8000_0005_u32 as i32;
 pub const STATUS_DEVICE_BUSY: NtStatus = 0x8000_0011_u32 as i32;
+pub const STATUS_BUFFER_TOO_SMALL: NtStatus = 0xC000_0023_u32 as i32;
+pub const STATUS_OBJECT_NAME_NOT_FOUND: NtStatus = 0xC000_0034_u32 as i32;
 pub const STATUS_INVALID_HANDLE: NtStatus = 0xC000_0008_u32 as i32;
 pub const STATUS_INVALID_PARAMETER: NtStatus = 0xC000_000D_u32 as i32;
 pub const STATUS_NO_MEMORY: NtStatus = 0xC000_0017_u32 as i32;

@@ -18,6 +18,9 @@
 //! WCHAR  RtlUpcaseUnicodeChar(WCHAR SourceCharacter)                     any IRQL
 //! NTSTATUS ZwClose(HANDLE Handle)                                         PASSIVE_LEVEL
 //! NTSTATUS ZwWaitForSingleObject(HANDLE, BOOLEAN, PLARGE_INTEGER)         PASSIVE_LEVEL
+//! NTSTATUS ZwOpenKey(PHANDLE, ACCESS_MASK, POBJECT_ATTRIBUTES)               PASSIVE_LEVEL
+//! NTSTATUS ZwQueryValueKey(HANDLE, PUNICODE_STRING, KEY_VALUE_INFORMATION_CLASS, PVOID, ULONG, PULONG)
+//!                                                                            PASSIVE_LEVEL
 //! ```
 #![no_std]
 
@@ -50,6 +53,26 @@ unsafe extern "system" {
     /// `NTSTATUS ZwWaitForSingleObject(HANDLE Handle, BOOLEAN Alertable, PLARGE_INTEGER Timeout)`:
     /// waits on the object behind a kernel handle. PASSIVE_LEVEL.
     pub fn ZwWaitForSingleObject(handle: *mut core::ffi::c_void, alertable: u8, timeout: *const i64) -> i32;
+
+    /// `NTSTATUS ZwOpenKey(PHANDLE KeyHandle, ACCESS_MASK DesiredAccess, POBJECT_ATTRIBUTES
+    /// ObjectAttributes)`: opens a registry key. PASSIVE_LEVEL. (windows-sys binds it to ntdll.dll.)
+    pub fn ZwOpenKey(
+        key_handle: *mut *mut core::ffi::c_void,
+        desired_access: u32,
+        object_attributes: *const c_void,
+    ) -> i32;
+
+    /// `NTSTATUS ZwQueryValueKey(HANDLE KeyHandle, PUNICODE_STRING ValueName,
+    /// KEY_VALUE_INFORMATION_CLASS KeyValueInformationClass, PVOID KeyValueInformation, ULONG Length,
+    /// PULONG ResultLength)`: reads a registry value. PASSIVE_LEVEL. (windows-sys binds it to ntdll.dll.)
+    pub fn ZwQueryValueKey(
+        key_handle: *mut core::ffi::c_void,
+        value_name: *const c_void,
+        information_class: i32,
+        information: *mut c_void,
+        length: u32,
+        result_length: *mut u32,
+    ) -> i32;
 }
 
 /// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.

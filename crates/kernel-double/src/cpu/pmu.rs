@@ -312,6 +312,12 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
     match register {
         Register::Gp(i) => state.gp[i].value = value & mask(gp_width),
         Register::LegacyGp(i) => state.gp[i].value = (value as u32 as i32 as i64 as u64) & mask(gp_width),
+        Register::Control(_) if value & reserved_control_bits(kind) != 0 => {
+            let bits = value & reserved_control_bits(kind);
+            return Some(Err(format!(
+                "write of {value:#x} to an event select sets reserved bits {bits:#x} (#GP)"
+            )));
+        }
         Register::Control(i) => state.gp[i].control = value,
         Register::Fixed(i) => state.fixed[i].value = value & mask(fixed_width),
         Register::FixedCtrl => state.fixed_ctrl = value,
@@ -329,6 +335,19 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
         }
     }
     Some(Ok(()))
+}
+
+/// The reserved bits of an event select, whose setting raises #GP: Intel IA32_PERFEVTSELx bits 63:32
+/// (Intel SDM Vol. 3B, "IA32_PERFEVTSELx MSRs"; the TSX qualifiers in bits 32-33 exist only on some
+/// parts, none of the double's models) and bit 21, AnyThread, which architectural performance
+/// monitoring version 5 deprecates; AMD PerfCtl bits 63:42, 39:36, 21 and 19 (AMD APM Vol. 2,
+/// "Performance Event-Select Registers").
+fn reserved_control_bits(kind: PmuKind) -> u64 {
+    match kind {
+        PmuKind::Intel { .. } => 0xFFFF_FFFF_0000_0000 | (1 << 21),
+        PmuKind::Amd { .. } => 0xFFFF_FC00_0000_0000 | (0xF << 36) | (1 << 21) | (1 << 19),
+        PmuKind::None => 0,
+    }
 }
 
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or

@@ -16,6 +16,7 @@ pub mod mm;
 pub mod pcw;
 pub mod pool;
 pub mod ps;
+pub mod registry;
 pub mod rtl;
 pub mod spinlock;
 
@@ -92,6 +93,8 @@ exports! {
     "ntoskrnl.exe" "PsTerminateSystemThread" kd_PsTerminateSystemThread => ps::ps_terminate_system_thread;
     "ntoskrnl.exe" "RtlUpcaseUnicodeChar" kd_RtlUpcaseUnicodeChar => rtl::rtl_upcase_unicode_char;
     "ntoskrnl.exe" "ZwClose" kd_ZwClose => ps::zw_close;
+    "ntoskrnl.exe" "ZwOpenKey" kd_ZwOpenKey => registry::zw_open_key;
+    "ntoskrnl.exe" "ZwQueryValueKey" kd_ZwQueryValueKey => registry::zw_query_value_key;
     "ntoskrnl.exe" "ZwWaitForSingleObject" kd_ZwWaitForSingleObject => ps::zw_wait_for_single_object;
     "ntoskrnl.exe" "memcpy" kd_memcpy => rtl::memcpy;
     "ntoskrnl.exe" "memset" kd_memset => rtl::memset;

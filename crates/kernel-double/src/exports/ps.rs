@@ -335,6 +335,9 @@ pub unsafe extern "win64" fn obf_dereference_object(object: usize) -> isize {
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn zw_close(handle: usize) -> i32 {
     let call = enter("ZwClose", PASSIVE_LEVEL);
+    if super::registry::close_key(handle) {
+        return STATUS_SUCCESS;
+    }
     match with_objects(|objects| objects.handles.remove(&handle)) {
         Some(object) => {
             release(object);

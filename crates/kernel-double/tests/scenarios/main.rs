@@ -27,6 +27,7 @@ mod cpu_model_zen5;
 mod cr8_emulation;
 mod discarded_init;
 mod driver_entry_and_unload;
+mod event_profiles;
 mod fault_injection_add_counter;
 mod fault_injection_driver_entry;
 mod fault_injection_hal_fallback;

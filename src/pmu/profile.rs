@@ -1,0 +1,264 @@
+//! Event profiles: what the general-purpose counters count, chosen by the service's `Parameters` key.
+//!
+//! * `Profile` (REG_SZ): `default` (the published events), `topdown` (the published events and the
+//!   top-down inputs, where IA32_PERF_METRICS is absent), or `custom`. Missing: `default`. Anything
+//!   else: `default`, and the value is reported as rejected.
+//! * `CustomEvents` (REG_MULTI_SZ), read only by the `custom` profile: one raw event per string, in a
+//!   perf-like syntax of comma-separated `key=value` pairs, for example
+//!   `event=0xC4,umask=0x00,cmask=0,inv=0,edge=0,name=branches`. Numbers are decimal or `0x` hex.
+//!   `event` is required; `umask`, `cmask` (0-255), `inv` and `edge` (0 or 1) default to 0; `name`
+//!   (up to 32 characters) only labels the line in debug output. Intel takes 8-bit events (IA32_PERFEVTSELx
+//!   bits 7:0), AMD 12-bit ones (PerfCtl bits 7:0 and 35:32). Nothing else can be set: the user,
+//!   OS, enable and interrupt bits are the driver's, and a line naming any other key is rejected,
+//!   so no line can put a reserved bit into an event select (a reserved bit written to an event
+//!   select faults, Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2 "PerfEvtSeln").
+//!
+//! The *i*-th accepted line counts as "Custom Event *i*". A rejected line leaves its counter at 0 and
+//! is counted and explained; the others keep working. Lines beyond the counters the processor has
+//! left (after instructions and cycles) are planned, found no counter, and stay at 0 (the plan's
+//! dropped set).
+
+use super::events::Encoding;
+use super::model::Vendor;
+
+/// Custom events a profile can name (the most general-purpose counters any supported processor has).
+pub const CUSTOM_EVENTS: usize = 8;
+/// The longest `CustomEvents` value read, in bytes (UTF-16, terminators included); longer values are
+/// rejected whole.
+pub const MAX_CUSTOM_EVENTS_BYTES: usize = 2048;
+/// The longest `Profile` value read, in bytes.
+pub const MAX_PROFILE_BYTES: usize = 64;
+/// The longest `name`, in characters.
+const MAX_NAME: usize = 32;
+
+/// REG_SZ and REG_MULTI_SZ (winnt.h).
+pub const REG_SZ: u32 = 1;
+pub const REG_MULTI_SZ: u32 = 7;
+
+/// Which events the general-purpose counters count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Profile {
+    #[default]
+    Default = 0,
+    Topdown = 1,
+    Custom = 2,
+}
+
+/// A registry value as the platform read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting<'a> {
+    /// No such value (or no Parameters key).
+    Missing,
+    /// The value's registry type and data as UTF-16 units (registry strings are little-endian UTF-16;
+    /// `odd` when the data had an odd number of bytes, which no string has).
+    Value { kind: u32, units: &'a [u16], odd: bool },
+    /// Longer than the buffer the driver reads it into.
+    TooLong,
+    /// Reading it failed with this NTSTATUS.
+    Failed(i32),
+}
+
+/// Why a value or a line was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// The value has the wrong registry type.
+    WrongType { kind: u32 },
+    /// The value is longer than the driver reads.
+    TooLong,
+    /// Reading the value failed.
+    ReadFailed(i32),
+    /// Not valid UTF-16, or not terminated as its type requires.
+    Malformed,
+    /// `Profile` names no profile.
+    UnknownProfile,
+    /// A line has no `event=`.
+    MissingEvent,
+    /// A line names a key the driver does not take.
+    UnknownKey,
+    /// A key appears twice in a line.
+    DuplicateKey,
+    /// A value is not a number, or out of the key's range on this vendor.
+    OutOfRange,
+    /// More lines than [`CUSTOM_EVENTS`].
+    TooManyEvents,
+}
+
+/// What the `Parameters` key selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub profile: Profile,
+    /// The accepted custom events, in order (`custom` profile only).
+    pub custom: [Option<Encoding>; CUSTOM_EVENTS],
+    /// Values and lines rejected.
+    pub rejected: u32,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection { profile: Profile::Default, custom: [None; CUSTOM_EVENTS], rejected: 0 }
+    }
+}
+
+/// Reads the `Profile` and (for `custom`) `CustomEvents` values for a `vendor` processor, calling
+/// `explain` for every rejection (line number from 1 for `CustomEvents` lines, 0 for a whole value).
+pub fn select(
+    vendor: Vendor,
+    profile: Setting<'_>,
+    custom_events: Setting<'_>,
+    mut explain: impl FnMut(&'static str, usize, Rejection),
+) -> Selection {
+    let mut selection = Selection::default();
+    let mut reject = |value, line, why| {
+        selection.rejected += 1;
+        explain(value, line, why);
+    };
+    selection.profile = match text(profile, REG_SZ) {
+        Ok(None) => Profile::Default,
+        Ok(Some(units)) => match parse_profile(units) {
+            Some(profile) => profile,
+            None => {
+                reject("Profile", 0, Rejection::UnknownProfile);
+                Profile::Default
+            }
+        },
+        Err(why) => {
+            reject("Profile", 0, why);
+            Profile::Default
+        }
+    };
+    if selection.profile != Profile::Custom {
+        return selection;
+    }
+    let units = match text(custom_events, REG_MULTI_SZ) {
+        Ok(units) => units.unwrap_or(&[]),
+        Err(why) => {
+            reject("CustomEvents", 0, why);
+            &[]
+        }
+    };
+    let mut next = 0;
+    for (index, line) in units.split(|&unit| unit == 0).filter(|line| !line.is_empty()).enumerate() {
+        let parsed =
+            if next == CUSTOM_EVENTS { Err(Rejection::TooManyEvents) } else { parse_event(line, vendor) };
+        match parsed {
+            Ok(encoding) => {
+                selection.custom[next] = Some(encoding);
+                next += 1;
+            }
+            Err(why) => reject("CustomEvents", index + 1, why),
+        }
+    }
+    selection
+}
+
+/// The value's UTF-16 units without trailing terminators (`None` when missing), if it has `kind`.
+fn text(setting: Setting<'_>, kind: u32) -> Result<Option<&[u16]>, Rejection> {
+    let units = match setting {
+        Setting::Missing => return Ok(None),
+        Setting::TooLong => return Err(Rejection::TooLong),
+        Setting::Failed(status) => return Err(Rejection::ReadFailed(status)),
+        Setting::Value { kind: found, .. } if found != kind => {
+            return Err(Rejection::WrongType { kind: found });
+        }
+        Setting::Value { odd: true, .. } => return Err(Rejection::Malformed),
+        Setting::Value { units, .. } => units,
+    };
+    let mut end = units.len();
+    while end > 0 && units[end - 1] == 0 {
+        end -= 1;
+    }
+    Ok(Some(&units[..end]))
+}
+
+/// `default`, `topdown` or `custom`, in any case, with surrounding spaces.
+fn parse_profile(units: &[u16]) -> Option<Profile> {
+    let units = trim(units);
+    [("default", Profile::Default), ("topdown", Profile::Topdown), ("custom", Profile::Custom)]
+        .into_iter()
+        .find(|(name, _)| eq_ignore_ascii_case(units, name))
+        .map(|(_, profile)| profile)
+}
+
+fn trim(mut units: &[u16]) -> &[u16] {
+    while let [first, rest @ ..] = units
+        && (*first == u16::from(b' ') || *first == u16::from(b'\t'))
+    {
+        units = rest;
+    }
+    while let [rest @ .., last] = units
+        && (*last == u16::from(b' ') || *last == u16::from(b'\t'))
+    {
+        units = rest;
+    }
+    units
+}
+
+fn eq_ignore_ascii_case(units: &[u16], text: &str) -> bool {
+    units.len() == text.len()
+        && units
+            .iter()
+            .zip(text.bytes())
+            .all(|(&unit, byte)| u8::try_from(unit).is_ok_and(|unit| unit.eq_ignore_ascii_case(&byte)))
+}
+
+/// One `CustomEvents` line.
+fn parse_event(line: &[u16], vendor: Vendor) -> Result<Encoding, Rejection> {
+    let event_bits = match vendor {
+        Vendor::Intel => 8,
+        Vendor::Amd => 12,
+    };
+    let mut seen = [false; 6];
+    let (mut event, mut umask, mut cmask, mut inv, mut edge) = (None, 0u8, 0u8, false, false);
+    for pair in line.split(|&unit| unit == u16::from(b',')) {
+        let pair = trim(pair);
+        let Some(equals) = pair.iter().position(|&unit| unit == u16::from(b'=')) else {
+            return Err(Rejection::UnknownKey);
+        };
+        let (key, value) = (trim(&pair[..equals]), trim(&pair[equals + 1..]));
+        let keys = ["event", "umask", "cmask", "inv", "edge", "name"];
+        let Some(index) = keys.iter().position(|name| eq_ignore_ascii_case(key, name)) else {
+            return Err(Rejection::UnknownKey);
+        };
+        if core::mem::replace(&mut seen[index], true) {
+            return Err(Rejection::DuplicateKey);
+        }
+        match index {
+            0 => event = Some(number(value, (1 << event_bits) - 1)? as u16),
+            1 => umask = number(value, 0xFF)? as u8,
+            2 => cmask = number(value, 0xFF)? as u8,
+            3 => inv = number(value, 1)? == 1,
+            4 => edge = number(value, 1)? == 1,
+            _ if value.len() > MAX_NAME || value.is_empty() => return Err(Rejection::OutOfRange),
+            _ => {}
+        }
+    }
+    let event = event.ok_or(Rejection::MissingEvent)?;
+    Ok(Encoding { event, umask, cmask, inv, edge })
+}
+
+/// A decimal or `0x` hexadecimal number no greater than `max`.
+fn number(units: &[u16], max: u32) -> Result<u32, Rejection> {
+    let (digits, radix) = match units {
+        [zero, x, rest @ ..]
+            if *zero == u16::from(b'0') && (*x == u16::from(b'x') || *x == u16::from(b'X')) =>
+        {
+            (rest, 16)
+        }
+        _ => (units, 10),
+    };
+    if digits.is_empty() {
+        return Err(Rejection::OutOfRange);
+    }
+    let mut value: u32 = 0;
+    for &unit in digits {
+        let digit =
+            char::from_u32(u32::from(unit)).and_then(|c| c.to_digit(radix)).ok_or(Rejection::OutOfRange)?;
+        value = value.checked_mul(radix).and_then(|v| v.checked_add(digit)).ok_or(Rejection::OutOfRange)?;
+    }
+    if value > max { Err(Rejection::OutOfRange) } else { Ok(value) }
+}
+
+#[cfg(test)]
+#[path = "profile_tests.rs"]
+mod tests;

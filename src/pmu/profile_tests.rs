@@ -1,0 +1,217 @@
+use super::*;
+use crate::pmu::events::evtsel_for;
+use proptest::prelude::*;
+
+fn units(text: &str) -> Vec<u16> {
+    text.encode_utf16().collect()
+}
+
+/// A REG_MULTI_SZ of `lines`: each terminated, plus the final empty string.
+fn multi_sz(lines: &[&str]) -> Vec<u16> {
+    let mut data = Vec::new();
+    for line in lines {
+        data.extend(line.encode_utf16());
+        data.push(0);
+    }
+    data.push(0);
+    data
+}
+
+fn sz(text: &str) -> Vec<u16> {
+    let mut data = units(text);
+    data.push(0);
+    data
+}
+
+fn value(kind: u32, units: &[u16]) -> Setting<'_> {
+    Setting::Value { kind, units, odd: false }
+}
+
+fn select_all(
+    vendor: Vendor,
+    profile: Setting<'_>,
+    events: Setting<'_>,
+) -> (Selection, Vec<(usize, Rejection)>) {
+    let mut rejections = Vec::new();
+    let selection = select(vendor, profile, events, |_, line, why| rejections.push((line, why)));
+    (selection, rejections)
+}
+
+fn custom(lines: &[&str], vendor: Vendor) -> (Selection, Vec<(usize, Rejection)>) {
+    let profile = sz("custom");
+    let events = multi_sz(lines);
+    select_all(vendor, value(REG_SZ, &profile), value(REG_MULTI_SZ, &events))
+}
+
+#[test]
+fn missing_values_select_the_default_profile() {
+    let (selection, rejections) = select_all(Vendor::Intel, Setting::Missing, Setting::Missing);
+    assert_eq!(selection, Selection::default());
+    assert!(rejections.is_empty());
+}
+
+#[test]
+fn profile_names_in_any_case_with_spaces() {
+    for (text, profile) in
+        [("default", Profile::Default), (" TopDown ", Profile::Topdown), ("Custom", Profile::Custom)]
+    {
+        let data = sz(text);
+        let (selection, rejections) = select_all(Vendor::Amd, value(REG_SZ, &data), Setting::Missing);
+        assert_eq!(selection.profile, profile, "{text:?}");
+        assert!(rejections.is_empty());
+    }
+}
+
+#[test]
+fn a_bad_profile_value_falls_back_to_default_and_is_counted() {
+    let unknown = sz("fastest");
+    let dword = [1u16, 0];
+    let cases = [
+        (value(REG_SZ, &unknown), Rejection::UnknownProfile),
+        (value(4, &dword), Rejection::WrongType { kind: 4 }),
+        (Setting::TooLong, Rejection::TooLong),
+        (Setting::Failed(-1), Rejection::ReadFailed(-1)),
+        (Setting::Value { kind: REG_SZ, units: &unknown, odd: true }, Rejection::Malformed),
+    ];
+    for (setting, why) in cases {
+        let (selection, rejections) = select_all(Vendor::Intel, setting, Setting::Missing);
+        assert_eq!((selection.profile, selection.rejected), (Profile::Default, 1));
+        assert_eq!(rejections, [(0, why)]);
+    }
+}
+
+#[test]
+fn valid_lines_become_custom_events_in_order() {
+    let (selection, rejections) = custom(
+        &[
+            "event=0xC4,umask=0x00,cmask=0,inv=0,edge=0,name=branches",
+            "event=0x3C, umask=1",
+            " event = 14 , cmask=2,inv=1,edge=1 ",
+        ],
+        Vendor::Intel,
+    );
+    assert!(rejections.is_empty(), "{rejections:?}");
+    let expected = [
+        Encoding { event: 0xC4, umask: 0, cmask: 0, inv: false, edge: false },
+        Encoding { event: 0x3C, umask: 1, cmask: 0, inv: false, edge: false },
+        Encoding { event: 14, umask: 0, cmask: 2, inv: true, edge: true },
+    ];
+    assert_eq!(&selection.custom[..3], expected.map(Some));
+    assert!(selection.custom[3..].iter().all(Option::is_none));
+}
+
+#[test]
+fn malformed_lines_are_rejected_and_the_rest_kept() {
+    let lines = [
+        "event=0xC0",                                           // 1: fine
+        "event=0x1C0",                                          // 2: 9-bit event on Intel
+        "umask=3",                                              // 3: no event
+        "event=0xC4,usr=1",                                     // 4: the driver's bit, not the user's
+        "event=0xC4,event=0xC5",                                // 5: twice
+        "event=0xC4,cmask=256",                                 // 6: out of range
+        "event=0xC4,inv=2",                                     // 7
+        "event=C4",                                             // 8: hex without 0x
+        "event=0xC4,name=",                                     // 9: empty name
+        "event=0xC4,name=abcdefghijklmnopqrstuvwxyz0123456789", // 10: name too long
+        "event",                                                // 11: no value
+        "event=0x",                                             // 12
+        "event=0xC5",                                           // 13: fine
+    ];
+    let (selection, rejections) = custom(&lines, Vendor::Intel);
+    let why: Vec<(usize, Rejection)> = rejections;
+    assert_eq!(
+        why,
+        [
+            (2, Rejection::OutOfRange),
+            (3, Rejection::MissingEvent),
+            (4, Rejection::UnknownKey),
+            (5, Rejection::DuplicateKey),
+            (6, Rejection::OutOfRange),
+            (7, Rejection::OutOfRange),
+            (8, Rejection::OutOfRange),
+            (9, Rejection::OutOfRange),
+            (10, Rejection::OutOfRange),
+            (11, Rejection::UnknownKey),
+            (12, Rejection::OutOfRange),
+        ]
+    );
+    assert_eq!(selection.rejected, 11);
+    assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
+    assert_eq!(selection.custom[1].map(|e| e.event), Some(0xC5));
+    assert_eq!(selection.custom[2], None);
+}
+
+#[test]
+fn amd_takes_twelve_bit_events() {
+    let (selection, rejections) = custom(&["event=0x1A0,umask=0x1E", "event=0x1000"], Vendor::Amd);
+    assert_eq!(selection.custom[0].map(|e| e.event), Some(0x1A0));
+    assert_eq!(rejections, [(2, Rejection::OutOfRange)]);
+}
+
+#[test]
+fn more_events_than_counters_are_rejected() {
+    let lines: Vec<String> = (0..10).map(|i| format!("event={}", 0xC0 + i)).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (selection, rejections) = custom(&lines, Vendor::Intel);
+    assert!(selection.custom.iter().all(Option::is_some));
+    assert_eq!(rejections, [(9, Rejection::TooManyEvents), (10, Rejection::TooManyEvents)]);
+}
+
+#[test]
+fn custom_events_of_the_wrong_type_or_length_are_rejected_whole() {
+    let profile = sz("custom");
+    let single = sz("event=0xC0");
+    for (events, why) in [
+        (value(REG_SZ, &single), Rejection::WrongType { kind: REG_SZ }),
+        (Setting::TooLong, Rejection::TooLong),
+    ] {
+        let (selection, rejections) = select_all(Vendor::Intel, value(REG_SZ, &profile), events);
+        assert_eq!(selection.profile, Profile::Custom);
+        assert!(selection.custom.iter().all(Option::is_none));
+        assert_eq!(rejections, [(0, why)]);
+    }
+}
+
+#[test]
+fn custom_events_are_read_only_for_the_custom_profile() {
+    let profile = sz("topdown");
+    let events = multi_sz(&["event=0xC0", "junk"]);
+    let (selection, rejections) =
+        select_all(Vendor::Intel, value(REG_SZ, &profile), value(REG_MULTI_SZ, &events));
+    assert_eq!(selection.profile, Profile::Topdown);
+    assert!(selection.custom.iter().all(Option::is_none) && rejections.is_empty());
+}
+
+/// Reserved bits of the event selects: Intel IA32_PERFEVTSELx bits 63:32 (and AnyThread, bit 21,
+/// which the driver never sets), AMD PerfCtl bits 63:42, 39:36, 21 and 19 (Intel SDM Vol. 3B,
+/// "IA32_PERFEVTSELx MSRs"; AMD APM Vol. 2, "PerfEvtSeln").
+const INTEL_RESERVED: u64 = 0xFFFF_FFFF_0000_0000 | (1 << 21);
+const AMD_RESERVED: u64 = 0xFFFF_FC00_0000_0000 | (0xF << 36) | (1 << 21) | (1 << 19);
+
+proptest! {
+    #[test]
+    fn no_line_puts_a_reserved_bit_into_an_event_select(
+        line in "[a-z=,0-9xA-F ]{0,40}",
+        amd in any::<bool>(),
+        pmi in any::<bool>(),
+    ) {
+        let vendor = if amd { Vendor::Amd } else { Vendor::Intel };
+        let (selection, _) = custom(&[&line], vendor);
+        if let Some(encoding) = selection.custom[0] {
+            let value = evtsel_for(vendor, encoding, pmi);
+            let reserved = if amd { AMD_RESERVED } else { INTEL_RESERVED };
+            prop_assert_eq!(value & reserved, 0, "{:?} -> {:#x}", encoding, value);
+        }
+    }
+
+    #[test]
+    fn every_field_value_in_range_is_accepted(
+        event in 0u32..=0xFF, umask in 0u32..=0xFF, cmask in 0u32..=0xFF, inv in 0u32..=1, edge in 0u32..=1,
+    ) {
+        let line = format!("event={event:#x},umask={umask},cmask={cmask:#X},inv={inv},edge={edge}");
+        let (selection, rejections) = custom(&[&line], Vendor::Intel);
+        prop_assert!(rejections.is_empty());
+        let expected = Encoding { event: event as u16, umask: umask as u8, cmask: cmask as u8, inv: inv == 1, edge: edge == 1 };
+        prop_assert_eq!(selection.custom[0], Some(expected));
+    }
+}
