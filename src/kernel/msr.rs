@@ -48,3 +48,19 @@ pub fn perf_capabilities(model: &crate::pmu::model::PmuModel) -> u64 {
     // CPUID.01H:ECX[15] = 1").
     unsafe { read(crate::pmu::events::msr::IA32_PERF_CAPABILITIES) }
 }
+
+/// Reads performance counter `index` (RDPMC's ECX) on the current processor.
+///
+/// # Safety
+/// `index` must name a counter this processor has (an invalid index raises #GP, a bug check in the
+/// kernel). The plan names only counters CPUID reported.
+#[inline(always)]
+pub unsafe fn read_pmc(index: u32) -> u64 {
+    let (low, high): (u32, u32);
+    // SAFETY: the caller guarantees the counter exists; RDPMC is always allowed at CPL 0. Not `nomem`:
+    // the read protocol (pmu/fold.rs) orders it before the status read, which the compiler must keep.
+    unsafe {
+        core::arch::asm!("rdpmc", in("ecx") index, out("eax") low, out("edx") high, options(nostack, preserves_flags))
+    };
+    (u64::from(high) << 32) | u64::from(low)
+}

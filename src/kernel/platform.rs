@@ -83,6 +83,20 @@ impl Msrs for OwnedMsrs {
         // SAFETY: as above, and the counters are owned (HalAllocateHardwareCounters succeeded).
         unsafe { msr::write(register, value) }
     }
+
+    #[inline(always)]
+    fn read_counter(&self, register: u32, rdpmc: Option<u32>) -> u64 {
+        match rdpmc {
+            // SAFETY: the plan gives an RDPMC index only for a counter CPUID reported.
+            Some(index) => unsafe { msr::read_pmc(index) },
+            None => self.read(register),
+        }
+    }
+
+    #[inline(always)]
+    fn with_interrupts_held<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R {
+        irql::with_interrupts_disabled(|| work(self))
+    }
 }
 
 impl Platform for KernelPlatform {

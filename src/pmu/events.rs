@@ -623,6 +623,10 @@ pub struct Assignment {
     pub slot: Slot,
     /// The counter to read (and zero).
     pub counter_msr: u32,
+    /// The `rdpmc` index that reads the counter, where there is one: Intel general-purpose counter i
+    /// is i, fixed counter j is 2^30 + j (Intel SDM Vol. 2B, RDPMC); AMD core counter i is i for
+    /// i < 6 (AMD APM Vol. 3, RDPMC: indexes 6 and up read other units' counters).
+    pub rdpmc: Option<u32>,
     /// The event select (IA32_PERFEVTSELi, AMD PerfEvtSel/PerfCtl) or, for a fixed counter,
     /// IA32_FIXED_CTR_CTRL, which all fixed counters share.
     pub control_msr: u32,
@@ -660,6 +664,13 @@ pub struct CounterPlan {
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
 const TOPDOWN_FIXED_COUNTER: u8 = 3;
+/// RDPMC ECX bit 30: read the fixed counter that ECX bits 29:0 number (Intel SDM Vol. 2B, RDPMC).
+pub const RDPMC_FIXED: u32 = 1 << 30;
+/// RDPMC ECX bit 29: read IA32_PERF_METRICS (Intel SDM Vol. 2B, RDPMC; Linux
+/// `INTEL_PMC_FIXED_RDPMC_METRICS`).
+pub const RDPMC_PERF_METRICS: u32 = 1 << 29;
+/// RDPMC reads AMD core counters 0-5 by number.
+const AMD_RDPMC_CORE_COUNTERS: u32 = 6;
 
 impl CounterPlan {
     const EMPTY: Self = Self {
@@ -886,6 +897,7 @@ fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignme
         event,
         slot: Slot::Fixed(fixed),
         counter_msr: msr::IA32_FIXED_CTR0 + u32::from(fixed),
+        rdpmc: Some(RDPMC_FIXED | u32::from(fixed)),
         control_msr: msr::IA32_FIXED_CTR_CTRL,
         control: fixed_ctrl_field(fixed, pmi),
         global_bit: Some(INTEL_FIXED_GLOBAL_BIT0 + fixed),
@@ -906,10 +918,15 @@ fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: 
         ),
         Vendor::Amd => (msr::AMD_PERF_CTR0 + index, msr::AMD_PERF_EVT_SEL0 + index, None),
     };
+    let rdpmc = match model.vendor {
+        Vendor::Intel => Some(index),
+        Vendor::Amd => (index < AMD_RDPMC_CORE_COUNTERS).then_some(index),
+    };
     Assignment {
         event,
         slot: Slot::General(counter),
         counter_msr,
+        rdpmc,
         control_msr,
         control: evtsel_for(model.vendor, encoding, pmi),
         global_bit,

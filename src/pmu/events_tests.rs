@@ -17,7 +17,13 @@ const fn a(
     hal_index: u32,
     width: u8,
 ) -> Assignment {
-    Assignment { event, slot, counter_msr, control_msr, control, global_bit, hal_index, width }
+    // RDPMC: Intel fixed j is 2^30 + j and GP i is i; AMD core counters only below 6.
+    let rdpmc = match slot {
+        Slot::Fixed(j) => Some(RDPMC_FIXED | j as u32),
+        Slot::General(i) if counter_msr >= 0xC001_0000 && i >= 6 => None,
+        Slot::General(i) => Some(i as u32),
+    };
+    Assignment { event, slot, counter_msr, rdpmc, control_msr, control, global_bit, hal_index, width }
 }
 
 fn set(events: &[Event]) -> EventSet {

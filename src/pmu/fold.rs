@@ -1,18 +1,9 @@
 //! Per-processor overflow counts, the overflow-handler fold and the read protocol that turns them and
 //! the hardware into exact 64-bit counts.
 //!
-//! Model-check the protocol (handler, hardware and reader racing) with loom; the models live in
-//! `fold_loom_tests.rs` and `poll_loom_tests.rs` and are compiled only with `--cfg loom`, which is
-//! meant for the library's unit tests only (loom is a dev-dependency):
-//!
-//! ```sh
-//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --lib pmu::fold
-//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --lib pmu::poll
-//! ```
-//!
-//! The first builds in about a minute and checks in about 10 s (290,000 schedules with at most 4
-//! preemptions, three tests: the protocol, and two broken protocols loom must catch); the second
-//! checks its model exhaustively in about 2 s. Plain `cargo test` compiles none of it.
+//! The read runs with interrupts held off, so the handler and the reader never interleave; the tests
+//! (`fold_tests.rs`) place a wrap, and its interrupt, at every point of a read instead. The polling
+//! reader, which runs with interrupts enabled, is model-checked with loom (`poll_loom_tests.rs`).
 //!
 //! # Who touches what
 //!
@@ -21,10 +12,9 @@
 //! - the **overflow handler** ([`ProcessorCounters::fold`]), which the HAL calls at PROFILE_LEVEL on
 //!   the processor that overflowed with the IA32_PERF_GLOBAL_STATUS bits, and which clears those status
 //!   bits itself after the handler returns;
-//! - **readers** on the same processor: inside an all-processor IPI (IPI_LEVEL 14, which on x64 is below
-//!   PROFILE_LEVEL 15: the PMI can interrupt it) or
-//!   from a DPC (DISPATCH_LEVEL, the PMI can interrupt it anywhere; and an IPI reader can interrupt a
-//!   DPC reader);
+//! - the **reader** on the same processor, inside the all-processor call (IPI_LEVEL 14, which on x64
+//!   is below PROFILE_LEVEL 15) *with interrupts held off* (`cli`), so the handler cannot run during
+//!   a read: it runs, if a counter wrapped meanwhile, right after the reader re-enables interrupts;
 //! - **collectors** on any processor, which read the published values ([`ProcessorCounters::snapshot`])
 //!   after the all-processor call returns.
 //!
@@ -38,42 +28,28 @@
 //! With N(t) the wraps of a counter up to time t, O(t) the overflow count the handler has folded and
 //! S(t) its status bit, N = O + S whenever the handler is not running, because the hardware sets S when
 //! the counter wraps and the handler's fold (O += 1) and the HAL's clear (S = 0) happen together as far
-//! as an interrupted reader can tell. One attempt of [`ProcessorCounters::read_extended`] is
+//! as the reader can tell. With interrupts held off O cannot change during a read, and S only goes
+//! from 0 to 1. One read of every counter is
 //!
 //! ```text
-//! o1 = O; s1 = S (status MSR); raw = counter MSR; s2 = S (status MSR); o2 = O
-//! accept if o1 == o2 && s1 == s2: value = extend(o1, raw, s1, W) = (o1 + s1) * 2^W + raw
+//! raw_i = counter i (rdpmc), for each counter; then status = the global status register (rdmsr)
+//! for each i whose S_i is set in status: raw_i = counter i again (rdpmc)
+//! value_i = extend(O_i, raw_i, S_i(status), W)
 //! ```
 //!
-//! *Why an accepted attempt is exact at the instant raw was read.* O only grows during a session
-//! ([`ProcessorCounters::acquire`] resets it before the counters start), so o1 == o2 means no
-//! handler run for this counter between the two loads. Without the handler S only goes from 0 to 1 (a
-//! wrap), so s1 == s2 means S was constant from s1 to s2, around the raw read. If it was 0, no wrap
-//! happened in that window and N = o1 at the raw read; if it was 1, the one wrap it records happened
-//! before s1 (the counter cannot wrap again, 2^W events later, before its interrupt is handled) and
-//! N = o1 + 1. Either way the value is N * 2^W + raw, the exact count when raw was read.
-//!
-//! *Why both re-checks are needed.* Without o1 == o2, a PMI between o1 and s1 (O += 1, S cleared)
-//! yields o1 + 0 wraps: 2^W short. Without s2 (the shorter `o1, status, raw, o2`), a wrap between the
-//! status read and the raw read whose PMI arrives only after o2 yields a post-wrap raw with the
-//! pre-wrap wrap count: 2^W short again, and the next read jumps back up. Both broken variants are in
-//! the loom tests, which must (and do) find these schedules.
-//!
-//! *How many attempts.* A rejected attempt needs a wrap or a handler run of that counter inside it, a
-//! few hundred cycles, while wraps are 2^W events apart; each wrap can therefore spoil at most two
-//! attempts (its own, and its interrupt's), so three attempts always suffice (two where the PMI cannot
-//! interrupt the reader; the driver's IPI reader runs at IPI_LEVEL, below PROFILE_LEVEL on x64, so it
-//! can); [`DEFAULT_MAX_ATTEMPTS`] is 4. When every attempt is rejected anyway (a
-//! broken hypervisor PMU, say), [`ProcessorCounters::read_counter`] reports the last value again and
-//! counts the fallback, instead of looping at raised IRQL.
+//! *Why it is exact at the instant raw_i was (last) read.* If S_i is clear in `status`, no wrap was
+//! pending at the status read, and so none at the earlier counter read: N = O_i there. If S_i is set,
+//! the one wrap it records may have come before or after the first counter read, but it came before
+//! the status read, so before the second counter read: N = O_i + 1 there. No second wrap can come
+//! before the handler runs (the counter would have to count 2^W events first), and the handler runs
+//! only after the reader enables interrupts again. One status read after the counters, and a second
+//! `rdpmc` only for a counter with a wrap pending (rare: within an interrupt's latency of its wrap),
+//! replace the two status reads per counter that an interruptible reader needs.
 //!
 //! Assumptions, beyond the HAL's contract: the hardware sets the status bit in the same step as the wrap
 //! (no read sees the wrapped value without the bit); the HAL clears exactly the status bits it passed to
-//! the handler; and the compiler keeps the MSR reads between the two overflow loads. For that the
-//! closures' `rdmsr` must be an `asm!` block with neither `nomem` nor `readonly`: a block declared not
-//! to touch memory is not a memory operation, so neither the compiler fences
-//! [`ProcessorCounters::read_extended`] puts around the closures nor any atomic ordering keeps a load
-//! from moving across it.
+//! the handler; the PMI is a maskable interrupt (the HAL's profile interrupt, not an NMI); and the
+//! compiler keeps the counter reads before the status read: both are `asm!` blocks without `nomem`.
 //!
 //! # Memory orderings
 //!
@@ -85,9 +61,8 @@
 //!
 //! # Memory
 //!
-//! `ProcessorCounters` is 256 bytes (224 used, aligned to 64 so that processors never share a cache
-//! line): overflow counts 64, invocation count 8, retries/fallbacks/generation 24, bases 64, published
-//! values 64. Overflow counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone
+//! `ProcessorCounters` is 256 bytes (208 used, aligned to 64 so that processors never share a cache
+//! line): overflow counts 64, invocation count 8, generation 8, bases 64, published values 64. Overflow counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone
 //! would be 512 bytes): the slot of status bit b is its rank among the owned bits (the number of owned
 //! bits below b), which the handler computes with a popcount instead of a table lookup.
 
@@ -97,18 +72,12 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use core::sync::atomic::compiler_fence;
-
 use super::extend::extend;
 
 /// Counters a processor can own at once, and so the number of slots in every per-counter array: one
 /// per assignment a counter plan can make (a plan's slot index is an index here).
 pub const SLOTS: usize = super::events::MAX_ASSIGNMENTS;
 const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
-
-/// Attempts [`ProcessorCounters::read_counter`] callers should allow (see the module comment: two
-/// always suffice with the PMI masked, three with it enabled).
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 
 /// The IA32_PERF_GLOBAL_STATUS bits (GP counter i = bit i, fixed counter j = bit 32 + j; on AMD
 /// PerfMonV2 core counter i = bit i) of the counters this session owns: at most [`SLOTS`] of them.
@@ -157,24 +126,6 @@ pub struct Placement {
     pub width: u8,
 }
 
-/// An accepted read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extended {
-    /// The counter's 64-bit value (overflow count and raw value combined; no base).
-    pub value: u64,
-    /// Attempts used, 1 when nothing raced with the read.
-    pub attempts: u32,
-}
-
-/// Why [`ProcessorCounters::read_extended`] returned no value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadError {
-    /// The status bit is not in the session's [`OwnedMask`].
-    NotOwned,
-    /// Every one of `attempts` attempts raced with a wrap or an overflow interrupt.
-    Unstable { attempts: u32 },
-}
-
 /// What collectors read: one processor's published values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
@@ -184,10 +135,6 @@ pub struct Snapshot {
     pub values: [u64; SLOTS],
     /// Overflow handler invocations on this processor, ever.
     pub overflow_interrupts: u64,
-    /// Read attempts that had to be repeated.
-    pub read_retries: u64,
-    /// Reads that gave up and reported the previous value.
-    pub read_fallbacks: u64,
 }
 
 /// One processor's overflow counts, reported values and statistics. See the module comment.
@@ -198,8 +145,6 @@ pub struct ProcessorCounters {
     overflows: [AtomicU64; SLOTS],
     /// Overflow handler invocations, ever.
     overflow_interrupts: AtomicU64,
-    read_retries: AtomicU64,
-    read_fallbacks: AtomicU64,
     generation: AtomicU64,
     /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
     base: [AtomicU64; SLOTS],
@@ -217,8 +162,6 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: [const { AtomicU64::new(0) }; SLOTS],
             overflow_interrupts: AtomicU64::new(0),
-            read_retries: AtomicU64::new(0),
-            read_fallbacks: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             base: [const { AtomicU64::new(0) }; SLOTS],
             reported: [const { AtomicU64::new(0) }; SLOTS],
@@ -231,8 +174,6 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: core::array::from_fn(|_| AtomicU64::new(0)),
             overflow_interrupts: AtomicU64::new(0),
-            read_retries: AtomicU64::new(0),
-            read_fallbacks: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             base: core::array::from_fn(|_| AtomicU64::new(0)),
             reported: core::array::from_fn(|_| AtomicU64::new(0)),
@@ -275,7 +216,7 @@ impl ProcessorCounters {
     }
 
     /// Ends a session: the caller has stopped the counters, read each one a final time
-    /// ([`Self::read_counter`]) and cleared their status bits. Each counter's last reported value
+    /// ([`Self::report_held`]) and cleared their status bits. Each counter's last reported value
     /// becomes its base, so the next session continues from it.
     pub fn release(&self) {
         for (base, reported) in self.base.iter().zip(&self.reported) {
@@ -283,83 +224,34 @@ impl ProcessorCounters {
         }
     }
 
-    /// Reads the counter at `at` with the protocol of the module comment: at most `max_attempts`
-    /// attempts, each calling `read_status` (IA32_PERF_GLOBAL_STATUS, or AMD's PerfCntrGlobalStatus)
-    /// twice and `read_raw` (the counter) once. Exact for the instant of the accepted `read_raw`;
-    /// read-only, so any reader may interrupt another.
-    #[inline]
-    pub fn read_extended<S, R>(
-        &self,
-        at: Placement,
-        max_attempts: u32,
-        mut read_status: S,
-        mut read_raw: R,
-    ) -> Result<Extended, ReadError>
-    where
-        S: FnMut() -> u64,
-        R: FnMut() -> u64,
-    {
-        let Some(slot) = at.owned.slot_of(at.bit) else {
-            return Err(ReadError::NotOwned);
-        };
-        let overflows = &self.overflows[slot & (SLOTS - 1)];
-        let status_bit = 1u64 << (at.bit & 63);
-        let mut attempts = 0;
-        while attempts < max_attempts {
-            attempts += 1;
-            let o1 = overflows.load(Ordering::Relaxed);
-            compiler_fence(core::sync::atomic::Ordering::SeqCst);
-            let s1 = read_status() & status_bit;
-            let raw = read_raw();
-            let s2 = read_status() & status_bit;
-            compiler_fence(core::sync::atomic::Ordering::SeqCst);
-            let o2 = overflows.load(Ordering::Relaxed);
-            if o1 == o2 && s1 == s2 {
-                return Ok(Extended { value: extend(o1, raw, s1 != 0, at.width), attempts });
-            }
-        }
-        Err(ReadError::Unstable { attempts })
-    }
-
-    /// Reads logical counter `counter` (0..[`SLOTS`]), which this session placed `at`, and reports it:
-    /// base + extended value, never below the previous report, stored for collectors. When the read
-    /// is unstable it reports the previous value again and counts a fallback. `None` when `counter` is
-    /// out of range; an unowned status bit counts as a fallback.
-    #[inline]
-    pub fn read_counter<S, R>(
+    /// Reports logical counter `counter` (0..[`SLOTS`]), which this session placed `at`, from `raw`, the
+    /// counter read with interrupts held off, and `status`, the global status register read after it;
+    /// `read_again` reads the counter again, and is called only when `status` has its bit set (the
+    /// protocol of the module comment): base + exact 64-bit value, never below the previous report.
+    /// `None` when `counter` is out of range or `at`'s bit is not owned.
+    #[inline(always)]
+    pub fn report_held(
         &self,
         counter: usize,
         at: Placement,
-        max_attempts: u32,
-        read_status: S,
-        read_raw: R,
-    ) -> Option<u64>
-    where
-        S: FnMut() -> u64,
-        R: FnMut() -> u64,
-    {
-        let reported = self.reported.get(counter)?;
-        match self.read_extended(at, max_attempts, read_status, read_raw) {
-            Ok(read) => {
-                if read.attempts > 1 {
-                    self.read_retries.fetch_add(u64::from(read.attempts - 1), Ordering::Relaxed);
-                }
-                self.report(counter, read.value)
-            }
-            Err(_) => {
-                self.read_fallbacks.fetch_add(1, Ordering::Relaxed);
-                Some(reported.load(Ordering::Relaxed))
-            }
-        }
+        raw: u64,
+        status: u64,
+        read_again: impl FnOnce() -> u64,
+    ) -> Option<u64> {
+        let slot = at.owned.slot_of(at.bit)?;
+        let overflows = self.overflows[slot & (SLOTS - 1)].load(Ordering::Relaxed);
+        let pending = status & (1u64 << (at.bit & 63)) != 0;
+        let raw = if pending { read_again() } else { raw };
+        self.report(counter, extend(overflows, raw, pending, at.width))
     }
 
     /// Reports `extended`, the current session's 64-bit value of logical counter `counter` (from
-    /// [`Self::read_extended`] or crate::pmu::poll): stores and returns `base + extended`, or the
+    /// [`Self::report_held`] or crate::pmu::poll): stores and returns `base + extended`, or the
     /// previous report if that is larger. `None` when `counter` is out of range.
     ///
-    /// The store is a `fetch_max` (a compare-exchange loop on x64) because an IPI reader can interrupt
-    /// a DPC reader between a load and a store; the loop repeats only when such an interrupt wrote the
-    /// cell in between, so at most once per nested reader.
+    /// The store is a `fetch_max` (a compare-exchange loop on x64) because a reader on this processor
+    /// can interrupt another between a load and a store (the polling reader runs below IPI_LEVEL); the
+    /// loop repeats only when such an interrupt wrote the cell in between.
     #[inline]
     pub fn report(&self, counter: usize, extended: u64) -> Option<u64> {
         let base = self.base.get(counter)?.load(Ordering::Relaxed);
@@ -383,13 +275,7 @@ impl ProcessorCounters {
         for (value, reported) in values.iter_mut().zip(&self.reported) {
             *value = reported.load(Ordering::Relaxed);
         }
-        Snapshot {
-            generation,
-            values,
-            overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed),
-            read_retries: self.read_retries.load(Ordering::Relaxed),
-            read_fallbacks: self.read_fallbacks.load(Ordering::Relaxed),
-        }
+        Snapshot { generation, values, overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed) }
     }
 
     /// Overflow handler invocations on this processor, ever.
@@ -412,7 +298,3 @@ impl Default for ProcessorCounters {
 #[cfg(all(test, not(loom)))]
 #[path = "fold_tests.rs"]
 mod tests;
-
-#[cfg(all(test, loom))]
-#[path = "fold_loom_tests.rs"]
-mod loom_tests;

@@ -4,6 +4,7 @@ use super::fold::ProcessorCounters;
 use super::frequency::FrequencyCounters;
 use super::poll::PollCounters;
 use super::topdown::TopdownCounters;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// One processor's state: the overflow counts and reported values, the polling state used when
 /// there is no overflow interrupt, the top-down totals and the last APERF/MPERF readings. Cache-line aligned so processors never share a line. All zero is
@@ -15,6 +16,17 @@ pub struct PerProcessor {
     pub poll: PollCounters,
     pub topdown: TopdownCounters,
     pub frequency: FrequencyCounters,
+    /// Which programming check the next collect makes (they take turns: one rdmsr per collect).
+    pub check_turn: AtomicUsize,
+}
+
+impl PerProcessor {
+    /// The programming check for this read, and the next for the next.
+    pub fn next_check(&self) -> usize {
+        let turn = self.check_turn.load(Ordering::Relaxed);
+        self.check_turn.store(turn.wrapping_add(1), Ordering::Relaxed);
+        turn
+    }
 }
 
 const _: () = assert!(core::mem::size_of::<PerProcessor>() <= 512, "at most 512 bytes per processor");

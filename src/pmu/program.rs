@@ -9,10 +9,26 @@
 use super::events::{CounterPlan, Slot, msr};
 use super::model::Vendor;
 
-/// MSR access on the current processor.
+/// MSR and counter access on the current processor.
 pub trait Msrs {
     fn read(&self, msr: u32) -> u64;
     fn write(&mut self, msr: u32, value: u64);
+
+    /// Reads a counter whose MSR is `msr`: with `rdpmc` at index `rdpmc` where given (no MSR access,
+    /// and under a hypervisor usually no exit), else with rdmsr. Host fakes read the MSR.
+    fn read_counter(&self, msr: u32, rdpmc: Option<u32>) -> u64 {
+        let _ = rdpmc;
+        self.read(msr)
+    }
+
+    /// Runs `work` with maskable interrupts (the PMI among them) held off on this processor. Host
+    /// fakes have none.
+    fn with_interrupts_held<R>(&mut self, work: impl FnOnce(&mut Self) -> R) -> R
+    where
+        Self: Sized,
+    {
+        work(self)
+    }
 }
 
 /// Where a vendor keeps the global enable, status and status-clear registers.
@@ -143,6 +159,16 @@ impl Programming {
     #[inline]
     pub fn intact(&self, msrs: &impl Msrs) -> bool {
         self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
+    }
+
+    /// Whether check number `turn` (modulo the number of checks) still holds: one rdmsr, so that a
+    /// collect can afford it. Successive turns go round every check.
+    #[inline]
+    pub fn intact_in_turn(&self, turn: usize, msrs: &impl Msrs) -> bool {
+        match self.checks[..self.len].get(turn % self.len.max(1)) {
+            Some(&(register, mask, value)) => msrs.read(register) & mask == value,
+            None => true,
+        }
     }
 }
 

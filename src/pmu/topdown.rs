@@ -10,7 +10,7 @@
 //! owns the counters (it releases them after that long without a reader). Slots counted between the
 //! read and the zeroing (a few instructions) are lost.
 
-use super::events::{Event, msr};
+use super::events::{Event, RDPMC_FIXED, RDPMC_PERF_METRICS, msr};
 use super::program::Msrs;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -84,8 +84,8 @@ impl TopdownCounters {
     /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, adds them to the totals and zeroes
     /// both. Only while a plan with [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
     pub fn read(&self, msrs: &mut impl Msrs) {
-        let slots = msrs.read(msr::IA32_FIXED_CTR3);
-        let metrics = msrs.read(msr::IA32_PERF_METRICS);
+        let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
+        let metrics = msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS));
         msrs.write(msr::IA32_FIXED_CTR3, 0);
         msrs.write(msr::IA32_PERF_METRICS, 0);
         self.add(slots, metrics);

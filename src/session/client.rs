@@ -21,7 +21,7 @@ use crate::counters::hardware_counters::Values;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
-use crate::pmu::fold::{DEFAULT_MAX_ATTEMPTS, OwnedMask, Placement, SLOTS};
+use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::processor::PerProcessor;
@@ -237,7 +237,7 @@ impl<P: Platform> PmuClient<P> {
         }
         let Some(open) = session.take() else { return };
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor(&open, model.vendor, index, msrs);
+            self.read_processor(&open, model.vendor, index, msrs, Check::All);
             if let Some(processor) = self.processors.get(index as usize) {
                 processor.counters.release();
             }
@@ -251,47 +251,47 @@ impl<P: Platform> PmuClient<P> {
     }
 
     /// Reads processor `index`'s counters into its reported values, or programs them again if they
-    /// lost their programming. Runs inside the all-processor call, on that processor.
-    fn read_processor(&self, session: &Session<P>, vendor: Vendor, index: u32, msrs: &mut P::Msrs) {
+    /// lost their programming. Runs inside the all-processor call, on that processor, with interrupts
+    /// held off for the whole read (so the overflow handler runs before or after it, never inside).
+    /// `check` picks how much of the programming to verify: all of it, or one register in turn (one
+    /// rdmsr per collect; the turns go round every register).
+    fn read_processor(
+        &self,
+        session: &Session<P>,
+        vendor: Vendor,
+        index: u32,
+        msrs: &mut P::Msrs,
+        check: Check,
+    ) {
         let Some(processor) = self.processors.get(index as usize) else { return };
-        if session.aperf_mperf {
-            processor.frequency.read(msrs);
-        }
-        if !session.programming.intact(msrs) {
-            reprogram(processor, vendor, &session.plan, msrs);
-            self.status.record_reprogram();
-            return;
-        }
-        // With an overflow interrupt, counters are read through the fold protocol against the global
-        // status register; without one they are polled.
-        let status_register = program::global_status_register(vendor, &session.plan)
-            .filter(|_| session.owned != OwnedMask::EMPTY);
-        for (slot, assignment) in session.plan.iter().enumerate() {
-            if let (Some(status_register), Some(bit)) = (status_register, assignment.global_bit) {
-                let at = Placement { owned: session.owned, bit, width: assignment.width };
-                let read_status = || msrs.read(status_register);
-                let read_raw = || msrs.read(assignment.counter_msr);
-                let _ =
-                    processor.counters.read_counter(slot, at, DEFAULT_MAX_ATTEMPTS, read_status, read_raw);
-            } else if let Some(extended) =
-                processor.poll.poll(slot, assignment.width, || msrs.read(assignment.counter_msr))
-            {
-                let _ = processor.counters.report(slot, extended);
+        msrs.with_interrupts_held(|msrs| {
+            if session.aperf_mperf {
+                processor.frequency.read(msrs);
             }
-        }
-        if session.plan.topdown_metrics() {
-            processor.topdown.read(msrs);
-        }
-        processor.counters.publish();
+            let intact = match check {
+                Check::All => session.programming.intact(msrs),
+                Check::OneInTurn => session.programming.intact_in_turn(processor.next_check(), msrs),
+            };
+            if !intact {
+                reprogram(processor, vendor, &session.plan, msrs);
+                self.status.record_reprogram();
+                return;
+            }
+            read_counters(processor, session, vendor, msrs);
+            if session.plan.topdown_metrics() {
+                processor.topdown.read(msrs);
+            }
+            processor.counters.publish();
+        });
     }
 
     /// Reads every processor's counters, if a session is open (and not being opened or closed).
-    fn read_all(&self) {
+    fn read_all(&self, check: Check) {
         let Some(vendor) = self.model().map(|model| model.vendor) else { return };
         let Some(session) = self.session.try_read() else { return };
         let Some(open) = session.as_ref() else { return };
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor(open, vendor, index, msrs)
+            self.read_processor(open, vendor, index, msrs, check)
         });
         let interrupts =
             self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
@@ -346,7 +346,7 @@ impl<P: Platform> PmuClient<P> {
     /// sleep are kept. Back in S0: the read finds the PMU reset and programs it again at once,
     /// instead of at the next collect. At IRQL <= DISPATCH_LEVEL: the read waits for no lock.
     pub fn power_transition(&self, _back_in_s0: bool) {
-        self.read_all();
+        self.read_all(Check::All);
     }
 
     /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
@@ -375,7 +375,7 @@ impl<P: Platform> PmuClient<P> {
             self.acquire();
         }
         if self.polling() {
-            self.read_all();
+            self.read_all(Check::OneInTurn);
         }
         let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
         if self.plan().is_some() && idle() {
@@ -395,6 +395,50 @@ fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs:
     processor.counters.release();
     start_counting(processor, vendor, plan, msrs);
     processor.counters.publish();
+}
+
+/// How much of the programming a read verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// Every register: after a power transition, and at release.
+    All,
+    /// One register, in turn: at a collect.
+    OneInTurn,
+}
+
+/// Reads the session's counters on this processor, interrupts held off: with an overflow interrupt,
+/// every counter (rdpmc), then the global status once, then again any counter with a wrap pending
+/// (the protocol of `crate::pmu::fold`); without one, each counter is polled.
+#[inline(always)]
+fn read_counters<P: Platform>(
+    processor: &PerProcessor,
+    session: &Session<P>,
+    vendor: Vendor,
+    msrs: &mut P::Msrs,
+) {
+    let status_register =
+        program::global_status_register(vendor, &session.plan).filter(|_| session.owned != OwnedMask::EMPTY);
+    let Some(status_register) = status_register else {
+        for (slot, assignment) in session.plan.iter().enumerate() {
+            let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+            if let Some(extended) = processor.poll.poll(slot, assignment.width, read) {
+                let _ = processor.counters.report(slot, extended);
+            }
+        }
+        return;
+    };
+    let mut raws = [0u64; SLOTS];
+    for (raw, assignment) in raws.iter_mut().zip(session.plan.iter()) {
+        *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+    }
+    let status = msrs.read(status_register);
+    for (slot, (assignment, raw)) in session.plan.iter().zip(raws).enumerate() {
+        if let Some(bit) = assignment.global_bit {
+            let at = Placement { owned: session.owned, bit, width: assignment.width };
+            let read_again = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+            let _ = processor.counters.report_held(slot, at, raw, status, read_again);
+        }
+    }
 }
 
 /// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
@@ -425,7 +469,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
         // A collect is activity for as long as it runs, until collect_done (Schedule::collect_started).
         self.schedule.collect_started(self.platform.now_100ns());
         self.demand(false);
-        self.read_all();
+        self.read_all(Check::OneInTurn);
     }
 
     fn collect_done(&self) {

@@ -292,15 +292,30 @@ fn perf_metrics(metrics: &[u64; 4]) -> u64 {
 /// rdpmc on `vp`: Intel ECX bit 30 selects fixed counter ECX[29:0], else general-purpose counter ECX;
 /// AMD ECX is the core counter number. `None` for a counter the model does not have (#GP on hardware).
 pub(crate) fn read_pmc(vp: u32, ecx: u32) -> Option<u64> {
+    PMC_READS.fetch_add(1, Ordering::Relaxed);
     let kind = pmu().kind;
     let state = lock(vp);
-    let index = (ecx & 0x3FFF_FFFF) as usize;
+    let index = (ecx & 0x1FFF_FFFF) as usize;
     match kind {
+        // ECX bit 29: IA32_PERF_METRICS, where the processor has it (Intel SDM Vol. 2B, RDPMC).
+        PmuKind::Intel { .. } if ecx & (1 << 29) != 0 => (ecx == 1 << 29
+            && decode(kind, IA32_PERF_METRICS).is_some())
+        .then(|| perf_metrics(&state.metrics)),
         PmuKind::Intel { .. } if ecx & (1 << 30) != 0 => state.fixed.get(index).map(|counter| counter.value),
-        PmuKind::Intel { .. } | PmuKind::Amd { .. } => state.gp.get(index).map(|counter| counter.value),
-        PmuKind::None => None,
+        PmuKind::Intel { .. } => state.gp.get(index).map(|counter| counter.value),
+        // AMD: ECX 0-5 read the core counters; higher indexes read other units (AMD APM Vol. 3, RDPMC),
+        // which the double does not model.
+        PmuKind::Amd { .. } if index < 6 => state.gp.get(index).map(|counter| counter.value),
+        PmuKind::Amd { .. } | PmuKind::None => None,
     }
 }
+
+/// rdpmc executed so far (every processor).
+pub fn pmc_reads() -> u64 {
+    PMC_READS.load(Ordering::Relaxed)
+}
+
+static PMC_READS: AtomicU64 = AtomicU64::new(0);
 
 /// wrmsr of a PMU register on `vp`: `None` if `msr` is not one, `Some(Err(why))` if the write would
 /// fault on real hardware.
@@ -549,7 +564,9 @@ fn wait_delivered(vp: u32) {
 /// lets it through. Returns whether it ran the handler.
 fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
     let processor = processor(vp);
-    if kpcr.irql() >= PROFILE_LEVEL {
+    // A maskable interrupt waits while RFLAGS.IF is clear (Intel SDM Vol. 3A, "Masking Maskable
+    // Hardware Interrupts"), and while the IRQL masks PROFILE_LEVEL.
+    if kpcr.irql() >= PROFILE_LEVEL || !kpcr.interrupts_enabled() {
         return false;
     }
     if processor

@@ -58,14 +58,22 @@ fn scenario(model: &'static CpuModel) {
     assert_eq!(after_resume, u64::from(PROCESSORS), "every processor reprogrammed once");
 
     // A foreign tool clears the control of the first general-purpose counter on processor 2 right
-    // after a collect: the next collect sees it and reprograms that processor.
+    // after a collect. A collect checks one programmed register per processor, in turn (one rdmsr),
+    // so one of the next collects, at most one per register the plan programs, sees it and
+    // reprograms that processor.
     let control = pmu::programmed_counters(2)
         .into_iter()
         .find_map(|(counter, _)| control_of(model, counter))
         .expect("a general-purpose counter is programmed");
     pmu::foreign_write(2, control, 0);
-    let _ = totals();
-    assert_eq!(driver_status()[PMU_REPROGRAMS], after_resume + 1, "the foreign write was not repaired");
+    let registers = pmu::programmed_counters(2).len() + 2; // the controls, fixed control, global control
+    let collects = (1..=registers)
+        .find(|_| {
+            let _ = totals();
+            driver_status()[PMU_REPROGRAMS] == after_resume + 1
+        })
+        .unwrap_or_else(|| panic!("the foreign write was not repaired within {registers} collects"));
+    println!("{}: the foreign write was repaired at collect {collects} of at most {registers}", model.name);
     step_and_check(&mut previous, &counted, 3_000, "after a foreign write");
 
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
