@@ -116,14 +116,25 @@ const fn rank(owned: u64, single: u64) -> usize {
     (owned & single.wrapping_sub(1)).count_ones() as usize
 }
 
-/// Where a counter is in this session: its status bit among the session's owned counters, and its width
-/// (CPUID.0AH reports GP and fixed counter widths separately).
+/// Where a counter is in this session: its overflow slot (its status bit's rank among the session's
+/// owned counters, [`OwnedMask::slot_of`], worked out once per session), its status bit, and its
+/// width (CPUID.0AH reports GP and fixed counter widths separately).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
-    pub owned: OwnedMask,
+    pub slot: usize,
     /// IA32_PERF_GLOBAL_STATUS bit: GP counter i = i, fixed counter j = 32 + j.
     pub bit: u8,
     pub width: u8,
+}
+
+impl Placement {
+    /// The placement of the counter with status bit `bit`, if `owned` has it.
+    pub const fn new(owned: OwnedMask, bit: u8, width: u8) -> Option<Placement> {
+        match owned.slot_of(bit) {
+            Some(slot) => Some(Placement { slot, bit, width }),
+            None => None,
+        }
+    }
 }
 
 /// What collectors read: one processor's published values.
@@ -228,7 +239,7 @@ impl ProcessorCounters {
     /// counter read with interrupts held off, and `status`, the global status register read after it;
     /// `read_again` reads the counter again, and is called only when `status` has its bit set (the
     /// protocol of the module comment): base + exact 64-bit value, never below the previous report.
-    /// `None` when `counter` is out of range or `at`'s bit is not owned.
+    /// `None` when `counter` is out of range.
     #[inline(always)]
     pub fn report_held(
         &self,
@@ -238,8 +249,7 @@ impl ProcessorCounters {
         status: u64,
         read_again: impl FnOnce() -> u64,
     ) -> Option<u64> {
-        let slot = at.owned.slot_of(at.bit)?;
-        let overflows = self.overflows[slot & (SLOTS - 1)].load(Ordering::Relaxed);
+        let overflows = self.overflows[at.slot & (SLOTS - 1)].load(Ordering::Relaxed);
         let pending = status & (1u64 << (at.bit & 63)) != 0;
         let raw = if pending { read_again() } else { raw };
         self.report(counter, extend(overflows, raw, pending, at.width))

@@ -16,7 +16,7 @@ fn owned(bits: u64) -> OwnedMask {
 
 /// A 48-bit counter on status bit `bit`.
 fn at(owned: OwnedMask, bit: u8) -> Placement {
-    Placement { owned, bit, width: 48 }
+    Placement::new(owned, bit, 48).expect("an owned bit")
 }
 
 #[test]
@@ -152,7 +152,7 @@ impl<'a> Machine<'a> {
     }
 
     fn placement(&self) -> Placement {
-        Placement { owned: self.owned, bit: self.bit, width: self.width }
+        Placement::new(self.owned, self.bit, self.width).expect("an owned bit")
     }
 
     /// One read of logical counter 0 with interrupts held off: the counter, then the status register
@@ -267,7 +267,7 @@ fn an_unowned_bit_or_counter_out_of_range_reports_nothing() {
     let mask = owned(INTEL_OWNED);
     let never = || -> u64 { panic!("read again without a pending wrap") };
     assert_eq!(counters.report_held(0, at(mask, 0), 500, 0, never), Some(500));
-    assert_eq!(counters.report_held(0, at(mask, 8), 700, 0, never), None, "bit 8 is not owned");
+    assert_eq!(Placement::new(mask, 8, 48), None, "bit 8 is not owned");
     assert_eq!(counters.report_held(SLOTS, at(mask, 0), 700, 0, never), None);
     assert_eq!(counters.report(SLOTS, 1), None);
     assert_eq!(counters.snapshot().values[0], 500);

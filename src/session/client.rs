@@ -49,6 +49,8 @@ struct Session<P: Platform> {
     owned: OwnedMask,
     /// What every read checks is still programmed.
     programming: Programming,
+    /// Each plan slot's placement among the owned counters (`None` where the slot is polled).
+    placements: [Option<Placement>; SLOTS],
     /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
     aperf_mperf: bool,
 }
@@ -201,7 +203,12 @@ impl<P: Platform> PmuClient<P> {
             },
         );
         let programming = Programming::of(model.vendor, &plan);
-        *session = Some(Session { ownership, plan, owned, programming, aperf_mperf: model.aperf_mperf });
+        let mut placements = [None; SLOTS];
+        for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
+            *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
+        }
+        *session =
+            Some(Session { ownership, plan, owned, programming, placements, aperf_mperf: model.aperf_mperf });
         drop(session);
         // Active once a collect can read the session.
         self.status.set_topdown_source(if plan.topdown_metrics() {
@@ -432,9 +439,8 @@ fn read_counters<P: Platform>(
         *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
     }
     let status = msrs.read(status_register);
-    for (slot, (assignment, raw)) in session.plan.iter().zip(raws).enumerate() {
-        if let Some(bit) = assignment.global_bit {
-            let at = Placement { owned: session.owned, bit, width: assignment.width };
+    for (slot, ((assignment, raw), at)) in session.plan.iter().zip(raws).zip(session.placements).enumerate() {
+        if let Some(at) = at {
             let read_again = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
             let _ = processor.counters.report_held(slot, at, raw, status, read_again);
         }
