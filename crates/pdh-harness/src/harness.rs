@@ -269,76 +269,117 @@ fn check_sample(
     checks: &mut ThreadChecks,
     base: &Row,
 ) -> Vec<Row> {
-    let in_stop_window = session.is_none();
-    let mut rows = Vec::new();
-    let mut push =
-        |check: Check, path: &str, instance: &str, value: String, verdict: Verdict, detail: String| {
-            rows.push(Row {
-                check,
-                counter_path: path.to_owned(),
-                instance: instance.to_owned(),
-                value,
-                verdict,
-                detail,
-                ..base.clone()
-            })
-        };
-
+    let mut rows = Rows { rows: Vec::new(), base, in_stop_window: session.is_none() };
     for (call, path, code) in &sample.calls {
-        let verdict = classify_status(*code, in_stop_window);
-        push(Check::PdhCall, path, "", status::name(*code), verdict, (*call).to_owned());
+        let verdict = classify_status(*code, rows.in_stop_window);
+        rows.push(Check::PdhCall, path, "", status::name(*code), verdict, (*call).to_owned());
     }
-
-    let counter_path = |set: usize, counter: usize| {
-        let spec: &CounterSetSpec = &COUNTER_SETS[set];
-        spec.counter_path(spec.counters[counter].name)
-    };
-
     if let Some(session) = session {
-        for (set_index, paths) in &sample.expanded {
-            let spec = &COUNTER_SETS[*set_index];
-            let found: BTreeSet<&str> = paths.iter().map(|p| counter_name_of_path(p)).collect();
-            let expected: BTreeSet<&str> = spec.counters.iter().map(|c| c.name).collect();
-            let (verdict, detail) = if found == expected {
-                (Verdict::Ok, String::new())
-            } else {
-                let missing: Vec<&str> = expected.difference(&found).copied().collect();
-                let extra: Vec<&str> = found.difference(&expected).copied().collect();
-                (Verdict::Violation, format!("missing {missing:?}, unexpected {extra:?}"))
-            };
-            push(Check::Catalogue, &spec.wildcard_path(), "", found.len().to_string(), verdict, detail);
-        }
+        check_catalogue(sample, &mut rows);
+        check_instances(sample, session, active_processors, checks, &mut rows);
+    }
+    check_raw(sample, session, checks, &mut rows);
+    check_formatted(sample, &mut rows);
+    rows.rows
+}
 
-        for (set_index, spec) in COUNTER_SETS.iter().enumerate() {
-            let mut per_counter = Vec::new();
-            let mut findings = Vec::new();
-            for (_, counter_index, items) in sample.raw.iter().filter(|(s, _, _)| *s == set_index) {
-                let names: Vec<String> = items.iter().map(|i| i.instance.clone()).collect();
-                findings.extend(duplicate_names(&names));
-                per_counter
-                    .push((spec.counters[*counter_index].name.to_owned(), names.into_iter().collect()));
-            }
-            let Some((_, first)) = per_counter.first() else { continue };
-            findings.extend(instance_shape(first, spec.multi_instance, active_processors));
-            findings.extend(checks.instances.observe(session, spec.name, &per_counter));
-            let count = first.len().to_string();
-            let path = spec.wildcard_path();
-            if findings.is_empty() {
-                push(Check::Instances, &path, "", count.clone(), Verdict::Ok, String::new());
-            }
-            for finding in findings {
-                push(Check::Instances, &path, "", count.clone(), Verdict::Violation, finding.to_string());
-            }
+/// The rows of one sample, all sharing `base`.
+struct Rows<'b> {
+    rows: Vec<Row>,
+    base: &'b Row,
+    in_stop_window: bool,
+}
+
+impl Rows<'_> {
+    fn push(
+        &mut self,
+        check: Check,
+        path: &str,
+        instance: &str,
+        value: String,
+        verdict: Verdict,
+        detail: String,
+    ) {
+        self.rows.push(Row {
+            check,
+            counter_path: path.to_owned(),
+            instance: instance.to_owned(),
+            value,
+            verdict,
+            detail,
+            ..self.base.clone()
+        })
+    }
+}
+
+fn counter_path(set: usize, counter: usize) -> String {
+    let spec: &CounterSetSpec = &COUNTER_SETS[set];
+    spec.counter_path(spec.counters[counter].name)
+}
+
+/// Every counterset's expanded wildcard lists exactly the catalogue's counters.
+fn check_catalogue(sample: &Sample, rows: &mut Rows<'_>) {
+    for (set_index, paths) in &sample.expanded {
+        let spec = &COUNTER_SETS[*set_index];
+        let found: BTreeSet<&str> = paths.iter().map(|p| counter_name_of_path(p)).collect();
+        let expected: BTreeSet<&str> = spec.counters.iter().map(|c| c.name).collect();
+        let (verdict, detail) = if found == expected {
+            (Verdict::Ok, String::new())
+        } else {
+            let missing: Vec<&str> = expected.difference(&found).copied().collect();
+            let extra: Vec<&str> = found.difference(&expected).copied().collect();
+            (Verdict::Violation, format!("missing {missing:?}, unexpected {extra:?}"))
+        };
+        rows.push(Check::Catalogue, &spec.wildcard_path(), "", found.len().to_string(), verdict, detail);
+    }
+}
+
+/// Instance names: no duplicates, the expected shape, stable within a session.
+fn check_instances(
+    sample: &Sample,
+    session: u64,
+    active_processors: Option<usize>,
+    checks: &mut ThreadChecks,
+    rows: &mut Rows<'_>,
+) {
+    for (set_index, spec) in COUNTER_SETS.iter().enumerate() {
+        let mut per_counter = Vec::new();
+        let mut findings = Vec::new();
+        for (_, counter_index, items) in sample.raw.iter().filter(|(s, _, _)| *s == set_index) {
+            let names: Vec<String> = items.iter().map(|i| i.instance.clone()).collect();
+            findings.extend(duplicate_names(&names));
+            per_counter.push((spec.counters[*counter_index].name.to_owned(), names.into_iter().collect()));
+        }
+        let Some((_, first)) = per_counter.first() else { continue };
+        findings.extend(instance_shape(first, spec.multi_instance, active_processors));
+        findings.extend(checks.instances.observe(session, spec.name, &per_counter));
+        let count = first.len().to_string();
+        let path = spec.wildcard_path();
+        if findings.is_empty() {
+            rows.push(Check::Instances, &path, "", count.clone(), Verdict::Ok, String::new());
+        }
+        for finding in findings {
+            rows.push(Check::Instances, &path, "", count.clone(), Verdict::Violation, finding.to_string());
         }
     }
+}
 
+/// Raw values: a good status, and monotonic totals within a session.
+fn check_raw(sample: &Sample, session: Option<u64>, checks: &mut ThreadChecks, rows: &mut Rows<'_>) {
     for (set_index, counter_index, items) in &sample.raw {
         let path = counter_path(*set_index, *counter_index);
         let monotonic = COUNTER_SETS[*set_index].counters[*counter_index].monotonic;
         for item in items {
-            let ok = classify_status(item.status, in_stop_window);
+            let ok = classify_status(item.status, rows.in_stop_window);
             if ok != Verdict::Ok {
-                push(Check::ItemStatus, &path, &item.instance, status::name(item.status), ok, "raw".into());
+                rows.push(
+                    Check::ItemStatus,
+                    &path,
+                    &item.instance,
+                    status::name(item.status),
+                    ok,
+                    "raw".into(),
+                );
             } else if let (true, Some(session)) = (monotonic, session) {
                 let outcome = checks.monotonic.observe(session, &path, &item.instance, item.value);
                 let detail = match outcome.previous {
@@ -346,39 +387,30 @@ fn check_sample(
                     Some(p) => format!("previous {p}"),
                     None => "first value in this session".into(),
                 };
-                push(
-                    Check::Monotonic,
-                    &path,
-                    &item.instance,
-                    item.value.to_string(),
-                    outcome.verdict,
-                    detail,
-                );
+                let value = item.value.to_string();
+                rows.push(Check::Monotonic, &path, &item.instance, value, outcome.verdict, detail);
             }
         }
     }
+}
 
+/// Formatted values: a good status and a sane value (inside a stop window a rate may span two
+/// sessions, so only stable samples must be sane).
+fn check_formatted(sample: &Sample, rows: &mut Rows<'_>) {
     for (set_index, counter_index, items) in &sample.formatted {
         let path = counter_path(*set_index, *counter_index);
         for item in items {
-            let ok = classify_status(item.status, in_stop_window);
+            let ok = classify_status(item.status, rows.in_stop_window);
             if ok != Verdict::Ok {
-                push(
-                    Check::ItemStatus,
-                    &path,
-                    &item.instance,
-                    status::name(item.status),
-                    ok,
-                    "formatted".into(),
-                );
+                let status = status::name(item.status);
+                rows.push(Check::ItemStatus, &path, &item.instance, status, ok, "formatted".into());
             } else {
-                // Inside a stop window a rate may span two sessions; only stable samples must be sane.
-                let verdict = match (formatted_value_ok(item.value), in_stop_window) {
+                let verdict = match (formatted_value_ok(item.value), rows.in_stop_window) {
                     (true, _) => Verdict::Ok,
                     (false, true) => Verdict::Transient,
                     (false, false) => Verdict::Violation,
                 };
-                push(
+                rows.push(
                     Check::FormattedValue,
                     &path,
                     &item.instance,
@@ -389,7 +421,6 @@ fn check_sample(
             }
         }
     }
-    rows
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use crate::common;
 
 use kernel_double::consumer::pdh::Value;
-use kernel_double::consumer::{self, Counterset, csv, perf_object};
+use kernel_double::consumer::{self, Column, Counterset, Sample, csv, perf_object};
 use kernel_double::cpu::{cpuid, pmu};
 use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
@@ -83,14 +83,54 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     let average = status_columns.iter().position(|c| c.counter == status.index_of(4).unwrap()).unwrap();
     assert!(matches!(values[average], Value::Value(seconds) if seconds > 0.0 && seconds < 1.0), "{values:?}");
 
+    let samples = Samples {
+        first: &first,
+        second: &second,
+        status_first: &status_first,
+        status_second: &status_second,
+    };
+    check_csv(&hardware, &status, &columns, &status_columns, &samples);
+
+    let objects = [
+        perf_object::format_object(&consumer::object_data(&hardware, &second)),
+        perf_object::format_object(&consumer::object_data(&status, &status_second)),
+    ];
+    let mut buffer = perf_object::GuardedBuffer::new(8192);
+    let result = perf_object::collect_into(&mut buffer, &objects);
+    assert_eq!(result.num_object_types, 2);
+    assert_eq!(perf_object::validate_collect(&buffer, &result), []);
+
+    assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
+}
+
+/// Two samples of each counterset.
+struct Samples<'a> {
+    first: &'a Sample,
+    second: &'a Sample,
+    status_first: &'a Sample,
+    status_second: &'a Sample,
+}
+
+/// The typeperf CSV document of both countersets over two samples: its shape, header and first-row
+/// rules.
+fn check_csv(
+    hardware: &Counterset,
+    status: &Counterset,
+    columns: &[Column],
+    status_columns: &[Column],
+    samples: &Samples<'_>,
+) {
+    let Samples { first, second, status_first, status_second } = *samples;
     let host = "HOST";
     let mut paths: Vec<String> =
-        columns.iter().map(|column| consumer::path(host, &hardware, column)).collect();
-    paths.extend(status_columns.iter().map(|column| consumer::path(host, &status, column)));
-    let mut first_values = consumer::values(&hardware, &columns, None, &first);
-    first_values.extend(consumer::values(&status, &status_columns, None, &status_first));
-    let mut second_values = consumer::values(&hardware, &columns, Some(&first), &second);
-    second_values.extend(consumer::values(&status, &status_columns, Some(&status_first), &status_second));
+        columns.iter().map(|column| consumer::path(host, hardware, column)).collect();
+    paths.extend(status_columns.iter().map(|column| consumer::path(host, status, column)));
+    let mut first_values = consumer::values(hardware, columns, None, first);
+    first_values.extend(consumer::values(status, status_columns, None, status_first));
+    let mut second_values = consumer::values(hardware, columns, Some(first), second);
+    second_values.extend(consumer::values(status, status_columns, Some(status_first), status_second));
     let rows = [
         csv::row(&csv::timestamp(first.unix_millis), &first_values),
         csv::row(&csv::timestamp(second.unix_millis), &second_values),
@@ -114,19 +154,6 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     assert!(lines[2].split(',').nth(1) == Some(r#"" ""#), "{}", lines[2]);
     assert!(lines[2].split(',').nth(8).is_some_and(|field| field.ends_with(".000000\"")), "{}", lines[2]);
     assert!(!lines[3].contains(r#"" ""#), "{}", lines[3]);
-
-    let objects = [
-        perf_object::format_object(&consumer::object_data(&hardware, &second)),
-        perf_object::format_object(&consumer::object_data(&status, &status_second)),
-    ];
-    let mut buffer = perf_object::GuardedBuffer::new(8192);
-    let result = perf_object::collect_into(&mut buffer, &objects);
-    assert_eq!(result.num_object_types, 2);
-    assert_eq!(perf_object::validate_collect(&buffer, &result), []);
-
-    assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
 }
 
 /// The counter paths of the README's typeperf example (`typeperf "\Set(Instance)\Counter" ... -sc 5`).
