@@ -185,3 +185,49 @@ fn malformed_parameters_fall_back_and_are_counted() {
     assert!(driver.unload());
     common::assert_clean();
 }
+
+/// A Parameters change applies at the next acquisition, with the driver loaded all along: custom
+/// first, then (after the counters are released for want of readers) default. Totals follow their
+/// events: instructions carry on, custom event 0 is no longer counted, LLC misses start from 0.
+#[test]
+fn a_profile_change_applies_at_the_next_acquisition() {
+    use kernel_double::exports::hal;
+    use std::time::{Duration, Instant};
+    cpuid::set_model(&cpuid::SKYLAKE);
+    registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));
+    registry::set_value(
+        PARAMETERS_KEY,
+        "CustomEvents",
+        REG_MULTI_SZ,
+        registry::multi_sz(&["event=0x0E,umask=1"]),
+    );
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let set = hardware();
+    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    pmu::step(0, 1_000);
+    let custom = consumer::sample(&set).unwrap();
+    assert_eq!(raw(&set, &custom, "0,0", custom_total(0)), pmu::counted(0, pmu::SLOTS_ISSUED));
+    let instructions = raw(&set, &custom, "0,0", 7);
+
+    registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("default"));
+    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let removed = Instant::now();
+    while hal::owner().is_some() {
+        assert!(removed.elapsed() < Duration::from_secs(6), "the counters were never released");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(common::driver_status()[ACTIVE_PROFILE], 2, "nothing changes before the next acquisition");
+
+    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    assert_eq!(common::driver_status()[ACTIVE_PROFILE], 0);
+    let llc_misses = pmu::counted(0, 4);
+    pmu::step(0, 1_000);
+    let default = consumer::sample(&set).unwrap();
+    assert_eq!(raw(&set, &default, "0,0", 7), instructions + pmu::RATES[pmu::INSTRUCTIONS] * 1_000);
+    assert_eq!(raw(&set, &default, "0,0", custom_total(0)), 0, "custom event 0 is no longer counted");
+    assert_eq!(raw(&set, &default, "0,0", 11), pmu::counted(0, 4) - llc_misses, "LLC misses from 0");
+    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
+}
