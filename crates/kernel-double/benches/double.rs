@@ -20,10 +20,10 @@
 #[path = "../tests/scenarios/common/single_step.rs"]
 mod single_step;
 
+use kernel_double::control::{ke, pcw, pool};
 use kernel_double::cpu::msr;
 use kernel_double::cpu::{self, cpuid, pmu, topology};
 use kernel_double::driver::Driver;
-use kernel_double::exports::{ke, pcw, pool};
 use kernel_double::status::STATUS_SUCCESS;
 use single_step::single_stepped;
 use std::hint::black_box;

@@ -1,8 +1,9 @@
 //! A loaded driver: DriverEntry and DriverUnload called the way the I/O manager calls them, with a fake
 //! DRIVER_OBJECT and registry path, at PASSIVE_LEVEL, and INIT discarded once DriverEntry returns.
 
+use crate::control::{dpc, ps};
 use crate::cpu::{self, PASSIVE_LEVEL};
-use crate::exports::{Registry, UnicodeString, dpc, mm, ps};
+use crate::exports::{Registry, UnicodeString, mm};
 use crate::loader::{Image, LoadError};
 use crate::status::NtStatus;
 use crate::violations;

@@ -8,7 +8,10 @@
 //!   against a chosen CPU model and a virtual PMU per processor.
 //! * [`exports`] implements the ntoskrnl and HAL routines the driver imports (and the DPC and thread
 //!   affinity routines a driver of its kind may import), each checking the maximum IRQL it is
-//!   documented for; [`violations`] collects what the checks find.
+//!   documented for; [`violations`] collects what the checks find. Only what the driver imports is
+//!   there: what tests call to steer and inspect the double (fault injection, the other PMU client,
+//!   sleep and resume, registry values, PCW's consumer side, counts of calls and leaks) is in
+//!   [`control`], each export module's `control` child gathered in one place.
 //! * [`kernel_build`] chooses the Windows build presented, which decides what ntoskrnl.exe exports.
 //! * [`driver`] calls DriverEntry and DriverUnload with a fake DRIVER_OBJECT, and [`report`] gathers
 //!   the end-of-run state (leaks, registrations, threads, handles, violations).
@@ -22,6 +25,7 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 pub mod consumer;
+pub mod control;
 pub mod cpu;
 pub mod driver;
 pub mod exports;

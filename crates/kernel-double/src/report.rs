@@ -1,7 +1,7 @@
 //! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
 
+use crate::control::{callback, dpc, hal, pcw, pool, ps, registry};
 use crate::cpu::msr;
-use crate::exports::{callback, dpc, hal, pcw, pool, ps, registry};
 use crate::violations::{self, Violation};
 use std::fmt;
 

@@ -37,10 +37,10 @@ fn main() {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run {
     use kernel_double::consumer::{self, Counterset, Sample, csv, perf_object};
+    use kernel_double::control::pcw;
     use kernel_double::cpu::cpuid::{self, CpuModel};
     use kernel_double::cpu::{pmu, topology};
     use kernel_double::driver::Driver;
-    use kernel_double::exports::pcw;
     use kernel_double::kernel_build;
     use kernel_double::report::Report;
     use kernel_double::status::STATUS_SUCCESS;

@@ -18,8 +18,7 @@ pub mod csv;
 pub mod pdh;
 pub mod perf_object;
 
-use crate::exports::hal;
-use crate::exports::pcw::{self, Descriptor, InstanceRecord, Query};
+use crate::control::pcw::{self, Descriptor, InstanceRecord, Query};
 use counter_manifest::{CounterType, DetailLevel, Instances, Manifest, manifest_string_ids};
 use pdh::{Aggregate, Raw, Value};
 use perf_object::{CounterDefinition, ObjectData, ObjectInstances};
@@ -173,7 +172,7 @@ impl Counterset {
 pub fn performance_counter() -> (i64, i64) {
     let mut frequency = 0i64;
     // SAFETY: the export only writes the frequency through the valid pointer passed.
-    let ticks = unsafe { hal::ke_query_performance_counter(&mut frequency) };
+    let ticks = unsafe { crate::exports::hal::ke_query_performance_counter(&mut frequency) };
     (ticks, frequency)
 }
 

@@ -18,7 +18,7 @@
 //! driver's code is never inside the host's malloc).
 
 use super::{Kpcr, cpuid, current_if_any, msr, pmu};
-use crate::exports::pool;
+use crate::control::pool;
 use crate::{loader, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;

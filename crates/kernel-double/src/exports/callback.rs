@@ -19,6 +19,9 @@ use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// PO_CB_SYSTEM_STATE_LOCK (wdm.h): the system power state is about to change, or has changed back.
 pub const PO_CB_SYSTEM_STATE_LOCK: usize = 3;
 /// OBJ_CASE_INSENSITIVE (wdm.h).
@@ -62,11 +65,6 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     f(STATE.lock().ignore_poison().get_or_insert_with(State::default))
-}
-
-/// Registrations and object references the driver still holds.
-pub fn outstanding() -> usize {
-    with_state(|state| state.references + state.registrations.len())
 }
 
 /// `NTSTATUS ExCreateCallback(PCALLBACK_OBJECT *CallbackObject, POBJECT_ATTRIBUTES ObjectAttributes,
@@ -184,18 +182,9 @@ fn notify(back_in_s0: bool) {
     }
 }
 
-/// A sleep and a resume (S3, or S4 and back): the power callbacks hear that S0 is about to be left,
-/// every processor's PMU comes back with its power-on values ([`pmu::power_on_reset`]), and the
-/// callbacks hear that the system is back in S0. Called by a test, from a thread that is not running
-/// driver code.
-pub fn suspend_resume() {
-    notify(false);
-    pmu::power_on_reset();
-    notify(true);
-}
-
 #[cfg(test)]
 mod tests {
+    use super::control::*;
     use super::*;
 
     fn attributes(name: &UnicodeString, case_insensitive: bool) -> ObjectAttributes {

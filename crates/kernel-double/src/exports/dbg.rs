@@ -6,6 +6,9 @@ use crate::poison::IgnorePoison;
 use std::ffi::CStr;
 use std::sync::Mutex;
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// One DbgPrintEx call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DebugLine {
@@ -15,11 +18,6 @@ pub struct DebugLine {
 }
 
 static LINES: Mutex<Vec<DebugLine>> = Mutex::new(Vec::new());
-
-/// Every line printed so far.
-pub fn lines() -> Vec<DebugLine> {
-    LINES.lock().ignore_poison().clone()
-}
 
 /// Reads a NUL-terminated string from driver memory.
 ///

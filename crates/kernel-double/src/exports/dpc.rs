@@ -22,6 +22,9 @@ use crate::status::*;
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// KDPC (x64, 0x40 bytes): the fields a DPC object has on Windows. The target processor is kept in
 /// Number as its system index + 1 (0: the processor that queues it); the layout is opaque to drivers.
 #[repr(C)]
@@ -106,52 +109,6 @@ fn queues() -> MutexGuard<'static, Option<Queues>> {
 
 fn with_queues<R>(f: impl FnOnce(&mut Queues) -> R) -> R {
     f(queues().get_or_insert_with(Queues::default))
-}
-
-/// The DPC runs so far (the first [`EXECUTIONS_KEPT`]).
-pub fn executions() -> Vec<Execution> {
-    with_queues(|queues| queues.executed.clone())
-}
-
-/// DPC objects queued or running (counted once if both) whose routine lies in `start..start + length`
-/// (an image).
-pub fn pending_in(start: usize, length: usize) -> usize {
-    let inside = |routine: usize| lies_in(routine, start, length);
-    with_queues(|queues| {
-        let mut pending: Vec<usize> = queues
-            .queued
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|&dpc| inside(routine_of(dpc)))
-            .chain(queues.running.iter().filter(|&&(_, routine)| inside(routine)).map(|&(dpc, _)| dpc))
-            .collect();
-        pending.sort_unstable();
-        pending.dedup();
-        pending.len()
-    })
-}
-
-/// Stops running and queueing the DPCs of the image at `start..start + length` (after the driver
-/// unloaded with some pending), dropping those queued and waiting for those running.
-pub fn halt(start: usize, length: usize) {
-    let mut guard = queues();
-    let queues = guard.get_or_insert_with(Queues::default);
-    queues.halted.push((start, length));
-    for queue in &mut queues.queued {
-        queue.retain(|&dpc| !lies_in(routine_of(dpc), start, length));
-    }
-    while guard
-        .as_ref()
-        .is_some_and(|queues| queues.running.iter().any(|&(_, routine)| lies_in(routine, start, length)))
-    {
-        guard = CHANGED.wait(guard).ignore_poison();
-    }
-}
-
-/// DPCs queued or running, in all.
-pub fn outstanding() -> usize {
-    with_queues(|queues| queues.outstanding())
 }
 
 fn check_initialised(call: &super::Call, dpc: *mut Kdpc) -> bool {
@@ -352,6 +309,7 @@ fn drain(processor: u32) {
 
 #[cfg(test)]
 mod tests {
+    use super::control::*;
     use super::*;
     use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
     use std::time::Duration;

@@ -35,6 +35,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 const RESOURCE_TYPE_SINGLE: u32 = 0;
 const RESOURCE_TYPE_RANGE: u32 = 1;
 const RESOURCE_TYPE_EXTENDED_COUNTER_CONFIGURATION: u32 = 2;
@@ -78,60 +81,8 @@ static OWNER: Mutex<Option<Owner>> = Mutex::new(None);
 static ARBITER_BUSY: AtomicBool = AtomicBool::new(false);
 static LIST_REFUSAL: Mutex<ListRefusal> = Mutex::new(ListRefusal::InsufficientResources);
 
-/// Makes the PMU arbiter report another actor (`true`: STATUS_DEVICE_BUSY for every allocation) or
-/// none.
-pub fn set_arbiter_busy(busy: bool) {
-    ARBITER_BUSY.store(busy, Ordering::SeqCst);
-}
-
-/// Chooses how a HAL without resource lists refuses one.
-pub fn set_list_refusal(refusal: ListRefusal) {
-    *LIST_REFUSAL.lock().ignore_poison() = refusal;
-}
-
-/// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
-/// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural
-/// perfmon version 2 or later (CPUID.0AH:EAX[7:0]), whatever counters really exist behind it.
-pub fn takes_resource_lists() -> bool {
-    const GENU: u32 = u32::from_le_bytes(*b"Genu");
-    const INEI: u32 = u32::from_le_bytes(*b"ineI");
-    let vendor = cpuid::cpuid(0, 0);
-    vendor[1] == GENU && vendor[3] == INEI && cpuid::cpuid(0xA, 0)[0] & 0xff >= 2
-}
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
-
-/// HalAllocateHardwareCounters calls made so far (valid or not): the sequence numbers
-/// [`fail_allocation`] takes.
-pub fn allocation_calls() -> u64 {
-    ALLOCATIONS.calls()
-}
-
-/// Makes HalAllocateHardwareCounters call number `index` (0-based, see [`allocation_calls`]) fail with
-/// `status` and a NULL handle. Several calls may be set to fail; each failure is used once.
-pub fn fail_allocation(index: u64, status: i32) {
-    ALLOCATIONS.fail(index, status);
-}
-
-/// Forgets the HalAllocateHardwareCounters failures not yet injected.
-pub fn clear_allocation_failures() {
-    ALLOCATIONS.clear();
-}
-
-/// The current owner.
-pub fn owner() -> Option<Owner> {
-    *OWNER.lock().ignore_poison()
-}
-
-/// Makes another client own the counters (`true`) or releases them (`false`).
-pub fn set_other_client_owns(owns: bool) {
-    let mut owner = OWNER.lock().ignore_poison();
-    match (owns, *owner) {
-        (true, None) => *owner = Some(Owner::OtherClient),
-        (false, Some(Owner::OtherClient)) => *owner = None,
-        (_, current) => panic!("cannot change ownership from {current:?}"),
-    }
-}
 
 /// Validates a resource list; returns the overflow handler it names, or the status to fail with.
 ///
@@ -284,8 +235,19 @@ pub unsafe extern "win64" fn ke_query_performance_counter(frequency: *mut i64) -
     (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64 + PERFORMANCE_FREQUENCY
 }
 
+/// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
+/// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural
+/// perfmon version 2 or later (CPUID.0AH:EAX[7:0]), whatever counters really exist behind it.
+pub fn takes_resource_lists() -> bool {
+    const GENU: u32 = u32::from_le_bytes(*b"Genu");
+    const INEI: u32 = u32::from_le_bytes(*b"ineI");
+    let vendor = cpuid::cpuid(0, 0);
+    vendor[1] == GENU && vendor[3] == INEI && cpuid::cpuid(0xA, 0)[0] & 0xff >= 2
+}
+
 #[cfg(test)]
 mod tests {
+    use super::control::*;
     use super::*;
 
     /// A resource list with room for 4 descriptors.

@@ -11,6 +11,9 @@ use crate::status::*;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// DISPATCHER_HEADER's leading fields (x64): Type at 0, SignalState at 4; 0x18 bytes in all.
 #[repr(C)]
 pub struct DispatcherHeader {
@@ -123,11 +126,6 @@ pub unsafe extern "win64" fn ke_clear_event(event: *mut DispatcherHeader) {
 /// Waits with a non-zero timeout that expired: how often a driver thread woke up on a timer.
 static TIMED_OUT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Waits with a non-zero timeout that expired, so far (a driver that sleeps until woken adds none).
-pub fn timed_out_waits() -> u64 {
-    TIMED_OUT_WAITS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// 100 ns units since 1601-01-01, the kernel's system time.
 fn system_time() -> i64 {
     let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -230,18 +228,6 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
 
 static IPI_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static TRACE_WORKERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Runs every broadcast worker with the trap flag (EFLAGS.TF) set, so that a test's SIGTRAP handler sees
-/// each of the worker's instructions without single-stepping the rest of the double
-/// (tests/scenarios/common/single_step.rs). The test must have a SIGTRAP handler installed.
-pub fn trace_broadcast_workers(on: bool) {
-    TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// KeIpiGenericCall calls so far.
-pub fn ipi_calls() -> u64 {
-    IPI_CALLS.load(std::sync::atomic::Ordering::Relaxed)
-}
 
 /// `ULONG_PTR KeIpiGenericCall(PKIPI_BROADCAST_WORKER BroadcastFunction, ULONG_PTR Context)`: IRQL <=
 /// DISPATCH_LEVEL. Runs the worker on every virtual processor at IPI_LEVEL, one after the other on the

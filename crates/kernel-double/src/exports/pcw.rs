@@ -21,6 +21,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 pub const PCW_VERSION_1: u32 = 0x100;
 pub const PCW_VERSION_2: u32 = 0x200;
 pub const PCW_ANY_INSTANCE_ID: u32 = 0xFFFF_FFFF;
@@ -119,40 +122,8 @@ static TABLES: Mutex<Option<Tables>> = Mutex::new(None);
 static REGISTER_FAULTS: FaultPlan = FaultPlan::new();
 static CREATE_INSTANCE_FAULTS: FaultPlan = FaultPlan::new();
 
-/// PcwRegister calls made so far: the sequence numbers [`fail_register`] takes.
-pub fn register_calls() -> u64 {
-    REGISTER_FAULTS.calls()
-}
-
-/// Makes PcwRegister call number `index` (0-based, see [`register_calls`]) fail with `status`.
-pub fn fail_register(index: u64, status: i32) {
-    REGISTER_FAULTS.fail(index, status);
-}
-
-/// PcwCreateInstance calls made so far: the sequence numbers [`fail_create_instance`] takes.
-pub fn create_instance_calls() -> u64 {
-    CREATE_INSTANCE_FAULTS.calls()
-}
-
-/// Makes PcwCreateInstance call number `index` (0-based, see [`create_instance_calls`]) fail with
-/// `status`.
-pub fn fail_create_instance(index: u64, status: i32) {
-    CREATE_INSTANCE_FAULTS.fail(index, status);
-}
-
-/// Forgets the PcwRegister and PcwCreateInstance failures not yet injected.
-pub fn clear_failures() {
-    REGISTER_FAULTS.clear();
-    CREATE_INSTANCE_FAULTS.clear();
-}
 /// The IRQL callbacks run at: PASSIVE_LEVEL as perflib does, or higher to provoke IRQL checks.
 static CALLBACK_IRQL: AtomicU8 = AtomicU8::new(PASSIVE_LEVEL);
-
-/// Runs later callbacks at `irql` (PASSIVE_LEVEL, as perflib, by default; a test may raise it to show
-/// that the exports' IRQL checks catch the driver's calls).
-pub fn set_callback_irql(irql: u8) {
-    CALLBACK_IRQL.store(irql, Ordering::SeqCst);
-}
 
 fn with_tables<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
     f(TABLES.lock().ignore_poison().get_or_insert_with(Tables::default))
@@ -175,24 +146,6 @@ pub struct CountersetInfo {
     pub has_callback: bool,
     /// Instances made with PcwCreateInstance and not closed.
     pub created_instances: usize,
-}
-
-/// Every registered counterset, by name.
-pub fn registrations() -> Vec<CountersetInfo> {
-    let mut list: Vec<_> = with_tables(|tables| {
-        tables
-            .registrations
-            .iter()
-            .map(|(&handle, registration)| CountersetInfo {
-                name: registration.name.clone(),
-                counter_count: registration.descriptors.len(),
-                has_callback: registration.callback != 0,
-                created_instances: tables.instances.values().filter(|i| i.registration == handle).count(),
-            })
-            .collect()
-    });
-    list.sort_by(|a, b| a.name.cmp(&b.name));
-    list
 }
 
 /// Validates data blocks against the descriptors.
@@ -579,32 +532,6 @@ fn notify(counterset: &str, kind: u32, counter_mask: u64) -> Option<i32> {
         cancel_event: 0,
     };
     invoke(&registration, kind, &mut info)
-}
-
-/// The descriptors `counterset` registered, in registration order (the order of
-/// [`InstanceRecord::values`]); a consumer maps counter ids and CounterMask bits through them.
-pub fn descriptors(counterset: &str) -> Option<Vec<Descriptor>> {
-    find(counterset).map(|(_, registration)| registration.descriptors.clone())
-}
-
-/// PcwCallbackAddCounter: a query starts using the counters in `counter_mask`.
-pub fn add_counter(counterset: &str, counter_mask: u64) -> Option<i32> {
-    notify(counterset, CALLBACK_ADD_COUNTER, counter_mask)
-}
-
-/// PcwCallbackRemoveCounter: a query stops using the counters in `counter_mask`.
-pub fn remove_counter(counterset: &str, counter_mask: u64) -> Option<i32> {
-    notify(counterset, CALLBACK_REMOVE_COUNTER, counter_mask)
-}
-
-/// PcwCallbackEnumerateInstances: the instances' names and ids (data optional).
-pub fn enumerate(counterset: &str, query: &Query) -> Option<(i32, Vec<InstanceRecord>)> {
-    request(counterset, query, CALLBACK_ENUMERATE_INSTANCES)
-}
-
-/// PcwCallbackCollectData (or, for a counterset without callback, its created instances' data).
-pub fn collect(counterset: &str, query: &Query) -> Option<(i32, Vec<InstanceRecord>)> {
-    request(counterset, query, CALLBACK_COLLECT_DATA)
 }
 
 fn request(counterset: &str, query: &Query, kind: u32) -> Option<(i32, Vec<InstanceRecord>)> {

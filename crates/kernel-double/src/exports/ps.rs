@@ -19,6 +19,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// A thread object: a dispatcher header first, so waits see it as one.
 #[repr(C)]
 struct ThreadObject {
@@ -61,53 +64,10 @@ static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 static CREATE_FAULTS: FaultPlan = FaultPlan::new();
 
-/// PsCreateSystemThread calls made so far: the sequence numbers [`fail_create_system_thread`] takes.
-pub fn create_system_thread_calls() -> u64 {
-    CREATE_FAULTS.calls()
-}
-
-/// Makes PsCreateSystemThread call number `index` (0-based, see [`create_system_thread_calls`]) fail
-/// with `status` (STATUS_INSUFFICIENT_RESOURCES is what the kernel returns when it cannot create a
-/// thread), creating no thread and no handle.
-pub fn fail_create_system_thread(index: u64, status: i32) {
-    CREATE_FAULTS.fail(index, status);
-}
-
-/// Forgets the PsCreateSystemThread failures not yet injected.
-pub fn clear_create_system_thread_failures() {
-    CREATE_FAULTS.clear();
-}
-
 static REFERENCE_FAULTS: FaultPlan = FaultPlan::new();
-
-/// ObReferenceObjectByHandle calls made so far: the sequence numbers [`fail_reference`] takes.
-pub fn reference_calls() -> u64 {
-    REFERENCE_FAULTS.calls()
-}
-
-/// Makes ObReferenceObjectByHandle call number `index` (0-based, see [`reference_calls`]) fail with
-/// `status`, taking no reference.
-pub fn fail_reference(index: u64, status: i32) {
-    REFERENCE_FAULTS.fail(index, status);
-}
 
 fn with_objects<R>(f: impl FnOnce(&mut Objects) -> R) -> R {
     f(OBJECTS.lock().ignore_poison().get_or_insert_with(Objects::default))
-}
-
-/// System threads started and not yet ended.
-pub fn live_system_threads() -> usize {
-    LIVE_THREADS.load(Ordering::SeqCst)
-}
-
-/// Open kernel handles.
-pub fn open_handles() -> usize {
-    with_objects(|objects| objects.handles.len())
-}
-
-/// Objects still referenced.
-pub fn live_objects() -> usize {
-    with_objects(|objects| objects.references.len())
 }
 
 /// Drops one reference to `object`, freeing it with the last.

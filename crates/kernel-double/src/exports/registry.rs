@@ -24,6 +24,9 @@ use crate::status::*;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
+pub mod control;
+
 /// The driver's service key, as the double's DriverEntry passes it.
 pub const SERVICE_KEY: &str = "\\REGISTRY\\MACHINE\\SYSTEM\\CurrentControlSet\\Services\\pmupcw";
 /// Its Parameters subkey.
@@ -58,39 +61,6 @@ fn with_tree<R>(f: impl FnOnce(&mut Tree) -> R) -> R {
         tree
     });
     f(tree)
-}
-
-/// Sets value `name` of key `key` (created if missing) to `data` of registry type `kind`.
-pub fn set_value(key: &str, name: &str, kind: u32, data: Vec<u8>) {
-    with_tree(|tree| {
-        tree.keys.entry(key.to_lowercase()).or_default().insert(name.to_lowercase(), (kind, data))
-    });
-}
-
-/// Deletes value `name` of `key`, if present.
-pub fn delete_value(key: &str, name: &str) {
-    with_tree(|tree| {
-        if let Some(values) = tree.keys.get_mut(&key.to_lowercase()) {
-            values.remove(&name.to_lowercase());
-        }
-    });
-}
-
-/// A REG_SZ's data: UTF-16LE with a terminator.
-pub fn sz(text: &str) -> Vec<u8> {
-    text.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect()
-}
-
-/// A REG_MULTI_SZ's data: each string terminated, then an empty string.
-pub fn multi_sz(strings: &[&str]) -> Vec<u8> {
-    let mut units: Vec<u16> = strings.iter().flat_map(|s| s.encode_utf16().chain([0])).collect();
-    units.push(0);
-    units.into_iter().flat_map(u16::to_le_bytes).collect()
-}
-
-/// Key handles open now.
-pub fn open_handles() -> usize {
-    with_tree(|tree| tree.handles.len())
 }
 
 /// Closes `handle` if it is a key handle (ZwClose's registry half). Whether it was one.

@@ -6,7 +6,6 @@ use crate::common;
 
 use common::death::{is_child, run_child};
 use kernel_double::cpu;
-use kernel_double::exports::dbg;
 
 const TEST: &str = concat!(module_path!(), "::", "bug_check_aborts_with_code_and_panic_location");
 
@@ -18,7 +17,9 @@ fn bug_check_aborts_with_code_and_panic_location() {
         let code = u32::from_be_bytes(*b"PMUP");
         // SAFETY: the parameters pmupcw's panic handler passes: the file name's address and length,
         // line and column.
-        unsafe { dbg::ke_bug_check_ex(code, file.as_ptr() as usize, file.len(), 123, 45) };
+        unsafe {
+            kernel_double::exports::dbg::ke_bug_check_ex(code, file.as_ptr() as usize, file.len(), 123, 45)
+        };
     }
     let (_, stderr) = run_child(TEST);
     assert!(stderr.contains("kernel-double: BUG CHECK 0x504d5550"), "{stderr}");

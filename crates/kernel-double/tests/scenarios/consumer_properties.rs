@@ -14,8 +14,8 @@
 use crate::common;
 
 use kernel_double::consumer::{self, Counterset};
+use kernel_double::control::pcw::{self, InstanceRecord, PCW_ANY_INSTANCE_ID, Query};
 use kernel_double::cpu::{cpuid, pmu, topology};
-use kernel_double::exports::pcw::{self, InstanceRecord, PCW_ANY_INSTANCE_ID, Query};
 use kernel_double::status::STATUS_SUCCESS;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

@@ -19,8 +19,8 @@ use crate::common;
 
 use kernel_double::consumer::pdh::{PDH_CALC_NEGATIVE_DENOMINATOR, Value};
 use kernel_double::consumer::{self, Column, Counterset, TOTAL};
+use kernel_double::control::pcw;
 use kernel_double::cpu::{cpuid, pmu};
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 
 const PROCESSORS: u32 = 4;

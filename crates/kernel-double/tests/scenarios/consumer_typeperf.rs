@@ -9,8 +9,8 @@ use crate::common;
 
 use kernel_double::consumer::pdh::Value;
 use kernel_double::consumer::{self, Column, Counterset, Sample, csv, perf_object};
+use kernel_double::control::pcw;
 use kernel_double::cpu::{cpuid, pmu};
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 
 #[test]

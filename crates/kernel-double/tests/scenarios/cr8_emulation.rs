@@ -12,7 +12,6 @@ use crate::common;
 use common::machine_code::function;
 
 use kernel_double::cpu::{self, cpuid, msr};
-use kernel_double::exports::hal;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 
@@ -57,7 +56,9 @@ fn privileged_instructions_fault_and_are_emulated() {
     // Owned through the HAL, the same write is clean, and MSRs are per virtual processor.
     let mut handle = 0usize;
     // SAFETY: whole-PMU allocation (no affinity, no list) with a valid handle output.
-    let status = unsafe { hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle) };
+    let status = unsafe {
+        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
+    };
     assert_eq!(status, STATUS_SUCCESS);
     wrmsr(0x186, 0x43_003C);
     kpcr.set_processor(2);
@@ -65,7 +66,7 @@ fn privileged_instructions_fault_and_are_emulated() {
     kpcr.set_processor(1);
     assert_eq!(rdmsr(0x186, 0), 0x43_003C);
     // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
     let writes = msr::writes();
     assert_eq!(
         writes.iter().map(|w| (w.processor, w.msr, w.pmu_owned)).collect::<Vec<_>>(),

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use kernel_double::exports::{dbg, pcw, ps};
+use kernel_double::control::{dbg, pcw, ps};
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 

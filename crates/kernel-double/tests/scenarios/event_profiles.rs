@@ -6,9 +6,9 @@ use crate::common;
 
 use kernel_double::consumer::pdh::Value;
 use kernel_double::consumer::{self, Column, Counterset, Sample, TOTAL};
+use kernel_double::control::pcw;
+use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_MULTI_SZ, REG_SZ};
 use kernel_double::cpu::{cpuid, pmu, topology};
-use kernel_double::exports::pcw;
-use kernel_double::exports::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_MULTI_SZ, REG_SZ};
 use kernel_double::status::STATUS_SUCCESS;
 
 const TOPDOWN_PERCENTS: [u32; 4] = [21, 23, 25, 27];
@@ -191,7 +191,7 @@ fn malformed_parameters_fall_back_and_are_counted() {
 /// events: instructions carry on, custom event 0 is no longer counted, LLC misses start from 0.
 #[test]
 fn a_profile_change_applies_at_the_next_acquisition() {
-    use kernel_double::exports::hal;
+    use kernel_double::control::hal;
     use std::time::{Duration, Instant};
     cpuid::set_model(&cpuid::SKYLAKE);
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));

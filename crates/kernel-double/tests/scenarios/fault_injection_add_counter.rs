@@ -18,8 +18,8 @@ use crate::common;
 
 use common::cpu_models::{ACTIVE, IDLE};
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::{
     NtStatus, STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
     STATUS_NOT_SUPPORTED, STATUS_SUCCESS,

@@ -9,8 +9,8 @@
 
 use crate::common;
 
+use kernel_double::control::{hal, pcw, ps};
 use kernel_double::cpu::{cpuid, msr};
-use kernel_double::exports::{hal, pcw, ps};
 use kernel_double::report::Report;
 use kernel_double::status::{
     NtStatus, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER_2,

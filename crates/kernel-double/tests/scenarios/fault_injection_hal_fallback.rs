@@ -9,8 +9,8 @@ use crate::common;
 
 use common::cpu_models::{ACTIVE, IDLE};
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::{NtStatus, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 
 const PROCESSORS: u32 = 4;

@@ -6,8 +6,8 @@
 
 use crate::common;
 
+use kernel_double::control::{pcw, pool, ps};
 use kernel_double::cpu::cpuid;
-use kernel_double::exports::{pcw, pool, ps};
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_INVALID_HANDLE;
 

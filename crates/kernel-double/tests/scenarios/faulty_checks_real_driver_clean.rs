@@ -7,8 +7,8 @@
 use crate::common;
 
 use common::*;
+use kernel_double::control::{pcw, pool};
 use kernel_double::cpu::{cpuid, pmu};
-use kernel_double::exports::{pcw, pool};
 use kernel_double::status::STATUS_SUCCESS;
 
 #[test]

@@ -6,7 +6,7 @@
 use crate::faulty_support;
 
 use faulty_support::*;
-use kernel_double::exports::dpc;
+use kernel_double::control::dpc;
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 use std::time::{Duration, Instant};

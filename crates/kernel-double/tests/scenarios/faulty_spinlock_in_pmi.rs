@@ -8,8 +8,8 @@
 use crate::faulty_support;
 
 use faulty_support::*;
+use kernel_double::control::hal;
 use kernel_double::cpu::{cpuid, pmu};
-use kernel_double::exports::hal;
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;

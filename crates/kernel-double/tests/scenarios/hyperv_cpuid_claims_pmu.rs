@@ -16,9 +16,9 @@ use crate::common;
 
 use common::cpu_models::ACTIVE;
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel, PmuKind};
 use kernel_double::cpu::{msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;

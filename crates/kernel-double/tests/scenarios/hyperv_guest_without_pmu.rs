@@ -9,8 +9,8 @@ use crate::common;
 
 use common::cpu_models::UNSUPPORTED_HYPERVISOR;
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 
 #[test]

@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::*;
+use kernel_double::control::{hal, ke, pcw};
 use kernel_double::cpu::cpuid;
-use kernel_double::exports::{hal, ke, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@
 
 use crate::common;
 
+use kernel_double::control::pcw;
 use kernel_double::cpu::{APC_LEVEL, DISPATCH_LEVEL, PASSIVE_LEVEL};
-use kernel_double::exports::pcw;
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;

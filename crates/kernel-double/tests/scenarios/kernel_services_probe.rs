@@ -7,8 +7,8 @@
 use crate::faulty_support;
 
 use faulty_support::*;
+use kernel_double::control::{dbg, dpc};
 use kernel_double::cpu::{DISPATCH_LEVEL, topology};
-use kernel_double::exports::{dbg, dpc};
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 

@@ -7,8 +7,8 @@ use crate::common;
 
 use common::cpu_models::{ACTIVE, IDLE};
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,9 @@
 
 use crate::common;
 
+use kernel_double::control::{pcw, pool};
 use kernel_double::driver::Driver;
-use kernel_double::exports::{Registry, pcw, pool};
+use kernel_double::exports::Registry;
 use kernel_double::status::STATUS_SUCCESS;
 
 #[test]

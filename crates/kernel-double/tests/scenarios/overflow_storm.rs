@@ -16,8 +16,8 @@
 use crate::common;
 
 use common::*;
+use kernel_double::control::pcw;
 use kernel_double::cpu::{self, cpuid, pmu, topology};
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

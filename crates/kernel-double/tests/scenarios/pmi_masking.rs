@@ -6,7 +6,6 @@
 //! double clears that bit afterwards.
 
 use kernel_double::cpu::{self, cpuid, pmu};
-use kernel_double::exports::{hal, ke};
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 use std::sync::Mutex;
@@ -102,11 +101,17 @@ fn a_pmi_waits_for_the_irql_to_drop_below_profile_level() {
     };
     let mut handle = 0usize;
     // SAFETY: a valid PHYSICAL_COUNTER_RESOURCE_LIST (counter 0 and an overflow handler) and output.
-    let status =
-        unsafe { hal::hal_allocate_hardware_counters(0, 0, (&list as *const List).cast(), &mut handle) };
+    let status = unsafe {
+        kernel_double::exports::hal::hal_allocate_hardware_counters(
+            0,
+            0,
+            (&list as *const List).cast(),
+            &mut handle,
+        )
+    };
     assert_eq!(status, STATUS_SUCCESS);
     // SAFETY: a broadcast worker with the documented signature.
-    unsafe { ke::ke_ipi_generic_call(program as *const () as usize, 0) };
+    unsafe { kernel_double::exports::ke::ke_ipi_generic_call(program as *const () as usize, 0) };
 
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -118,7 +123,7 @@ fn a_pmi_waits_for_the_irql_to_drop_below_profile_level() {
             pmu::step(PROCESSOR, 1);
         });
         // SAFETY: as above.
-        unsafe { ke::ke_ipi_generic_call(worker as *const () as usize, 0) };
+        unsafe { kernel_double::exports::ke::ke_ipi_generic_call(worker as *const () as usize, 0) };
     });
 
     let (held, taken, status, raw) = SEEN.lock().unwrap().expect("the worker ran on processor 2");
@@ -133,6 +138,6 @@ fn a_pmi_waits_for_the_irql_to_drop_below_profile_level() {
     cpu::current().set_processor(0);
 
     // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
     assert_eq!(violations::all(), []);
 }

@@ -6,8 +6,8 @@ use crate::common;
 
 use common::cpu_models::{ACTIVE, IDLE};
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 
 /// PMU State "busy" (src/pcw/driver_status.rs).

@@ -6,5 +6,5 @@ use crate::common;
 #[test]
 fn every_allocation_failure_in_driver_entry_fails_cleanly() {
     common::pool_faults::every_allocation_failure_in_driver_entry_fails_cleanly();
-    assert_eq!(kernel_double::exports::pool::allocation_count_by("ExAllocatePoolWithTag"), 0);
+    assert_eq!(kernel_double::control::pool::allocation_count_by("ExAllocatePoolWithTag"), 0);
 }

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use kernel_double::exports::pool;
+use kernel_double::control::pool;
 use kernel_double::kernel_build::{self, WINDOWS_10_1903};
 
 #[test]

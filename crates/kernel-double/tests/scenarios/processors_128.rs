@@ -8,8 +8,8 @@ use crate::common;
 
 use common::cpu_models::ACTIVE;
 use common::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, msr, pmu, topology};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 
 const PROCESSORS: u32 = 128;

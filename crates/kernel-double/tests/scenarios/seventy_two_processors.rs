@@ -3,8 +3,8 @@
 
 use crate::common;
 
+use kernel_double::control::pcw;
 use kernel_double::cpu::topology;
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 
 #[test]

@@ -9,9 +9,9 @@
 use crate::common;
 
 use common::*;
+use kernel_double::control::{callback, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel};
 use kernel_double::cpu::pmu;
-use kernel_double::exports::{callback, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 
 const PROCESSORS: u32 = 4;

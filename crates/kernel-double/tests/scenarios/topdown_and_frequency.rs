@@ -10,8 +10,8 @@ use crate::common;
 
 use kernel_double::consumer::pdh::Value;
 use kernel_double::consumer::{self, Column, Counterset, Sample, TOTAL};
+use kernel_double::control::pcw;
 use kernel_double::cpu::{cpuid, frequency, pmu, topology};
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 
 /// Manifest ids: the four top-down percentages, the slot totals (all slots, then the four

@@ -10,7 +10,6 @@ use crate::common;
 
 use common::machine_code::function;
 use kernel_double::cpu::{self, cpuid, pmu};
-use kernel_double::exports::hal;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 
@@ -35,7 +34,9 @@ fn intel_architectural_semantics() {
     let wrmsr = function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3]);
     let mut handle = 0usize;
     // SAFETY: whole-PMU allocation (no affinity, no list, so no overflow handler) with a valid output.
-    let status = unsafe { hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle) };
+    let status = unsafe {
+        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
+    };
     assert_eq!(status, STATUS_SUCCESS);
 
     // Legacy writes sign-extend from bit 31 to the 48-bit width; the full-width alias does not.
@@ -91,7 +92,7 @@ fn intel_architectural_semantics() {
     cpu::current().set_processor(0);
 
     // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
     wrmsr(IA32_PERF_GLOBAL_CTRL, 0);
     let found = violations::take();
     assert_eq!(found.len(), 1, "{found:?}");

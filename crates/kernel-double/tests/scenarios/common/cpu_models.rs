@@ -5,9 +5,9 @@
 //! models), then unload clean.
 
 use super::*;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel};
 use kernel_double::cpu::{msr, pmu};
-use kernel_double::exports::{hal, pcw};
 use kernel_double::status::STATUS_SUCCESS;
 
 /// PMU State values (src/pcw/driver_status.rs).

@@ -4,8 +4,8 @@
 //! found with MmGetSystemRoutineAddress, from Windows 10 2004 on; ExAllocatePoolWithTag before.
 
 use super::cpu_models;
+use kernel_double::control::pool;
 use kernel_double::cpu::cpuid;
-use kernel_double::exports::pool;
 use kernel_double::kernel_build::{self, WINDOWS_10_2004};
 
 pub fn run(build: u32) {

@@ -63,7 +63,7 @@ pub const OVERFLOW_INTERRUPTS: usize = 20;
 /// The driver's status counterset values: PMU State, Counters Owned, Overflow Interrupts, ...
 pub fn driver_status() -> Vec<u64> {
     let (status, instances) =
-        kernel_double::exports::pcw::collect(DRIVER_STATUS, &kernel_double::exports::pcw::Query::default())
+        kernel_double::control::pcw::collect(DRIVER_STATUS, &kernel_double::control::pcw::Query::default())
             .expect("the status counterset is registered");
     assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
     assert_eq!(instances.len(), 1, "{instances:?}");
@@ -73,14 +73,14 @@ pub fn driver_status() -> Vec<u64> {
 /// One collect of every Hardware Counters instance: per processor (by instance order), the seven totals
 /// and the overflow interrupt count.
 pub fn collect_totals() -> Vec<([u64; 7], u64)> {
-    let (status, instances) = kernel_double::exports::pcw::collect(
+    let (status, instances) = kernel_double::control::pcw::collect(
         HARDWARE_COUNTERS,
-        &kernel_double::exports::pcw::Query::default(),
+        &kernel_double::control::pcw::Query::default(),
     )
     .expect("registered");
     assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
     // Values come in descriptor order; find the counters by their manifest ids.
-    let descriptors = kernel_double::exports::pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
+    let descriptors = kernel_double::control::pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
     let position = |id: usize| {
         descriptors
             .iter()

@@ -10,9 +10,9 @@
 
 use super::single_step::{install, workers_stepped_with_hook};
 use super::*;
+use kernel_double::control::pcw;
 use kernel_double::cpu::cpuid::{self, CpuModel};
 use kernel_double::cpu::{self, pmu, topology};
-use kernel_double::exports::pcw;
 use kernel_double::status::STATUS_SUCCESS;
 use std::sync::atomic::{AtomicBool, Ordering};
 

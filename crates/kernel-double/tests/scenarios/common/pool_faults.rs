@@ -4,7 +4,7 @@
 //! clean. Each attempt loads a fresh copy of the image, as a new load of the driver would.
 
 use super::*;
-use kernel_double::exports::{pcw, pool, ps};
+use kernel_double::control::{pcw, pool, ps};
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;

@@ -72,9 +72,9 @@ fn arm(hook: Option<(u64, fn())>) {
 /// instructions and the one after each are not among them).
 pub fn workers_stepped_with_hook(f: impl FnOnce(), hook: Option<(u64, fn())>) -> u64 {
     arm(hook);
-    kernel_double::exports::ke::trace_broadcast_workers(true);
+    kernel_double::control::ke::trace_broadcast_workers(true);
     f();
-    kernel_double::exports::ke::trace_broadcast_workers(false);
+    kernel_double::control::ke::trace_broadcast_workers(false);
     HOOK.store(0, Ordering::SeqCst);
     IN_IMAGE.load(Ordering::SeqCst)
 }

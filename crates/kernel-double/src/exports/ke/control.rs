@@ -1,0 +1,21 @@
+//! Test control of the fake ke exports: what tests and tools call to steer and inspect them.
+//! A child of the exports module, so it reaches its state; the driver calls none of it.
+
+use super::*;
+
+/// Waits with a non-zero timeout that expired, so far (a driver that sleeps until woken adds none).
+pub fn timed_out_waits() -> u64 {
+    TIMED_OUT_WAITS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs every broadcast worker with the trap flag (EFLAGS.TF) set, so that a test's SIGTRAP handler sees
+/// each of the worker's instructions without single-stepping the rest of the double
+/// (tests/scenarios/common/single_step.rs). The test must have a SIGTRAP handler installed.
+pub fn trace_broadcast_workers(on: bool) {
+    TRACE_WORKERS.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// KeIpiGenericCall calls so far.
+pub fn ipi_calls() -> u64 {
+    IPI_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+}
