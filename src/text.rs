@@ -27,16 +27,19 @@ impl<const N: usize> FixedCString<N> {
     }
 
     /// True when something written did not fit; the text then ends in `...`.
+    #[cfg(test)]
     pub fn is_truncated(&self) -> bool {
         self.truncated
     }
 
     /// The text without its terminator.
+    #[cfg(test)]
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
 
     /// The text as UTF-8. Writes store whole characters only, so this never fails in practice.
+    #[cfg(test)]
     pub fn as_str(&self) -> &str {
         core::str::from_utf8(self.as_bytes()).unwrap_or("<invalid UTF-8>")
     }

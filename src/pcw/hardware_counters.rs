@@ -52,6 +52,7 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> HardwareCoun
         HardwareCounters { processors, source, status, active_queries: AtomicU32::new(0), upcase, clock }
     }
 
+    #[cfg(test)]
     pub fn active_queries(&self) -> u32 {
         self.active_queries.load(Ordering::Acquire)
     }

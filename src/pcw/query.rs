@@ -21,6 +21,7 @@ pub struct Query<'a> {
 
 impl Query<'_> {
     /// A query for everything: every counter of every instance.
+    #[cfg(test)]
     pub const ALL: Query<'static> =
         Query { counter_mask: u64::MAX, instance_mask: None, instance_id: ANY_INSTANCE_ID };
 

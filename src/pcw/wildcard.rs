@@ -15,7 +15,7 @@
 //! - it never panics: every index is checked with `get`.
 //!
 //! Case folding is a parameter: the driver passes the kernel's `RtlUpcaseUnicodeChar`, so names compare
-//! the way the rest of Windows compares them; [`ascii_upcase`] is a ready default, and the host tests
+//! the way the rest of Windows compares them; `ascii_upcase` (in the tests) is a ready default, and the host tests
 //! pass a Unicode-aware reference.
 
 /// Matches any run of characters, the empty run included.
@@ -36,6 +36,7 @@ pub const fn code_units_from_byte_length(byte_len: u16) -> usize {
 ///
 /// Enough for this driver's own instance names ("0,5", "_Total"); the kernel build passes
 /// `RtlUpcaseUnicodeChar` instead so that non-ASCII masks compare as elsewhere in Windows.
+#[cfg(test)]
 pub const fn ascii_upcase(unit: u16) -> u16 {
     if matches!(unit, 0x61..=0x7A) { unit - 0x20 } else { unit }
 }

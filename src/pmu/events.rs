@@ -67,8 +67,6 @@ pub mod msr {
     /// the full counter width; a write is sign-extended from bit 31 (a full-width write needs the
     /// IA32_A_PMCi alias, available when `IA32_PERF_CAPABILITIES[13]` is set).
     pub const IA32_PMC0: u32 = 0xC1;
-    /// IA32_A_PMC0, the full-width write alias of IA32_PMC0; counter i is `IA32_A_PMC0 + i`.
-    pub const IA32_A_PMC0: u32 = 0x4C1;
     /// IA32_PERFEVTSEL0, the event select of IA32_PMC0; counter i is `IA32_PERFEVTSEL0 + i`.
     pub const IA32_PERFEVTSEL0: u32 = 0x186;
     /// IA32_FIXED_CTR0 (instructions retired); fixed counter j is `IA32_FIXED_CTR0 + j` (j = 1 core
@@ -457,6 +455,7 @@ impl EventSet {
         Self(self.0 | (1 << event as u8))
     }
 
+    #[cfg(test)]
     pub const fn len(self) -> usize {
         self.0.count_ones() as usize
     }
@@ -566,6 +565,7 @@ pub struct Wanted {
 
 impl Wanted {
     /// The default profile.
+    #[cfg(test)]
     pub const DEFAULT: Wanted = Wanted { events: EventSet::DEFAULT, custom: [None; CUSTOM_EVENTS] };
 
     /// What `selection` asks for: the published events; with the topdown inputs for `topdown`;
@@ -692,15 +692,18 @@ impl CounterPlan {
         self.assignments[..self.len].iter().flatten()
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The assignment counting `event`, if it is counted.
+    #[cfg(test)]
     pub fn get(&self, event: Event) -> Option<&Assignment> {
         self.iter().find(|assignment| assignment.event == event)
     }
@@ -711,11 +714,13 @@ impl CounterPlan {
     }
 
     /// Events this processor cannot count (marked unavailable by CPUID, or no encoding on this vendor).
+    #[cfg(test)]
     pub fn unavailable(&self) -> EventSet {
         self.unavailable
     }
 
     /// Events the processor could count but that found no free counter.
+    #[cfg(test)]
     pub fn dropped(&self) -> EventSet {
         self.dropped
     }
@@ -776,12 +781,14 @@ impl CounterPlan {
 
 /// The plan for `model`, with overflow interrupts enabled exactly when the model can deliver them
 /// ([`PmuModel::overflow_interrupt`]).
+#[cfg(test)]
 pub fn plan(model: &PmuModel) -> CounterPlan {
     plan_with_pmi(model, model.overflow_interrupt)
 }
 
 /// The default profile's plan for `model`, with the INT/PMI bits of every control value set when
 /// `pmi` (a client that could not register an overflow handler polls instead and passes `false`).
+#[cfg(test)]
 pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
     plan_for(model, &Wanted::DEFAULT, pmi)
 }

@@ -294,6 +294,7 @@ impl ProcessorCounters {
     }
 
     /// Overflows delivered to `slot` in this session (`None` when out of range).
+    #[cfg(test)]
     pub fn overflows(&self, slot: usize) -> Option<u64> {
         Some(self.overflows.get(slot)?.load(Ordering::Relaxed))
     }

@@ -17,10 +17,6 @@ pub struct FrequencyCounters {
 }
 
 impl FrequencyCounters {
-    pub const fn new() -> Self {
-        FrequencyCounters { aperf: AtomicU64::new(0), mperf: AtomicU64::new(0) }
-    }
-
     /// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles).
     pub fn read(&self, msrs: &impl Msrs) {
         let mperf = msrs.read(msr::IA32_MPERF);

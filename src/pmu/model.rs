@@ -103,10 +103,13 @@ impl ArchEvents {
     /// Branch Mispredicts Retired (EBX bit 6).
     pub const BRANCH_MISPREDICTS: Self = Self(1 << 6);
     /// The seven events above.
+    #[cfg(test)]
     pub const ALL: Self = Self(0x7F);
     /// How many events this set can hold (bits 0..7 of EBX).
+    #[cfg(test)]
     pub const COUNT: u8 = 7;
 
+    #[cfg(test)]
     pub const fn bits(self) -> u8 {
         self.0
     }
@@ -119,6 +122,7 @@ impl ArchEvents {
         Self(self.0 | other.0)
     }
 
+    #[cfg(test)]
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -208,6 +212,7 @@ pub enum Unusable {
 
 impl Unusable {
     /// A short English reason, for debug output.
+    #[cfg(test)]
     pub const fn as_str(self) -> &'static str {
         match self {
             Unusable::UnknownVendor => "unknown processor vendor",

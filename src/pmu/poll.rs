@@ -6,7 +6,7 @@
 //!
 //! [`advance`] is exact while fewer than 2^W events separate two reads (the counter wraps at most once
 //! in between). A counter incrementing at most `max_hz` times a second therefore needs a read at least
-//! every `(2^W - 1) / max_hz` seconds; [`poll_period`] divides that by a safety factor, which covers a
+//! every `(2^W - 1) / max_hz` seconds; [`poll_period_100ns`] divides that by a safety factor, which covers a
 //! timer firing late (tick granularity, DPC latency) and an event rate above the assumed maximum.
 //!
 //! The assumed maximum rate is [`MAX_EVENT_HZ`]: a 6 GHz clock ([`MAX_CLOCK_HZ`]) times 8 events per
@@ -32,7 +32,6 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use core::sync::atomic::compiler_fence;
-use core::time::Duration;
 
 use super::extend::{advance, counter_mask};
 use super::fold::SLOTS;
@@ -46,7 +45,7 @@ pub const MAX_EVENTS_PER_CYCLE: u64 = 8;
 /// Highest event rate assumed for any counter (events per second): 48e9.
 pub const MAX_EVENT_HZ: u64 = MAX_CLOCK_HZ * MAX_EVENTS_PER_CYCLE;
 
-/// Safety factor for [`poll_period`]: a quarter of the time a counter needs to wrap at the maximum rate.
+/// Safety factor for [`poll_period_100ns`]: a quarter of the time a counter needs to wrap at the maximum rate.
 pub const DEFAULT_SAFETY: u32 = 4;
 
 /// The largest whole number of `units_per_second` units within which a `width`-bit counter counting at
@@ -64,15 +63,16 @@ fn period_in(width: u8, max_hz: u64, safety: u32, units_per_second: u64) -> u128
 /// How often to poll a `width`-bit counter counting at most `max_hz` events per second so that it
 /// never advances 2^W events between polls, with `safety` to spare: `(2^W - 1) / max_hz / safety`
 /// seconds, at nanosecond resolution, never zero.
-pub fn poll_period(width: u8, max_hz: u64, safety: u32) -> Duration {
+#[cfg(test)]
+pub fn poll_period(width: u8, max_hz: u64, safety: u32) -> core::time::Duration {
     let nanos = period_in(width, max_hz, safety, 1_000_000_000);
     // At most (2^64 - 1) seconds (a 64-bit counter at 1 Hz), which Duration holds exactly.
     let seconds = nanos / 1_000_000_000;
     let seconds = if seconds > u128::from(u64::MAX) { u64::MAX } else { seconds as u64 };
-    Duration::new(seconds, (nanos % 1_000_000_000) as u32)
+    core::time::Duration::new(seconds, (nanos % 1_000_000_000) as u32)
 }
 
-/// [`poll_period`] in 100 ns units, KeSetTimerEx's DueTime unit (negate it for a relative due time),
+/// The poll period (the counter's wrap time at the maximum rate over the safety factor) in 100 ns units, KeSetTimerEx's DueTime unit (negate it for a relative due time),
 /// at least 1 and at most `i64::MAX`.
 pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
     let ticks = period_in(width, max_hz, safety, 10_000_000);
@@ -128,6 +128,7 @@ impl PollCounters {
     }
 
     /// `slot`'s 64-bit value at its last poll (`None` when out of range).
+    #[cfg(test)]
     pub fn last(&self, slot: usize) -> Option<u64> {
         Some(self.extended.get(slot)?.load(Ordering::Relaxed))
     }

@@ -2,6 +2,7 @@
 //! another poll of the same counter.
 
 use super::*;
+use core::time::Duration;
 use proptest::prelude::*;
 use std::cell::Cell;
 

@@ -24,6 +24,7 @@ pub enum Category {
 }
 
 impl Category {
+    #[cfg(test)]
     pub const ALL: [Category; 4] =
         [Category::Retiring, Category::BadSpeculation, Category::FrontendBound, Category::BackendBound];
 }
@@ -77,10 +78,6 @@ pub struct TopdownCounters {
 }
 
 impl TopdownCounters {
-    pub const fn new() -> Self {
-        TopdownCounters { slots: AtomicU64::new(0), categories: [const { AtomicU64::new(0) }; 4] }
-    }
-
     /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, adds them to the totals and zeroes
     /// both. Only while a plan with [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
     pub fn read(&self, msrs: &mut impl Msrs) {

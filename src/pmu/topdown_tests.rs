@@ -26,7 +26,7 @@ fn split_follows_the_metric_bytes() {
 
 #[test]
 fn a_read_adds_and_zeroes_both_registers() {
-    let counters = TopdownCounters::new();
+    let counters = TopdownCounters::default();
     let mut msrs = MsrFile::default();
     msrs.write(msr::IA32_FIXED_CTR3, 2_550);
     msrs.write(msr::IA32_PERF_METRICS, 0x33_33_33_66);

@@ -9,5 +9,5 @@ mod lock;
 pub mod platform;
 mod schedule;
 
-pub use client::{AcquireError, PmuClient};
+pub use client::PmuClient;
 pub use platform::{Form, Platform};
