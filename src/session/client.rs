@@ -51,6 +51,8 @@ struct Session<P: Platform> {
     programming: Programming,
     /// Each plan slot's placement among the owned counters (`None` where the slot is polled).
     placements: [Option<Placement>; SLOTS],
+    /// The global status register reads consult, when the overflow handler folds (else polled).
+    status_register: Option<u32>,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
     aperf_mperf: bool,
 }
@@ -207,8 +209,17 @@ impl<P: Platform> PmuClient<P> {
         for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
             *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
         }
-        *session =
-            Some(Session { ownership, plan, owned, programming, placements, aperf_mperf: model.aperf_mperf });
+        let status_register =
+            program::global_status_register(model.vendor, &plan).filter(|_| owned != OwnedMask::EMPTY);
+        *session = Some(Session {
+            ownership,
+            plan,
+            owned,
+            programming,
+            placements,
+            status_register,
+            aperf_mperf: model.aperf_mperf,
+        });
         drop(session);
         // Active once a collect can read the session.
         self.status.set_topdown_source(if plan.topdown_metrics() {
@@ -284,7 +295,7 @@ impl<P: Platform> PmuClient<P> {
                 self.status.record_reprogram();
                 return;
             }
-            read_counters(processor, session, vendor, msrs);
+            read_counters(processor, session, msrs);
             if session.plan.topdown_metrics() {
                 processor.topdown.read(msrs);
             }
@@ -417,15 +428,8 @@ enum Check {
 /// every counter (rdpmc), then the global status once, then again any counter with a wrap pending
 /// (the protocol of `crate::pmu::fold`); without one, each counter is polled.
 #[inline(always)]
-fn read_counters<P: Platform>(
-    processor: &PerProcessor,
-    session: &Session<P>,
-    vendor: Vendor,
-    msrs: &mut P::Msrs,
-) {
-    let status_register =
-        program::global_status_register(vendor, &session.plan).filter(|_| session.owned != OwnedMask::EMPTY);
-    let Some(status_register) = status_register else {
+fn read_counters<P: Platform>(processor: &PerProcessor, session: &Session<P>, msrs: &mut P::Msrs) {
+    let Some(status_register) = session.status_register else {
         for (slot, assignment) in session.plan.iter().enumerate() {
             let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
             if let Some(extended) = processor.poll.poll(slot, assignment.width, read) {
