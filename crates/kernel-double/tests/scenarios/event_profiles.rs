@@ -9,6 +9,7 @@ use kernel_double::consumer::{self, Column, Counterset, Sample, TOTAL};
 use kernel_double::control::pcw;
 use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_MULTI_SZ, REG_SZ};
 use kernel_double::cpu::{cpuid, pmu, topology};
+use kernel_double::driver::Driver;
 use kernel_double::status::STATUS_SUCCESS;
 
 const TOPDOWN_PERCENTS: [u32; 4] = [21, 23, 25, 27];
@@ -24,6 +25,23 @@ const REJECTED: usize = 11;
 
 fn hardware() -> Counterset {
     Counterset::open(&consumer::manifest(), "Hardware Counters").unwrap()
+}
+
+/// Loads the driver (the CPU model and the Parameters values already set) and adds every Hardware
+/// Counters counter, which owns the counters and reads the profile.
+fn start() -> (Driver, Counterset) {
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let set = hardware();
+    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    (driver, set)
+}
+
+/// Removes the counters, unloads, and checks that nothing leaked or was violated.
+fn finish(mut driver: Driver, set: &Counterset) {
+    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
 }
 
 fn raw(set: &Counterset, sample: &Sample, instance: &str, id: u32) -> u64 {
@@ -54,10 +72,7 @@ fn true_percents(width: u64, recovery: bool, vp: u32, before: &[u64; pmu::EVENTS
 fn topdown_profile(model: &'static cpuid::CpuModel, width: u64, recovery: bool) {
     cpuid::set_model(model);
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("topdown"));
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let set = hardware();
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     let status = common::driver_status();
     assert_eq!((status[ACTIVE_PROFILE], status[TOPDOWN_SOURCE], status[REJECTED]), (1, 2, 0));
     let first = consumer::sample(&set).unwrap();
@@ -79,9 +94,7 @@ fn topdown_profile(model: &'static cpuid::CpuModel, width: u64, recovery: bool) 
     }
     let total: f64 = TOPDOWN_PERCENTS.iter().map(|&id| percent(&set, &first, &second, TOTAL, id)).sum();
     assert!((total - 100.0).abs() <= 1.0, "_Total sums to {total}");
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 }
 
 #[test]
@@ -109,10 +122,7 @@ fn custom_profile_counts_valid_lines_and_rejects_the_rest() {
         "event=0xC4,cmask=300",           // out of range
     ];
     registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let set = hardware();
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     let status = common::driver_status();
     assert_eq!((status[ACTIVE_PROFILE], status[REJECTED]), (2, 4));
     for vp in 0..topology::processor_count() {
@@ -130,9 +140,7 @@ fn custom_profile_counts_valid_lines_and_rejects_the_rest() {
         assert_eq!(raw(&set, &sample, &instance, 7), pmu::counted(vp, pmu::INSTRUCTIONS));
         assert_eq!(raw(&set, &sample, &instance, 11), 0, "LLC misses");
     }
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 }
 
 /// Wrong types, an overlong value, more lines than counters: each rejected, the rest working.
@@ -140,38 +148,27 @@ fn custom_profile_counts_valid_lines_and_rejects_the_rest() {
 fn malformed_parameters_fall_back_and_are_counted() {
     cpuid::set_model(&cpuid::ZEN4);
     registry::set_value(PARAMETERS_KEY, "Profile", REG_DWORD, 2u32.to_le_bytes().to_vec());
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let set = hardware();
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     let status = common::driver_status();
     assert_eq!((status[ACTIVE_PROFILE], status[REJECTED]), (0, 1), "a REG_DWORD Profile: default");
     pmu::step(0, 1_000);
     let sample = consumer::sample(&set).unwrap();
     assert_eq!(raw(&set, &sample, "0,0", 7), pmu::counted(0, pmu::INSTRUCTIONS));
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 
     // Custom, with CustomEvents far too long: rejected whole; then ten valid lines for eight counters.
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));
     let long = format!("event=0xC0,name={}", "x".repeat(2048));
     registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&[&long]));
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     let status = common::driver_status();
     assert_eq!((status[ACTIVE_PROFILE], status[REJECTED]), (2, 1), "an overlong CustomEvents");
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 
     let lines: Vec<String> = (0..10).map(|i| format!("event={:#x}", 0xC0 + i)).collect();
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     let status = common::driver_status();
     assert_eq!(status[REJECTED], 2, "lines 9 and 10 have no custom counter");
     // Zen 4 has 6 counters: instructions, cycles and four custom events; the rest find no counter.
@@ -181,9 +178,7 @@ fn malformed_parameters_fall_back_and_are_counted() {
     let instructions = pmu::RATES[pmu::INSTRUCTIONS] * 1_000;
     assert_eq!(raw(&set, &sample, "0,0", custom_total(0)), instructions, "event C0 counts instructions");
     assert_eq!(raw(&set, &sample, "0,0", custom_total(4)), 0, "no counter left");
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 }
 
 /// A Parameters change applies at the next acquisition, with the driver loaded all along: custom
@@ -201,10 +196,7 @@ fn a_profile_change_applies_at_the_next_acquisition() {
         REG_MULTI_SZ,
         registry::multi_sz(&["event=0x0E,umask=1"]),
     );
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let set = hardware();
-    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    let (driver, set) = start();
     pmu::step(0, 1_000);
     let custom = consumer::sample(&set).unwrap();
     assert_eq!(raw(&set, &custom, "0,0", custom_total(0)), pmu::counted(0, pmu::SLOTS_ISSUED));
@@ -227,7 +219,5 @@ fn a_profile_change_applies_at_the_next_acquisition() {
     assert_eq!(raw(&set, &default, "0,0", 7), instructions + pmu::RATES[pmu::INSTRUCTIONS] * 1_000);
     assert_eq!(raw(&set, &default, "0,0", custom_total(0)), 0, "custom event 0 is no longer counted");
     assert_eq!(raw(&set, &default, "0,0", 11), pmu::counted(0, 4) - llc_misses, "LLC misses from 0");
-    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    common::assert_clean();
+    finish(driver, &set);
 }
