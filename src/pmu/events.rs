@@ -643,6 +643,21 @@ pub struct Assignment {
     pub width: u8,
 }
 
+impl Assignment {
+    /// A placeholder for the unused places of a [`CounterPlan`]; never iterated.
+    const UNUSED: Assignment = Assignment {
+        event: Event::Instructions,
+        slot: Slot::General(0),
+        counter_msr: 0,
+        rdpmc: None,
+        control_msr: 0,
+        control: 0,
+        global_bit: None,
+        hal_index: 0,
+        width: 0,
+    };
+}
+
 /// Most counters a plan uses: the seven events, and one spare.
 pub const MAX_ASSIGNMENTS: usize = 8;
 
@@ -650,7 +665,9 @@ pub const MAX_ASSIGNMENTS: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterPlan {
     /// Fixed counters first (by number), then general-purpose counters (by number).
-    assignments: [Option<Assignment>; MAX_ASSIGNMENTS],
+    /// The first `len` are the plan's; the rest are [`Assignment::UNUSED`] (no `Option`: the read
+    /// path iterates these once per counter per collect, and unwrapping costs instructions there).
+    assignments: [Assignment; MAX_ASSIGNMENTS],
     len: usize,
     unavailable: EventSet,
     dropped: EventSet,
@@ -674,7 +691,7 @@ const AMD_RDPMC_CORE_COUNTERS: u32 = 6;
 
 impl CounterPlan {
     const EMPTY: Self = Self {
-        assignments: [None; MAX_ASSIGNMENTS],
+        assignments: [Assignment::UNUSED; MAX_ASSIGNMENTS],
         len: 0,
         unavailable: EventSet::EMPTY,
         dropped: EventSet::EMPTY,
@@ -683,13 +700,19 @@ impl CounterPlan {
     };
 
     fn push(&mut self, assignment: Assignment) {
-        self.assignments[self.len] = Some(assignment);
+        self.assignments[self.len] = assignment;
         self.len += 1;
     }
 
     /// The assignments: fixed counters first, then general-purpose counters, each by number.
     pub fn iter(&self) -> impl Iterator<Item = &Assignment> {
-        self.assignments[..self.len].iter().flatten()
+        self.as_slice().iter()
+    }
+
+    /// The assignments as a slice (slot i is element i).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[Assignment] {
+        &self.assignments[..self.len.min(MAX_ASSIGNMENTS)]
     }
 
     #[cfg(test)]

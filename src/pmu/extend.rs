@@ -37,25 +37,24 @@ pub const fn counter_mask(width: u8) -> u64 {
     u64::MAX >> (64 - clamp_width(width))
 }
 
-/// `n * 2^W` modulo 2^64 (0 when W = 64: 2^64 is 0 modulo 2^64).
-#[inline(always)]
-const fn times_wrap(n: u64, width: u8) -> u64 {
-    match n.checked_shl(clamp_width(width)) {
-        Some(shifted) => shifted,
-        None => 0,
-    }
-}
-
 /// The 64-bit value of a W-bit counter read as `raw` after `overflows` delivered wraps, plus one more
 /// when its overflow status bit was set but not yet delivered (`pending_overflow`):
 /// `overflows * 2^W + (raw mod 2^W) + (pending ? 2^W : 0)`, modulo 2^64 (see the module comment).
 ///
 /// Bits of `raw` at or above W are ignored (an MSR read of a W-bit counter returns them as 0 anyway).
-#[inline(always)]
+#[cfg(test)]
 pub const fn extend(overflows: u64, raw: u64, pending_overflow: bool, width: u8) -> u64 {
-    let wraps = overflows.wrapping_add(pending_overflow as u64);
-    // The low W bits of times_wrap(..) are 0, so this addition never carries into them.
-    times_wrap(wraps, width).wrapping_add(raw & counter_mask(width))
+    extend_with(overflows, raw, pending_overflow, clamp_width(width), counter_mask(width))
+}
+
+/// The 64-bit value of a W-bit counter (`overflows * 2^W + raw`, one more wrap when one is pending),
+/// with W given as `shift` = [`clamp_width`]`(W)` and `mask` = [`counter_mask`]`(W)`, worked out once
+/// per counter rather than at every read. `n * 2^64` is 0 modulo 2^64, which
+/// `unbounded_shl` gives for a shift of 64; the low W bits of the shifted wraps are 0, so the addition
+/// never carries into them.
+#[inline(always)]
+pub const fn extend_with(overflows: u64, raw: u64, pending_overflow: bool, shift: u32, mask: u64) -> u64 {
+    overflows.wrapping_add(pending_overflow as u64).unbounded_shl(shift).wrapping_add(raw & mask)
 }
 
 /// Events counted between two reads of a W-bit counter, `previous_raw` then `raw`, assuming fewer than

@@ -72,12 +72,13 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::extend::extend;
+use super::extend::{clamp_width, counter_mask, extend_with};
 
 /// Counters a processor can own at once, and so the number of slots in every per-counter array: one
 /// per assignment a counter plan can make (a plan's slot index is an index here).
 pub const SLOTS: usize = super::events::MAX_ASSIGNMENTS;
 const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
+const _: () = assert!(SLOTS.is_power_of_two(), "slot indexes are masked with SLOTS - 1");
 
 /// The IA32_PERF_GLOBAL_STATUS bits (GP counter i = bit i, fixed counter j = bit 32 + j; on AMD
 /// PerfMonV2 core counter i = bit i) of the counters this session owns: at most [`SLOTS`] of them.
@@ -122,18 +123,33 @@ const fn rank(owned: u64, single: u64) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
     pub slot: usize,
-    /// IA32_PERF_GLOBAL_STATUS bit: GP counter i = i, fixed counter j = 32 + j.
-    pub bit: u8,
-    pub width: u8,
+    /// The counter's IA32_PERF_GLOBAL_STATUS bit, as a mask: GP counter i = bit i, fixed counter
+    /// j = bit 32 + j.
+    status_bit: u64,
+    /// The width as a shift (1..=64, [`crate::pmu::extend::clamp_width`]) and the raw value's mask,
+    /// worked out once so that each read's extension is a shift, a mask and an add.
+    shift: u32,
+    mask: u64,
 }
 
 impl Placement {
-    /// The placement of the counter with status bit `bit`, if `owned` has it.
+    /// The placement of the counter with status bit `bit` and width `width`, if `owned` has it.
     pub const fn new(owned: OwnedMask, bit: u8, width: u8) -> Option<Placement> {
         match owned.slot_of(bit) {
-            Some(slot) => Some(Placement { slot, bit, width }),
+            Some(slot) => Some(Placement {
+                slot,
+                status_bit: 1u64 << (bit & 63),
+                shift: clamp_width(width),
+                mask: counter_mask(width),
+            }),
             None => None,
         }
+    }
+
+    /// The extension of this counter's `raw` ([`crate::pmu::extend::extend_with`]).
+    #[inline(always)]
+    const fn extend(&self, overflows: u64, raw: u64, pending: bool) -> u64 {
+        extend_with(overflows, raw, pending, self.shift, self.mask)
     }
 }
 
@@ -250,9 +266,9 @@ impl ProcessorCounters {
         read_again: impl FnOnce() -> u64,
     ) -> Option<u64> {
         let overflows = self.overflows[at.slot & (SLOTS - 1)].load(Ordering::Relaxed);
-        let pending = status & (1u64 << (at.bit & 63)) != 0;
+        let pending = status & at.status_bit != 0;
         let raw = if pending { read_again() } else { raw };
-        self.report(counter, extend(overflows, raw, pending, at.width))
+        self.report(counter, at.extend(overflows, raw, pending))
     }
 
     /// Reports `extended`, the current session's 64-bit value of logical counter `counter` (from

@@ -372,3 +372,21 @@ fn collectors_on_other_processors_see_values_only_grow() {
     collector.join().unwrap();
     assert_eq!(counters.snapshot().values[7], 140_000);
 }
+
+#[test]
+fn a_placements_extension_is_extend() {
+    use crate::pmu::extend::extend;
+    for width in [0u8, 1, 31, 32, 40, 48, 63, 64, 65, 200] {
+        let at = Placement::new(owned(0b1), 0, width).unwrap();
+        for (overflows, raw) in [(0u64, 0u64), (1, 5), (7, u64::MAX), (u64::MAX, 1 << 47), (3, (1 << 48) - 1)]
+        {
+            for pending in [false, true] {
+                assert_eq!(
+                    at.extend(overflows, raw, pending),
+                    extend(overflows, raw, pending, width),
+                    "{width}"
+                );
+            }
+        }
+    }
+}

@@ -438,14 +438,19 @@ fn read_counters<P: Platform>(processor: &PerProcessor, session: &Session<P>, ms
         }
         return;
     };
+    // Index loops over one slice: the iterator adapters cost several instructions per counter here.
+    let assignments = session.plan.as_slice();
     let mut raws = [0u64; SLOTS];
-    for (raw, assignment) in raws.iter_mut().zip(session.plan.iter()) {
-        *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+    for slot in 0..assignments.len() {
+        let assignment = &assignments[slot];
+        raws[slot & (SLOTS - 1)] = msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
     }
     let status = msrs.read(status_register);
-    for (slot, ((assignment, raw), at)) in session.plan.iter().zip(raws).zip(session.placements).enumerate() {
-        if let Some(at) = at {
+    for slot in 0..assignments.len() {
+        let assignment = &assignments[slot];
+        if let Some(at) = session.placements[slot & (SLOTS - 1)] {
             let read_again = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+            let raw = raws[slot & (SLOTS - 1)];
             let _ = processor.counters.report_held(slot, at, raw, status, read_again);
         }
     }
