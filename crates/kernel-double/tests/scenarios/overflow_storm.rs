@@ -53,53 +53,9 @@ fn overflow_storm_with_sixteen_collectors() {
     let steps_done = std::thread::scope(|scope| {
         for collector in 0..COLLECTORS {
             let (stop, collects) = (&stop, &collects);
-            scope.spawn(move || {
-                cpu::enter(collector % PROCESSORS);
-                assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-                let mut previous = vec![[0u64; 7]; PROCESSORS as usize];
-                let mut previous_overflows = vec![0u64; PROCESSORS as usize];
-                while !stop.load(Ordering::Relaxed) {
-                    let collected = collect_totals();
-                    let truth = true_totals(PROCESSORS);
-                    assert_eq!(collected.len(), PROCESSORS as usize);
-                    for (vp, (totals, overflows)) in collected.iter().enumerate() {
-                        for event in 0..7 {
-                            assert!(
-                                totals[event] >= previous[vp][event],
-                                "collector {collector}: processor {vp} event {event} went from {} to {}",
-                                previous[vp][event],
-                                totals[event]
-                            );
-                            assert!(
-                                totals[event] <= truth[vp][event],
-                                "collector {collector}: processor {vp} event {event} reported {} > true {}",
-                                totals[event],
-                                truth[vp][event]
-                            );
-                        }
-                        assert!(*overflows >= previous_overflows[vp]);
-                    }
-                    previous = collected.iter().map(|(totals, _)| *totals).collect();
-                    previous_overflows = collected.iter().map(|(_, overflows)| *overflows).collect();
-                    collects.fetch_add(1, Ordering::Relaxed);
-                }
-                assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-            });
+            scope.spawn(move || collect_until_stopped(collector, stop, collects));
         }
-        let workload = scope.spawn(|| {
-            cpu::enter(0);
-            let mut steps = 0;
-            'run: for _ in 0..STEPS {
-                for vp in 0..PROCESSORS {
-                    pmu::step(vp, UNITS);
-                }
-                steps += 1;
-                if pmu::delivered() >= TARGET_INTERRUPTS || started.elapsed() > TIME_LIMIT {
-                    break 'run;
-                }
-            }
-            steps
-        });
+        let workload = scope.spawn(|| run_workload(started));
         let steps = workload.join().unwrap();
         stop.store(true, Ordering::Relaxed);
         steps
@@ -132,4 +88,56 @@ fn overflow_storm_with_sixteen_collectors() {
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
     assert!(driver.unload());
     assert_clean();
+}
+
+/// One collector thread: collects until `stop`, checking that no total goes backwards and none
+/// exceeds what the workload has really counted.
+fn collect_until_stopped(collector: u32, stop: &AtomicBool, collects: &AtomicU64) {
+    cpu::enter(collector % PROCESSORS);
+    assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+    let mut previous = vec![[0u64; 7]; PROCESSORS as usize];
+    let mut previous_overflows = vec![0u64; PROCESSORS as usize];
+    while !stop.load(Ordering::Relaxed) {
+        let collected = collect_totals();
+        let truth = true_totals(PROCESSORS);
+        assert_eq!(collected.len(), PROCESSORS as usize);
+        for (vp, (totals, overflows)) in collected.iter().enumerate() {
+            for event in 0..7 {
+                assert!(
+                    totals[event] >= previous[vp][event],
+                    "collector {collector}: processor {vp} event {event} went from {} to {}",
+                    previous[vp][event],
+                    totals[event]
+                );
+                assert!(
+                    totals[event] <= truth[vp][event],
+                    "collector {collector}: processor {vp} event {event} reported {} > true {}",
+                    totals[event],
+                    truth[vp][event]
+                );
+            }
+            assert!(*overflows >= previous_overflows[vp]);
+        }
+        previous = collected.iter().map(|(totals, _)| *totals).collect();
+        previous_overflows = collected.iter().map(|(_, overflows)| *overflows).collect();
+        collects.fetch_add(1, Ordering::Relaxed);
+    }
+    assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+}
+
+/// The workload thread: steps every processor in turn until the interrupt target, the step cap or
+/// the time limit; returns the steps made on each processor.
+fn run_workload(started: Instant) -> u64 {
+    cpu::enter(0);
+    let mut steps = 0;
+    'run: for _ in 0..STEPS {
+        for vp in 0..PROCESSORS {
+            pmu::step(vp, UNITS);
+        }
+        steps += 1;
+        if pmu::delivered() >= TARGET_INTERRUPTS || started.elapsed() > TIME_LIMIT {
+            break 'run;
+        }
+    }
+    steps
 }
