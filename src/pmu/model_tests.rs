@@ -81,7 +81,7 @@ const AMD_BASE: PmuModel = PmuModel {
 pub(crate) const SKYLAKE_MODEL: PmuModel =
     PmuModel { model: 0x5E, version: 4, gp_counters: 4, aperf_mperf: true, ..INTEL_BASE };
 pub(crate) const ALDER_LAKE_HYBRID_MODEL: PmuModel =
-    PmuModel { model: 0x97, version: 5, gp_counters: 6, ..INTEL_BASE };
+    PmuModel { model: 0x97, version: 5, gp_counters: 6, aperf_mperf: true, ..INTEL_BASE };
 pub(crate) const ALDER_LAKE_P_ONLY_MODEL: PmuModel = PmuModel {
     model: 0x97,
     version: 5,

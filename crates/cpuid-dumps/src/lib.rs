@@ -58,12 +58,15 @@ pub const SKYLAKE_I7_6700K: Cpu = Cpu {
 /// Core i9-12900K (Alder Lake-S, 06_97H, 8 P + 8 E cores), GenuineIntel0090672_AlderLake_01_LC_BC_CPUID.txt,
 /// logical processor #0, a Golden Cove P-core (leaf 0x1A EAX 40000001). All 24 logical processors of
 /// this dump report the same leaf 0xA, 07300605/0/7/8603: version 5, 6 GP x 48, 3 fixed x 48: the
-/// E-core's counts, not the P-core's 8 GP / 4 fixed (see ALDER_LAKE_I9_12900K_P_ONLY).
+/// E-core's counts, not the P-core's 8 GP / 4 fixed (see ALDER_LAKE_I9_12900K_P_ONLY). Leaf 7 EDX
+/// FC1CC410 has bit 15, Hybrid, on every logical processor; leaf 6 ECX[0] (APERF/MPERF) likewise.
 pub const ALDER_LAKE_I9_12900K_P: Cpu = Cpu {
     name: "Core i9-12900K P-core, hybrid",
     leaves: &[
         basic(0x20, INTEL),
         (0x1, 0, [0x00090672, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DFCFF5, 0x00000002, 0x00000409, 0x00000003]),
+        (0x7, 0, [0x00000001, 0x239CA7EB, 0x98C027AC, 0xFC1CC410]),
         (0xA, 0, [0x07300605, 0x00000000, 0x00000007, 0x00008603]),
         (0x1A, 0, [0x40000001, 0, 0, 0]),
         (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
@@ -71,12 +74,15 @@ pub const ALDER_LAKE_I9_12900K_P: Cpu = Cpu {
     ],
 };
 
-/// The same dump, logical processor #16, a Gracemont E-core (leaf 0x1A EAX 20000001).
+/// The same dump, logical processor #16, a Gracemont E-core (leaf 0x1A EAX 20000001); leaf 6 as
+/// logical processor #20 reports it (its EDX, the thermal-feedback row, differs from core to core).
 pub const ALDER_LAKE_I9_12900K_E: Cpu = Cpu {
     name: "Core i9-12900K E-core, hybrid",
     leaves: &[
         basic(0x20, INTEL),
         (0x1, 0, [0x00090672, 0x40800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DFCFF5, 0x00000002, 0x00000409, 0x00090003]),
+        (0x7, 0, [0x00000001, 0x239CA7EB, 0x98C027AC, 0xFC1CC410]),
         (0xA, 0, [0x07300605, 0x00000000, 0x00000007, 0x00008603]),
         (0x1A, 0, [0x20000001, 0, 0, 0]),
         (0x8000_0000, 0, [0x80000008, 0, 0, 0]),

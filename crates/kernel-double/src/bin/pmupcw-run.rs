@@ -13,8 +13,10 @@
 //! before the samples, one RemoveCounter after), as a registry consumer does (`registry`:
 //! HKEY_PERFORMANCE_DATA and WMI's raw classes only collect, never AddCounter), or unpaired
 //! (`unbalanced`: two AddCounters, three RemoveCounters), since PCW promises no pairing.
-//! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake`, `zen4`,
-//! `hyperv-no-pmu`, `no-pmu`. BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
+//! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake` (performance cores
+//! only), `alder-lake-hybrid` (16 performance-core threads, then efficient cores; 24 processors
+//! unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type reporting its
+//! own leaf 0xA), `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
 //! 1903) or later, by default 26100; it decides what ntoskrnl.exe exports
 //! (`kernel_double::kernel_build`). The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
@@ -82,6 +84,8 @@ mod run {
         match name {
             "skylake" => &cpuid::SKYLAKE,
             "alder-lake" => &cpuid::ALDER_LAKE_P,
+            "alder-lake-hybrid" => &cpuid::ALDER_LAKE_HYBRID,
+            "hybrid-own-leaf-a" => &cpuid::HYBRID_OWN_LEAF_A,
             "zen4" => &cpuid::ZEN4,
             "zen5" => &cpuid::ZEN5,
             "hyperv-no-pmu" => &cpuid::HYPERV_GUEST_NO_PMU,
@@ -94,7 +98,7 @@ mod run {
         eprintln!("pmupcw-run: {why}");
         eprintln!(
             "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
-             [--cpu-model skylake|alder-lake|zen4|zen5|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
+             [--cpu-model skylake|alder-lake|alder-lake-hybrid|hybrid-own-leaf-a|zen4|zen5|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
              [--consumer pdh|registry|unbalanced]",
             kernel_build::WINDOWS_10_1903
         );
@@ -161,7 +165,9 @@ mod run {
 
     pub fn main() -> i32 {
         let options = options();
-        if let Some(processors) = options.processors {
+        // A hybrid model without a processor count gets the i9-12900K's 24: 16 performance, 8 efficient.
+        let processors = options.processors.or(options.model.other_cores.as_ref().map(|_| 24));
+        if let Some(processors) = processors {
             topology::configure(processors, processors.min(64));
         }
         cpuid::set_model(options.model);

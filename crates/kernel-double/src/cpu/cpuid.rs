@@ -45,6 +45,18 @@ pub struct CpuModel {
     /// PERF_METRICS (Intel SDM Vol. 4, MSR 345H; Linux enables PERF_METRICS from Ice Lake on, for
     /// performance cores only).
     pub perf_capabilities: u64,
+    /// A hybrid processor's second kind of core: the processors from a system index on that present
+    /// another model (its own CPUID leaves, PMU and IA32_PERF_CAPABILITIES). `None`: every processor
+    /// presents this model.
+    pub other_cores: Option<OtherCores>,
+}
+
+/// The processors of a hybrid model that are another kind of core.
+#[derive(Debug)]
+pub struct OtherCores {
+    /// The first system index of the other kind; every processor from it on is one.
+    pub from: u32,
+    pub model: &'static CpuModel,
 }
 
 /// IA32_PERF_CAPABILITIES bit 13: full-width writes (IA32_A_PMCx).
@@ -58,6 +70,7 @@ pub static SKYLAKE: CpuModel = CpuModel {
     leaves: dumps::SKYLAKE_I7_6700K.leaves,
     pmu: PmuKind::Intel { gp: 4, gp_width: 48, fixed: 3, fixed_width: 48 },
     perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
+    other_cores: None,
 };
 
 /// Core i9-12900K with its E-cores disabled (Alder Lake P-cores only): perfmon version 5, 8 GP x 48
@@ -67,6 +80,7 @@ pub static ALDER_LAKE_P: CpuModel = CpuModel {
     leaves: dumps::ALDER_LAKE_I9_12900K_P_ONLY.leaves,
     pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
     perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
 };
 
 /// Ryzen 9 7950X (Zen 4, family 19h model 61h): PerfCtrExtCore and PerfMonV2 with 6 core counters.
@@ -75,6 +89,7 @@ pub static ZEN4: CpuModel = CpuModel {
     leaves: dumps::ZEN4_RYZEN9_7950X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: true },
     perf_capabilities: 0,
+    other_cores: None,
 };
 
 /// *Synthetic* Zen 5 (family 1Ah) with PerfMonV2 reporting 8 core counters in CPUID 0x80000022
@@ -84,6 +99,7 @@ pub static ZEN5: CpuModel = CpuModel {
     leaves: dumps::ZEN5_SYNTHETIC_8_COUNTERS.leaves,
     pmu: PmuKind::Amd { counters: 8, perfmon_v2: true },
     perf_capabilities: 0,
+    other_cores: None,
 };
 
 /// Ryzen 9 5900X (Zen 3, family 19h model 21h): PerfCtrExtCore, 6 core counters, no PerfMonV2 (leaf
@@ -93,7 +109,60 @@ pub static ZEN3: CpuModel = CpuModel {
     leaves: dumps::ZEN3_RYZEN9_5900X.leaves,
     pmu: PmuKind::Amd { counters: 6, perfmon_v2: false },
     perf_capabilities: 0,
+    other_cores: None,
 };
+
+/// Core i9-12900K (Alder Lake-S, hybrid): processors 0-15 are the 8 Golden Cove performance cores'
+/// 16 threads, processors 16 and up its Gracemont efficient cores (8 on the real part; a topology with
+/// more processors makes the rest efficient cores too). Each presents its own CPUID, as logical
+/// processors #0 and #16 of the dump report it: the same leaf 0xA (6 GP, 3 fixed) everywhere, core
+/// type 40H or 20H in leaf 0x1A. The PMUs are what the cores have (Linux `intel_pmu_init`, Alder
+/// Lake: the performance-core PMU has two general-purpose and one fixed counter more than leaf 0xA
+/// reports, and PERF_METRICS, which the efficient core lacks).
+pub static ALDER_LAKE_HYBRID: CpuModel = CpuModel {
+    name: "Core i9-12900K (Alder Lake hybrid, 8 P-cores x 2 threads + E-cores)",
+    leaves: dumps::ALDER_LAKE_I9_12900K_P.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: Some(OtherCores { from: ALDER_LAKE_PERFORMANCE_THREADS, model: &ALDER_LAKE_EFFICIENT }),
+};
+
+/// Performance-core threads of [`ALDER_LAKE_HYBRID`].
+pub const ALDER_LAKE_PERFORMANCE_THREADS: u32 = 16;
+
+/// An efficient core of [`ALDER_LAKE_HYBRID`].
+pub static ALDER_LAKE_EFFICIENT: CpuModel = CpuModel {
+    name: "Core i9-12900K efficient core (Gracemont)",
+    leaves: dumps::ALDER_LAKE_I9_12900K_E.leaves,
+    pmu: PmuKind::Intel { gp: 6, gp_width: 48, fixed: 3, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
+    other_cores: None,
+};
+
+/// *Synthetic*: [`ALDER_LAKE_HYBRID`] as if each core type reported its own counters in leaf 0xA (the
+/// performance cores the i9-12900K's leaf 0xA with its efficient cores disabled, 8 GP and 4 fixed with
+/// top-down slots), as a processor does that enumerates counters per core type. A driver that
+/// detects on one processor and programs that everywhere programs counters the efficient cores lack.
+pub static HYBRID_OWN_LEAF_A: CpuModel = CpuModel {
+    name: "synthetic hybrid: each core type reports its own leaf 0xA",
+    leaves: HYBRID_OWN_LEAF_A_PERFORMANCE,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: Some(OtherCores { from: ALDER_LAKE_PERFORMANCE_THREADS, model: &ALDER_LAKE_EFFICIENT }),
+};
+
+/// The performance core of [`HYBRID_OWN_LEAF_A`]: the hybrid dump's leaves with the 8 GP / 4 fixed
+/// leaf 0xA.
+const HYBRID_OWN_LEAF_A_PERFORMANCE: &[Leaf] = &[
+    dumps::basic(0x20, dumps::INTEL),
+    (0x1, 0, [0x00090672, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+    (0x6, 0, [0x00DFCFF5, 0x00000002, 0x00000409, 0x00000003]),
+    (0x7, 0, [0x00000001, 0x239CA7EB, 0x98C027AC, 0xFC1CC410]),
+    (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+    (0x1A, 0, [0x40000001, 0, 0, 0]),
+    (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+    (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+];
 
 /// *Synthetic*: a Hyper-V guest without PMU passthrough, leaf 0xA zero and 0x40000003 EDX bit 2
 /// (PerformanceMonitorsAvailable) clear.
@@ -102,6 +171,7 @@ pub static HYPERV_GUEST_NO_PMU: CpuModel = CpuModel {
     leaves: dumps::HYPERV_GUEST_NO_PMU.leaves,
     pmu: PmuKind::None,
     perf_capabilities: 0,
+    other_cores: None,
 };
 
 /// *Synthetic*: the i7-6700K with leaf 0xA all zero on bare metal, a machine with no architectural PMU
@@ -111,6 +181,7 @@ pub static NO_PMU: CpuModel = CpuModel {
     leaves: dumps::INTEL_LEAF_A_ZERO.leaves,
     pmu: PmuKind::None,
     perf_capabilities: 0,
+    other_cores: None,
 };
 
 static MODEL: OnceLock<&'static CpuModel> = OnceLock::new();
@@ -127,9 +198,25 @@ pub fn model() -> &'static CpuModel {
     MODEL.get_or_init(|| &NO_PMU)
 }
 
-/// CPUID(leaf, subleaf) of the chosen model: [EAX, EBX, ECX, EDX], zeros for a leaf not in its table.
+/// The model processor `vp` presents: the chosen model's, or its other kind of core's.
+pub fn model_of(vp: u32) -> &'static CpuModel {
+    let model = model();
+    match &model.other_cores {
+        Some(other) if vp >= other.from => other.model,
+        _ => model,
+    }
+}
+
+/// CPUID(leaf, subleaf) on the current virtual processor (processor 0 outside one): [EAX, EBX, ECX,
+/// EDX], zeros for a leaf not in its model's table.
 pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
-    dumps::lookup(model().leaves, leaf, subleaf)
+    let vp = super::current_if_any().map_or(0, super::Kpcr::processor_index);
+    cpuid_on(vp, leaf, subleaf)
+}
+
+/// CPUID(leaf, subleaf) as processor `vp` answers it.
+pub fn cpuid_on(vp: u32, leaf: u32, subleaf: u32) -> [u32; 4] {
+    dumps::lookup(model_of(vp).leaves, leaf, subleaf)
 }
 
 /// Addresses of rewritten `cpuid` sites (now `ud2`).

@@ -18,9 +18,9 @@ pub const IA32_APERF: u32 = 0xE8;
 /// Per processor: (APERF, MPERF).
 static COUNTERS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 
-/// Whether the chosen model has APERF and MPERF.
-pub fn present() -> bool {
-    cpuid::cpuid(6, 0)[2] & 1 != 0
+/// Whether processor `vp` has APERF and MPERF (CPUID.06H:ECX[0]).
+pub fn present(vp: u32) -> bool {
+    cpuid::cpuid_on(vp, 6, 0)[2] & 1 != 0
 }
 
 /// Whether `msr` is APERF or MPERF (of any model).
@@ -30,7 +30,7 @@ pub fn is_frequency_msr(msr: u32) -> bool {
 
 /// `units` of work on `vp`: APERF advances by core cycles, MPERF by reference cycles.
 pub(crate) fn advance(vp: u32, units: u64) {
-    if !present() {
+    if !present(vp) {
         return;
     }
     let mut counters = COUNTERS.lock().ignore_poison();

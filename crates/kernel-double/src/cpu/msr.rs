@@ -53,17 +53,15 @@ fn is_any_pmu_msr(msr: u32) -> bool {
     )
 }
 
-/// Whether `msr` exists on the chosen CPU model: `Err(why)` for a PMU register the model lacks (#GP on
-/// the real machine).
-pub fn check_exists(msr: u32) -> Result<(), String> {
-    if super::frequency::is_frequency_msr(msr) && !super::frequency::present() {
-        return Err(format!(
-            "does not exist without CPUID.06H:ECX[0] on {} (#GP)",
-            super::cpuid::model().name
-        ));
+/// Whether `msr` exists on processor `processor`: `Err(why)` for a PMU register its model lacks (#GP
+/// on the real machine).
+pub fn check_exists(processor: u32, msr: u32) -> Result<(), String> {
+    let model = super::cpuid::model_of(processor).name;
+    if super::frequency::is_frequency_msr(msr) && !super::frequency::present(processor) {
+        return Err(format!("does not exist without CPUID.06H:ECX[0] on {model} (#GP)"));
     }
-    if is_any_pmu_msr(msr) && !super::pmu::is_pmu_msr(msr) {
-        return Err(format!("does not exist on {} (#GP)", super::cpuid::model().name));
+    if is_any_pmu_msr(msr) && !super::pmu::is_pmu_msr(processor, msr) {
+        return Err(format!("does not exist on {model} (#GP)"));
     }
     Ok(())
 }
@@ -77,7 +75,7 @@ pub fn reads() -> usize {
 /// (or if the register does not exist: see [`check_exists`]).
 pub fn read(processor: u32, msr: u32) -> u64 {
     READS.fetch_add(1, Ordering::SeqCst);
-    if check_exists(msr).is_err() {
+    if check_exists(processor, msr).is_err() {
         return 0;
     }
     if super::frequency::is_frequency_msr(msr) {
@@ -95,7 +93,7 @@ pub fn read(processor: u32, msr: u32) -> u64 {
 /// refused one.
 pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
     let pmu_owned = pmu_owned();
-    let refused = match check_exists(msr) {
+    let refused = match check_exists(processor, msr) {
         Err(missing) => Some(missing),
         Ok(()) if super::frequency::is_frequency_msr(msr) => {
             Some("APERF/MPERF belong to the operating system, which reads them too: never written".to_owned())

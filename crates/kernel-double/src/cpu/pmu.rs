@@ -111,6 +111,10 @@ struct VpPmu {
 }
 
 struct Processor {
+    /// The PMU of this processor's kind of core (hybrid models differ between processors).
+    kind: PmuKind,
+    /// Its IA32_PERF_CAPABILITIES, and whether CPUID.01H:ECX[15] (PDCM) says the register exists.
+    perf_capabilities: Option<u64>,
     pmu: Mutex<VpPmu>,
     pmi: AtomicU8,
     occupancy: Mutex<()>,
@@ -119,7 +123,6 @@ struct Processor {
 }
 
 struct Pmu {
-    kind: PmuKind,
     processors: Vec<Processor>,
 }
 
@@ -132,14 +135,22 @@ static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
 
 fn pmu() -> &'static Pmu {
     PMU.get_or_init(|| {
-        let kind = cpuid::model().pmu;
-        let (gp, fixed) = match kind {
-            PmuKind::None => (0, 0),
-            PmuKind::Intel { gp, fixed, .. } => (gp, fixed),
-            PmuKind::Amd { counters, .. } => (counters, 0),
-        };
         let processors = (0..topology::processor_count())
-            .map(|_| Processor {
+            .map(|vp| {
+                let model = cpuid::model_of(vp);
+                let kind = model.pmu;
+                let (gp, fixed) = match kind {
+                    PmuKind::None => (0, 0),
+                    PmuKind::Intel { gp, fixed, .. } => (gp, fixed),
+                    PmuKind::Amd { counters, .. } => (counters, 0),
+                };
+                // CPUID.01H:ECX[15] PDCM: IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H).
+                let pdcm = cpuid::cpuid_on(vp, 1, 0)[2] & (1 << 15) != 0;
+                (kind, pdcm.then_some(model.perf_capabilities), gp, fixed)
+            })
+            .map(|(kind, perf_capabilities, gp, fixed)| Processor {
+                kind,
+                perf_capabilities,
                 pmu: Mutex::new(VpPmu {
                     gp: vec![Counter::default(); usize::from(gp)],
                     fixed: vec![Counter::default(); usize::from(fixed)],
@@ -150,7 +161,7 @@ fn pmu() -> &'static Pmu {
                 occupant: AtomicUsize::new(0),
             })
             .collect();
-        Pmu { kind, processors }
+        Pmu { processors }
     })
 }
 
@@ -184,19 +195,19 @@ enum Register {
     PerfCapabilities,
 }
 
-/// CPUID.01H:ECX[15] PDCM: IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H).
-fn has_perf_capabilities() -> bool {
-    cpuid::cpuid(1, 0)[2] & (1 << 15) != 0
-}
-
-fn decode(kind: PmuKind, msr: u32) -> Option<Register> {
+/// Which register of processor `vp`'s PMU `msr` is, if any.
+fn decode(vp: u32, msr: u32) -> Option<Register> {
+    let processor = processor(vp);
     if msr == IA32_PERF_CAPABILITIES {
-        return has_perf_capabilities().then_some(Register::PerfCapabilities);
+        return processor.perf_capabilities.map(|_| Register::PerfCapabilities);
     }
     if msr == IA32_PERF_METRICS {
-        let present = cpuid::model().perf_capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0;
-        return (present && has_perf_capabilities()).then_some(Register::PerfMetrics);
+        let present = processor
+            .perf_capabilities
+            .is_some_and(|capabilities| capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0);
+        return present.then_some(Register::PerfMetrics);
     }
+    let kind = processor.kind;
     let index =
         |base: u32, count: u8| (msr >= base && msr < base + u32::from(count)).then(|| (msr - base) as usize);
     match kind {
@@ -252,15 +263,14 @@ fn widths(kind: PmuKind) -> (u8, u8) {
     }
 }
 
-/// Whether `msr` is a register of the chosen model's PMU.
-pub fn is_pmu_msr(msr: u32) -> bool {
-    decode(pmu().kind, msr).is_some()
+/// Whether `msr` is a register of processor `vp`'s PMU.
+pub fn is_pmu_msr(vp: u32, msr: u32) -> bool {
+    decode(vp, msr).is_some()
 }
 
 /// rdmsr of a PMU register on `vp`; `None` if `msr` is not one.
 pub(crate) fn read(vp: u32, msr: u32) -> Option<u64> {
-    let kind = pmu().kind;
-    let register = decode(kind, msr)?;
+    let register = decode(vp, msr)?;
     let state = lock(vp);
     Some(match register {
         Register::Gp(i) | Register::LegacyGp(i) => state.gp[i].value,
@@ -271,7 +281,7 @@ pub(crate) fn read(vp: u32, msr: u32) -> Option<u64> {
         Register::GlobalCtrl => state.global_ctrl,
         Register::ClearStatus => 0,
         Register::PerfMetrics => perf_metrics(&state.metrics),
-        Register::PerfCapabilities => cpuid::model().perf_capabilities,
+        Register::PerfCapabilities => processor(vp).perf_capabilities.unwrap_or(0),
     })
 }
 
@@ -293,13 +303,13 @@ fn perf_metrics(metrics: &[u64; 4]) -> u64 {
 /// AMD ECX is the core counter number. `None` for a counter the model does not have (#GP on hardware).
 pub(crate) fn read_pmc(vp: u32, ecx: u32) -> Option<u64> {
     PMC_READS.fetch_add(1, Ordering::Relaxed);
-    let kind = pmu().kind;
+    let kind = processor(vp).kind;
     let state = lock(vp);
     let index = (ecx & 0x1FFF_FFFF) as usize;
     match kind {
         // ECX bit 29: IA32_PERF_METRICS, where the processor has it (Intel SDM Vol. 2B, RDPMC).
         PmuKind::Intel { .. } if ecx & (1 << 29) != 0 => (ecx == 1 << 29
-            && decode(kind, IA32_PERF_METRICS).is_some())
+            && decode(vp, IA32_PERF_METRICS).is_some())
         .then(|| perf_metrics(&state.metrics)),
         PmuKind::Intel { .. } if ecx & (1 << 30) != 0 => state.fixed.get(index).map(|counter| counter.value),
         PmuKind::Intel { .. } => state.gp.get(index).map(|counter| counter.value),
@@ -320,8 +330,8 @@ static PMC_READS: AtomicU64 = AtomicU64::new(0);
 /// wrmsr of a PMU register on `vp`: `None` if `msr` is not one, `Some(Err(why))` if the write would
 /// fault on real hardware.
 pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>> {
-    let kind = pmu().kind;
-    let register = decode(kind, msr)?;
+    let kind = processor(vp).kind;
+    let register = decode(vp, msr)?;
     let (gp_width, fixed_width) = widths(kind);
     let mut state = lock(vp);
     match register {
@@ -335,6 +345,12 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
         }
         Register::Control(i) => state.gp[i].control = value,
         Register::Fixed(i) => state.fixed[i].value = value & mask(fixed_width),
+        Register::FixedCtrl | Register::GlobalCtrl if value & reserved_bits(vp, register) != 0 => {
+            let bits = value & reserved_bits(vp, register);
+            return Some(Err(format!(
+                "write of {value:#x} to {register:?} sets bits {bits:#x} of counters this processor lacks (#GP)"
+            )));
+        }
         Register::FixedCtrl => state.fixed_ctrl = value,
         Register::GlobalCtrl => state.global_ctrl = value,
         Register::ClearStatus => state.global_status &= !value,
@@ -365,6 +381,26 @@ fn reserved_control_bits(kind: PmuKind) -> u64 {
     }
 }
 
+/// The reserved bits of Intel's IA32_FIXED_CTR_CTRL (4 per fixed counter the processor has) and
+/// IA32_PERF_GLOBAL_CTRL (one enable per general-purpose counter from bit 0, per fixed counter from
+/// bit 32, and bit 48 for IA32_PERF_METRICS where it exists): WRMSR raises #GP when it sets a reserved
+/// bit (Intel SDM Vol. 2B, WRMSR; Vol. 3B, "Architectural Performance Monitoring Version 2" and
+/// "Performance Metrics"). A hybrid processor's cores differ, so a value one core takes can fault on
+/// another. AMD's registers are not checked.
+fn reserved_bits(vp: u32, register: Register) -> u64 {
+    let PmuKind::Intel { gp, fixed, .. } = processor(vp).kind else { return 0 };
+    let ones = |count: u32| if count >= 64 { u64::MAX } else { (1u64 << count) - 1 };
+    let valid = match register {
+        Register::FixedCtrl => ones(4 * u32::from(fixed)),
+        Register::GlobalCtrl => {
+            let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { 1 << 48 } else { 0 };
+            ones(u32::from(gp)) | (ones(u32::from(fixed)) << 32) | metrics
+        }
+        _ => u64::MAX,
+    };
+    !valid
+}
+
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
 /// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
 /// "Architectural Performance Monitoring": the registers' reset values), except that
@@ -384,7 +420,7 @@ pub fn power_on_reset() {
         state.fixed_ctrl = 0;
         state.global_status = 0;
         state.metrics = [0; 4];
-        state.global_ctrl = match pmu.kind {
+        state.global_ctrl = match pmu.processors[vp as usize].kind {
             PmuKind::Intel { gp, .. } => (1u64 << gp) - 1,
             _ => 0,
         };
@@ -494,7 +530,7 @@ pub fn step(vp: u32, units: u64) {
     let processor = processor(vp);
     wait_delivered(vp);
     super::frequency::advance(vp, units);
-    let pmi = advance(pmu().kind, &mut lock(vp), units);
+    let pmi = advance(processor.kind, &mut lock(vp), units);
     if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
@@ -527,7 +563,7 @@ pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     let processor = processor(vp);
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
     super::frequency::advance(vp, units);
-    let pmi = advance(pmu().kind, &mut lock(vp), units);
+    let pmi = advance(processor.kind, &mut lock(vp), units);
     if pmi != 0 && HANDLER.load(Ordering::Acquire) == 0 {
         interrupt_without_handler(vp, pmi);
     }
@@ -696,10 +732,10 @@ pub fn topdown_counted(vp: u32) -> [u64; 4] {
 /// difference: a test's way to start a counter near its wrap point just after the driver programmed
 /// it. Panics if `msr` is not a counter of the model or the counter counts no workload event.
 pub fn preload(vp: u32, msr: u32, value: u64) {
-    let kind = pmu().kind;
+    let kind = processor(vp).kind;
     let (gp_width, fixed_width) = widths(kind);
     let mut state = lock(vp);
-    let (counter, width, event) = match decode(kind, msr) {
+    let (counter, width, event) = match decode(vp, msr) {
         Some(Register::Gp(i) | Register::LegacyGp(i)) => {
             let event = gp_event(kind, state.gp[i].control);
             (&mut state.gp[i], gp_width, event)
@@ -717,7 +753,7 @@ pub fn preload(vp: u32, msr: u32, value: u64) {
 /// The counter MSRs of the model that are programmed to count a workload event on `vp` right now,
 /// with the event (index into [`RATES`]).
 pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
-    let kind = pmu().kind;
+    let kind = processor(vp).kind;
     let state = lock(vp);
     let mut counters = Vec::new();
     for (i, &event) in FIXED_EVENTS.iter().enumerate().take(state.fixed.len()) {

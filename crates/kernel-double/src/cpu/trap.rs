@@ -84,7 +84,7 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
         if instruction.code() == Code::Ud2 && cpuid::is_site(rip) {
             let leaf = registers[libc::REG_RAX as usize] as u32;
             let subleaf = registers[libc::REG_RCX as usize] as u32;
-            let [eax, ebx, ecx, edx] = cpuid::cpuid(leaf, subleaf);
+            let [eax, ebx, ecx, edx] = cpuid::cpuid_on(kpcr.processor_index(), leaf, subleaf);
             registers[libc::REG_RAX as usize] = i64::from(eax);
             registers[libc::REG_RBX as usize] = i64::from(ebx);
             registers[libc::REG_RCX as usize] = i64::from(ecx);
@@ -169,8 +169,8 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
         }
         Code::Rdmsr => {
             let msr = registers[libc::REG_RCX as usize] as u32;
-            if let Err(why) = msr::check_exists(msr) {
-                let processor = kpcr.processor_index();
+            let processor = kpcr.processor_index();
+            if let Err(why) = msr::check_exists(processor, msr) {
                 violations::record(
                     "rdmsr",
                     loader::rva_of(rip),

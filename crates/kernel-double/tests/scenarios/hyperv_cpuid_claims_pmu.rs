@@ -42,6 +42,7 @@ static LYING_HYPERV_GUEST: CpuModel = CpuModel {
         (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
     ],
     pmu: PmuKind::None,
+    other_cores: None,
 };
 
 #[test]

@@ -18,6 +18,7 @@ mod consumer_properties;
 mod consumer_total_ratios;
 mod consumer_typeperf;
 mod cpu_model_alder_lake;
+mod cpu_model_hybrid;
 mod cpu_model_hyperv_guest_no_pmu;
 mod cpu_model_no_pmu;
 mod cpu_model_skylake;
