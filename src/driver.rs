@@ -1,7 +1,7 @@
 //! The driver's state between DriverEntry and DriverUnload, and the order things are set up and torn
 //! down in.
 
-use crate::counters::{driver_status, hardware_counters};
+use crate::counters::{driver_status, hardware_counters, hardware_counters_by_core_type};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::platform::{Client, KernelPlatform};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
@@ -9,10 +9,13 @@ use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
 use crate::kernel::system_thread::SystemThread;
 use crate::kernel::{NtStatus, clock, msr, processors};
+use crate::pcw::core_types::CoreTypeCounters;
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
+use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription};
 use crate::pmu::model::{self, Detection};
+use crate::pmu::processor::PerProcessor;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
 /// The PMU client, shared by the Hardware Counters callback, the power callback and the
@@ -21,12 +24,15 @@ type SharedPmu = PoolArc<Client>;
 
 type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
 
+type CoreTypeProvider = CoreTypeCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
+
 /// Everything DriverEntry set up. Fields drop in declaration order, which is teardown order: the
 /// countersets unregister (waiting for running callbacks) before anything a callback reads is freed,
 /// and each owns what its callbacks read; the power callback is unregistered and the housekeeping
 /// thread stops (and is waited for) before the PMU client they share is released and freed.
 pub struct Driver {
     _driver_status: SingleInstanceCounterset,
+    _by_core_type: CallbackCounterset<CoreTypeProvider>,
     _hardware_counters: CallbackCounterset<HardwareCountersProvider>,
     _power: PowerCallback<SharedPmu>,
     _housekeeping: SystemThread<SharedPmu>,
@@ -36,30 +42,43 @@ impl Driver {
     /// Sets everything up at PASSIVE_LEVEL. On failure, what was already set up is torn down (in
     /// reverse order, by its owners' drops) before the error is returned.
     pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
-        let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
+        let mut processors =
+            processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
-        // CPUID on this processor: hybrid processors report the same architectural leaf on every core.
-        let detection = match model::detect(raw_cpuid::CpuIdReaderNative) {
-            Detection::Usable(model) => {
-                Detection::Usable(model.with_perf_capabilities(|| msr::perf_capabilities(&model)))
+        let per_processor: PoolSlice<PerProcessor> =
+            PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
+        let machine = Machine::of(processors.iter_mut().map(|instance| {
+            let description = processors::on_processor(instance.group(), instance.number(), describe_this_processor);
+            instance.set_core_type(description.core_type as u8);
+            if let Some(state) = per_processor.get(instance.index() as usize) {
+                state.set_core_type(description.core_type);
             }
-            unusable => unusable,
-        };
-        match detection {
-            Detection::Usable(model) => log_info!("PMU: {model:?}"),
+            description
+        }));
+        match machine.detection {
+            Detection::Usable(model) => log_info!("PMU (what every processor has): {model:?}"),
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
         }
-        let per_processor =
-            PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
+        for core_type in [CoreType::Performance, CoreType::Efficient] {
+            let count = processors.iter().filter(|instance| instance.core_type() == core_type as u8).count();
+            if count > 0 {
+                log_info!("{count} processors of core type {core_type:?}");
+            }
+        }
         let parameters =
             ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
         let pmu: SharedPmu =
-            PoolArc::new(Client::new(KernelPlatform::new(parameters), detection, per_processor, &STATUS))
+            PoolArc::new(Client::new(KernelPlatform::new(parameters), machine, per_processor, &STATUS))
                 .map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())
             .inspect_err(|status| log_error!("registering for \\Callback\\PowerState failed: {status:#x}"))?;
+        let mut core_type_processors: PoolSlice<ProcessorInstance> =
+            PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("core type instances"))?;
+        core_type_processors.copy_from_slice(&processors);
+        let by_core_type = PoolBox::new(CoreTypeCounters::new(core_type_processors, pmu.clone(), pcw::upcase))
+            .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
         let provider =
             HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
@@ -69,6 +88,12 @@ impl Driver {
             provider,
         )
         .inspect_err(|status| log_error!("PcwRegister(Hardware Counters) failed: {status:#x}"))?;
+        let by_core_type = CallbackCounterset::register(
+            hardware_counters_by_core_type::NAME_UTF16,
+            hardware_counters_by_core_type::DESCRIPTORS,
+            by_core_type,
+        )
+        .inspect_err(|status| log_error!("PcwRegister(Hardware Counters by Core Type) failed: {status:#x}"))?;
         let driver_status = SingleInstanceCounterset::register(
             driver_status::NAME_UTF16,
             driver_status::DESCRIPTORS,
@@ -78,11 +103,24 @@ impl Driver {
         log_info!("countersets registered for {processor_count} processors");
         Ok(Driver {
             _driver_status: driver_status,
+            _by_core_type: by_core_type,
             _hardware_counters: hardware_counters,
             _power: power,
             _housekeeping: housekeeping,
         })
     }
+}
+
+/// The processor this runs on, as it describes itself: its core type and its PMU, with
+/// IA32_PERF_CAPABILITIES read on it.
+fn describe_this_processor() -> ProcessorDescription {
+    let detection = match model::detect(raw_cpuid::CpuIdReaderNative) {
+        Detection::Usable(model) => {
+            Detection::Usable(model.with_perf_capabilities(|| msr::perf_capabilities(&model)))
+        }
+        unusable => unusable,
+    };
+    ProcessorDescription { core_type: CoreType::detect(raw_cpuid::CpuIdReaderNative), detection }
 }
 
 fn out_of_memory(what: &str) -> NtStatus {

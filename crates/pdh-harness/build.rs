@@ -19,7 +19,14 @@ fn main() {
     for set in &manifest.counter_sets {
         writeln!(out, "    CounterSetSpec {{").unwrap();
         writeln!(out, "        name: {:?},", set.name).unwrap();
-        writeln!(out, "        multi_instance: {},", set.instances.is_multiple()).unwrap();
+        // The driver's conventions: its aggregated set has one instance per processor, its other
+        // multi-instance set named instances (see catalogue.rs).
+        let kind = match set.instances {
+            counter_manifest::Instances::Single => "Single",
+            counter_manifest::Instances::MultipleAggregate => "PerProcessor",
+            _ => "Named",
+        };
+        writeln!(out, "        instances: InstanceKind::{kind},").unwrap();
         writeln!(out, "        counters: &[").unwrap();
         for counter in set.counters.iter().filter(|counter| !counter.ty.is_base) {
             let monotonic = counter.ty.name == "perf_counter_large_rawcount";

@@ -3,9 +3,11 @@
 use super::pool::{PoolSlice, Zeroable};
 use crate::pcw::processor_instances::ProcessorInstance;
 use windows_sys::Wdk::System::SystemServices::{
-    KeGetProcessorNumberFromIndex, KeQueryActiveProcessorCountEx,
+    KeGetProcessorNumberFromIndex, KeQueryActiveProcessorCountEx, KeRevertToUserGroupAffinityThread,
+    KeSetSystemGroupAffinityThread,
 };
 use windows_sys::Win32::System::Kernel::PROCESSOR_NUMBER;
+use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
 
 /// ALL_PROCESSOR_GROUPS: count the processors of every group.
 const ALL_PROCESSOR_GROUPS: u16 = 0xFFFF;
@@ -28,4 +30,21 @@ pub fn active_processors() -> Option<PoolSlice<ProcessorInstance>> {
         *instance = ProcessorInstance::new(index, number.Group, number.Number);
     }
     Some(instances)
+}
+
+/// Runs `work` on processor `number` of group `group`, at PASSIVE_LEVEL, by giving this thread that
+/// one processor as its system affinity (KeSetSystemGroupAffinityThread: "when the call returns, the
+/// calling thread is already running on a processor that is specified in the new affinity mask") and
+/// restoring the previous affinity afterwards. Reads that describe one processor (CPUID, its
+/// IA32_PERF_CAPABILITIES) run this way, since a hybrid processor's cores describe themselves
+/// differently. Call at PASSIVE_LEVEL, for an active processor.
+pub fn on_processor<R>(group: u16, number: u8, work: impl FnOnce() -> R) -> R {
+    let affinity = GROUP_AFFINITY { Mask: 1usize << number, Group: group, Reserved: [0; 3] };
+    let mut previous = GROUP_AFFINITY { Mask: 0, Group: 0, Reserved: [0; 3] };
+    // SAFETY: both arguments are valid GROUP_AFFINITY structures that outlive the call.
+    unsafe { KeSetSystemGroupAffinityThread(&affinity, &mut previous) };
+    let result = work();
+    // SAFETY: `previous` is what KeSetSystemGroupAffinityThread returned, as the routine requires.
+    unsafe { KeRevertToUserGroupAffinityThread(&previous) };
+    result
 }

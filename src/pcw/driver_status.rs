@@ -34,6 +34,9 @@ pub enum TopdownSource {
     ProfileEvents = 2,
     /// No usable PMU.
     NoPmu = 3,
+    /// Some core types of a hybrid processor have fixed counter 3 with IA32_PERF_METRICS, but not all,
+    /// and the driver programs only what every core type has.
+    NotOnEveryCoreType = 4,
 }
 
 /// The resident status block and the operations on it.

@@ -8,6 +8,7 @@ use super::driver_status::DriverStatus;
 use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 use crate::counters::hardware_counters::Values;
+use crate::counters::hardware_counters_by_core_type;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -20,6 +21,9 @@ pub trait CountSource: Sync {
     /// The counter block of the processor with system index `processor_index`, as of the last
     /// refresh: counts extended to 64 bits, never decreasing.
     fn values(&self, processor_index: u32) -> Values;
+    /// The sum of the blocks of every processor whose Core Type counter shows `core_type`, as of the
+    /// last refresh.
+    fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values;
     /// A consumer added counters (AddCounter). PCW promises no matching RemoveCounter, and registry
     /// consumers never add at all, so a source must not rely on pairs: it hears of additions, and
     /// of collects through [`CountSource::refresh`].

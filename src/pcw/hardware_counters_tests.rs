@@ -15,6 +15,12 @@ impl CountSource for PatternCounts {
     fn values(&self, index: u32) -> Values {
         Values::from_fields(|field| u64::from(index) * 1_000_000 + field as u64 + 1)
     }
+
+    fn core_type_values(&self, core_type: u8) -> crate::counters::hardware_counters_by_core_type::Values {
+        crate::counters::hardware_counters_by_core_type::Values::from_fields(|field| {
+            u64::from(core_type) * 1_000_000 + field as u64 + 1
+        })
+    }
 }
 
 thread_local! {
@@ -242,6 +248,9 @@ impl CountSource for RecordingSource {
     }
     fn values(&self, _processor_index: u32) -> Values {
         Values::default()
+    }
+    fn core_type_values(&self, _core_type: u8) -> crate::counters::hardware_counters_by_core_type::Values {
+        crate::counters::hardware_counters_by_core_type::Values::default()
     }
     fn query_added(&self) {
         self.additions.fetch_add(1, Ordering::Relaxed);

@@ -4,6 +4,7 @@
 //! callbacks into calls on [`CountersetCallback`], so everything here is unit tested on the host.
 #![deny(unsafe_code)]
 
+pub mod core_types;
 pub mod driver_status;
 pub mod hardware_counters;
 pub mod processor_instances;

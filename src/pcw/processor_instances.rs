@@ -20,6 +20,8 @@ pub struct ProcessorInstance {
     id: u32,
     name: [u16; NAME_CAPACITY],
     name_len: u8,
+    /// The value of the processor's Core Type counter (0 until [`ProcessorInstance::set_core_type`]).
+    core_type: u8,
 }
 
 impl ProcessorInstance {
@@ -30,6 +32,7 @@ impl ProcessorInstance {
             id: u32::from(group) * PROCESSORS_PER_GROUP + u32::from(number),
             name: [0; NAME_CAPACITY],
             name_len: 0,
+            core_type: 0,
         };
         instance.push_decimal(u32::from(group));
         instance.push(u16::from(b','));
@@ -43,6 +46,25 @@ impl ProcessorInstance {
 
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// The processor's group.
+    pub fn group(&self) -> u16 {
+        (self.id / PROCESSORS_PER_GROUP) as u16
+    }
+
+    /// The processor's number within its group.
+    pub fn number(&self) -> u8 {
+        (self.id % PROCESSORS_PER_GROUP) as u8
+    }
+
+    /// The processor's core type, as its Core Type counter shows it.
+    pub fn core_type(&self) -> u8 {
+        self.core_type
+    }
+
+    pub fn set_core_type(&mut self, core_type: u8) {
+        self.core_type = core_type;
     }
 
     /// The name in UTF-16, without terminator.
@@ -90,6 +112,8 @@ mod tests {
         let widest = ProcessorInstance::new(7, u16::MAX, 63);
         assert_eq!(name_of(&widest), "65535,63");
         assert_eq!(widest.id(), 65535 * 64 + 63);
+        assert_eq!((widest.group(), widest.number()), (u16::MAX, 63));
+        assert_eq!((second_group.group(), second_group.number()), (1, 3));
     }
 
     #[test]

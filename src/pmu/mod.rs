@@ -12,6 +12,7 @@ pub mod events;
 pub mod extend;
 pub mod fold;
 pub mod frequency;
+pub mod hybrid;
 pub mod model;
 pub mod poll;
 pub mod processor;

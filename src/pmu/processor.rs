@@ -4,7 +4,8 @@ use super::fold::ProcessorCounters;
 use super::frequency::FrequencyCounters;
 use super::poll::PollCounters;
 use super::topdown::TopdownCounters;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use super::hybrid::CoreType;
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// One processor's state: the overflow counts and reported values, the polling state used when
 /// there is no overflow interrupt, the top-down totals and the last APERF/MPERF readings. Cache-line aligned so processors never share a line. All zero is
@@ -18,9 +19,20 @@ pub struct PerProcessor {
     pub frequency: FrequencyCounters,
     /// Which programming check the next collect makes (they take turns: one rdmsr per collect).
     pub check_turn: AtomicUsize,
+    /// The processor's [`CoreType`], as a number: set once at load, before the state is shared.
+    core_type: AtomicU8,
 }
 
 impl PerProcessor {
+    pub fn set_core_type(&self, core_type: CoreType) {
+        self.core_type.store(core_type as u8, Ordering::Relaxed);
+    }
+
+    /// The processor's [`CoreType`] as the Core Type counters show it.
+    pub fn core_type(&self) -> u8 {
+        self.core_type.load(Ordering::Relaxed)
+    }
+
     /// The programming check for this read, and the next for the next.
     pub fn next_check(&self) -> usize {
         let turn = self.check_turn.load(Ordering::Relaxed);

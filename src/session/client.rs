@@ -18,10 +18,12 @@ use super::lock::SessionLock;
 use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
 use super::schedule::Schedule;
 use crate::counters::hardware_counters::Values;
+use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
 use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
+use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::processor::PerProcessor;
@@ -59,7 +61,8 @@ struct Session<P: Platform> {
 
 pub struct PmuClient<P: Platform> {
     platform: P,
-    detection: Detection,
+    /// What every processor has, and what only some have.
+    machine: Machine,
     processors: P::Processors,
     session: SessionLock<Option<Session<P>>>,
     /// The plan of the last session (open or closed): which slot holds which event, so that counts
@@ -77,10 +80,12 @@ impl<P: Platform> PmuClient<P> {
     /// No MSR is touched.
     pub fn new(
         platform: P,
-        detection: Detection,
+        machine: impl Into<Machine>,
         processors: P::Processors,
         status: &'static DriverStatus,
     ) -> Self {
+        let machine: Machine = machine.into();
+        let detection = machine.detection;
         status.set_pmu_state(match detection {
             Detection::Usable(_) => PmuState::Idle,
             Detection::Unusable(Unusable::HypervisorWithoutPmu) => PmuState::UnsupportedHypervisor,
@@ -92,12 +97,12 @@ impl<P: Platform> PmuClient<P> {
         });
         status.set_topdown_source(match detection {
             Detection::Usable(model) if model.topdown_metrics() => TopdownSource::PerfMetrics,
-            Detection::Usable(_) => TopdownSource::Unavailable,
+            Detection::Usable(_) => no_topdown(machine),
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         PmuClient {
+            machine,
             platform,
-            detection,
             processors,
             session: SessionLock::new(None),
             last_plan: SessionLock::new(None),
@@ -112,7 +117,7 @@ impl<P: Platform> PmuClient<P> {
     }
 
     fn model(&self) -> Option<PmuModel> {
-        match self.detection {
+        match self.machine.detection {
             Detection::Usable(model) => Some(model),
             Detection::Unusable(_) => None,
         }
@@ -227,7 +232,7 @@ impl<P: Platform> PmuClient<P> {
         } else if plan.topdown_width().is_some() {
             TopdownSource::ProfileEvents
         } else {
-            TopdownSource::Unavailable
+            no_topdown(self.machine)
         });
         let counters = plan.hal_indexes().count();
         self.status.set_counters_owned(counters as u32);
@@ -407,6 +412,11 @@ impl<P: Platform> PmuClient<P> {
 /// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
 /// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
 /// loss and this repair are not counted.
+/// Why a usable PMU gives no top-down: only some core types could, or none can.
+fn no_topdown(machine: Machine) -> TopdownSource {
+    if machine.topdown_metrics_on_some { TopdownSource::NotOnEveryCoreType } else { TopdownSource::Unavailable }
+}
+
 fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     // Stopped first, so that no overflow of the lost programming is folded into the new session.
     program::stop_and_clear(vendor, plan, msrs);
@@ -492,9 +502,27 @@ impl<P: Platform> CountSource for PmuClient<P> {
     }
 
     fn values(&self, processor_index: u32) -> Values {
-        let Some(processor) = self.processors.get(processor_index as usize) else {
-            return Values::default();
-        };
+        self.processors.get(processor_index as usize).map(|processor| self.counts(processor).values()).unwrap_or_default()
+    }
+
+    fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
+        let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
+        for processor in self.processors.iter().filter(|processor| processor.core_type() == core_type) {
+            sum.accumulate(&self.counts(processor));
+        }
+        sum.by_core_type_values()
+    }
+
+    fn query_added(&self) {
+        // A RemoveCounter changes nothing: ownership ends when activity stops.
+        self.schedule.active(self.platform.now_100ns());
+        self.demand(true);
+    }
+}
+
+impl<P: Platform> PmuClient<P> {
+    /// One processor's values as of the last read.
+    fn counts(&self, processor: &PerProcessor) -> EventCounts {
         let snapshot = processor.counters.snapshot();
         let (aperf, mperf) = processor.frequency.last();
         let mut counts = EventCounts {
@@ -502,6 +530,8 @@ impl<P: Platform> CountSource for PmuClient<P> {
             topdown: processor.topdown.totals(),
             aperf,
             mperf,
+            core_type: u64::from(processor.core_type()),
+            processors: 1,
             ..EventCounts::default()
         };
         // Between sessions, and while one is being opened or closed, the last plan places the last
@@ -514,13 +544,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
         if let Some(width) = plan.and_then(|plan| plan.topdown_width()) {
             counts.topdown = topdown::from_events(width, |event| counts.events[event.index()]);
         }
-        counts.values()
-    }
-
-    fn query_added(&self) {
-        // A RemoveCounter changes nothing: ownership ends when activity stops.
-        self.schedule.active(self.platform.now_100ns());
-        self.demand(true);
+        counts
     }
 }
 

@@ -116,7 +116,15 @@ impl Platform for FakePlatform {
 }
 
 pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
-    let platform = FakePlatform {
+    let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let processors = (0..PROCESSORS).map(|_| PerProcessor::default()).collect();
+    PmuClient::new(fake_platform(answers), detection, processors, status)
+}
+
+/// A platform of [`PROCESSORS`] processors whose HAL gives `answers` to the first allocations.
+pub(super) fn fake_platform(answers: &[i32]) -> FakePlatform {
+    FakePlatform {
         now: AtomicU64::new(100 * SECOND),
         passive: AtomicBool::new(true),
         wakes: AtomicUsize::new(0),
@@ -126,10 +134,7 @@ pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<
         owned: Arc::new(AtomicUsize::new(0)),
         call_time: AtomicU64::new(0),
         settings: Mutex::new(Vec::new()),
-    };
-    let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
-    let status = Box::leak(Box::new(DriverStatus::new()));
-    PmuClient::new(platform, detection, (0..PROCESSORS).map(|_| PerProcessor::default()).collect(), status)
+    }
 }
 
 pub(super) fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {

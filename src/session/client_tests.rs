@@ -239,3 +239,34 @@ fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
     assert_eq!((values.llc_misses, values.custom_event0), (10, 0));
     assert_eq!(values.instructions_retired, instructions, "an event counted by both keeps its total");
 }
+
+#[test]
+fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
+    use crate::counters::{hardware_counters, hardware_counters_by_core_type};
+    use crate::pmu::hybrid::{CoreType, Machine};
+    let model = SKYLAKE_I7_6700K.model();
+    let processors: Vec<PerProcessor> = (0..PROCESSORS).map(|_| PerProcessor::default()).collect();
+    for (index, processor) in processors.iter().enumerate() {
+        processor.set_core_type(if index < PROCESSORS / 2 { CoreType::Performance } else { CoreType::Efficient });
+    }
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let machine = Machine { detection: Detection::Usable(model), topdown_metrics_on_some: true };
+    let client = PmuClient::new(fake_platform(&[]), machine, processors, status);
+    assert_eq!(status.block().topdown_source.load(Ordering::Relaxed), TopdownSource::NotOnEveryCoreType as u32);
+    client.collect();
+    for processor in 0..PROCESSORS {
+        client.set_msr(processor, 0x309, 1000 * (processor as u64 + 1)); // fixed counter 0: instructions
+    }
+    client.collect();
+    let instructions = |values: &hardware_counters::Values| values.instructions_retired;
+    let per_processor: Vec<u64> =
+        (0..PROCESSORS as u32).map(|index| instructions(&client.values(index))).collect();
+    assert!(per_processor.iter().all(|&count| count > 0), "{per_processor:?}");
+    let half = PROCESSORS / 2;
+    for (core_type, processors) in [(1u8, &per_processor[..half]), (2, &per_processor[half..])] {
+        let sums: hardware_counters_by_core_type::Values = client.core_type_values(core_type);
+        assert_eq!(sums.instructions_retired, processors.iter().sum::<u64>());
+        assert_eq!((sums.processors, sums.core_type), (half as u32, u32::from(core_type)));
+    }
+    assert_eq!(client.core_type_values(0).processors, 0, "no uniform processors here");
+}

@@ -1,11 +1,13 @@
-//! What each field of the Hardware Counters block holds, matched by name between the counter
-//! manifest's `field`s and the driver's tables, at compile time.
+//! What each field of the Hardware Counters and Hardware Counters by Core Type blocks holds, matched
+//! by name between the counter manifest's `field`s and the driver's tables, at compile time.
 //!
 //! * A field named like an event's [`EventInfo::field`](crate::pmu::events::EventInfo::field) holds
 //!   that event's 64-bit count.
 //! * `TopdownSlots` and `Topdown<Category>Slots` hold the top-down slot totals
 //!   ([`crate::pmu::topdown`]); `AperfCycles` and `MperfCycles` the last APERF and MPERF readings;
-//!   `OverflowInterrupts` the processor's handled PMIs.
+//!   `OverflowInterrupts` the processor's handled PMIs; `CoreType` the processor's
+//!   [`CoreType`](crate::pmu::hybrid::CoreType) and `Processors` how many processors the block sums
+//!   (1 per processor).
 //! * Any of these names plus `Scaled` holds the value shifted right (by [`RATIO_SCALE_SHIFT`], or
 //!   [`TOPDOWN_SCALE_SHIFT`] for slots): ratio counters read these, so that their 32-bit bases wrap
 //!   rarely (see the manifest's header comment). A ratio's numerator and base use the same shift.
@@ -13,7 +15,7 @@
 //! Any other field fails the build, so adding an event is a row in the event table and a counter in
 //! the manifest, and nothing else.
 
-use crate::counters::hardware_counters::{FIELDS, Values};
+use crate::counters::{hardware_counters, hardware_counters_by_core_type};
 use crate::pmu::events::{Event, str_eq};
 use crate::pmu::topdown::{Category, Topdown};
 
@@ -32,10 +34,12 @@ pub enum Value {
     Aperf,
     Mperf,
     OverflowInterrupts,
+    CoreType,
+    Processors,
 }
 
 /// The named values other than events, with their field names.
-const NAMED: [(&str, Value); 8] = [
+const NAMED: [(&str, Value); 10] = [
     ("TopdownSlots", Value::TopdownSlots),
     ("TopdownRetiringSlots", Value::TopdownCategory(Category::Retiring)),
     ("TopdownBadSpeculationSlots", Value::TopdownCategory(Category::BadSpeculation)),
@@ -44,6 +48,8 @@ const NAMED: [(&str, Value); 8] = [
     ("AperfCycles", Value::Aperf),
     ("MperfCycles", Value::Mperf),
     ("OverflowInterrupts", Value::OverflowInterrupts),
+    ("CoreType", Value::CoreType),
+    ("Processors", Value::Processors),
 ];
 
 impl Value {
@@ -78,6 +84,8 @@ impl Value {
             Value::Aperf => counts.aperf,
             Value::Mperf => counts.mperf,
             Value::OverflowInterrupts => counts.overflow_interrupts,
+            Value::CoreType => counts.core_type,
+            Value::Processors => counts.processors,
         }
     }
 }
@@ -108,7 +116,7 @@ impl FieldSource {
                 return FieldSource { value, shift: value.scale_shift() };
             }
         }
-        panic!("a Hardware Counters field in the manifest names no event or value the driver has")
+        panic!("a counter field in the manifest names no event or value the driver has")
     }
 
     fn read(self, counts: &EventCounts) -> u64 {
@@ -116,16 +124,23 @@ impl FieldSource {
     }
 }
 
-/// Each field's source, in [`FIELDS`] order; evaluated by the compiler.
-pub const SOURCES: [FieldSource; FIELDS.len()] = {
-    let mut sources = [FieldSource { value: Value::OverflowInterrupts, shift: 0 }; FIELDS.len()];
+/// Each of `fields`' sources, in order; evaluated by the compiler.
+const fn sources<const N: usize>(fields: &[&str]) -> [FieldSource; N] {
+    let mut sources = [FieldSource { value: Value::OverflowInterrupts, shift: 0 }; N];
     let mut index = 0;
-    while index < FIELDS.len() {
-        sources[index] = FieldSource::of(FIELDS[index]);
+    while index < N {
+        sources[index] = FieldSource::of(fields[index]);
         index += 1;
     }
     sources
-};
+}
+
+/// The source of each Hardware Counters field, in [`hardware_counters::FIELDS`] order.
+pub const SOURCES: [FieldSource; hardware_counters::FIELDS.len()] = sources(hardware_counters::FIELDS);
+
+/// The source of each Hardware Counters by Core Type field.
+pub const BY_CORE_TYPE_SOURCES: [FieldSource; hardware_counters_by_core_type::FIELDS.len()] =
+    sources(hardware_counters_by_core_type::FIELDS);
 
 /// One processor's values: event counts extended to 64 bits and never decreasing, top-down totals,
 /// APERF/MPERF readings.
@@ -137,12 +152,38 @@ pub struct EventCounts {
     pub aperf: u64,
     pub mperf: u64,
     pub overflow_interrupts: u64,
+    /// The processors' [`CoreType`](crate::pmu::hybrid::CoreType) as a number.
+    pub core_type: u64,
+    /// How many processors these values are of.
+    pub processors: u64,
 }
 
 impl EventCounts {
     /// The Hardware Counters block of these values.
-    pub fn values(&self) -> Values {
-        Values::from_fields(|field| SOURCES[field].read(self))
+    pub fn values(&self) -> hardware_counters::Values {
+        hardware_counters::Values::from_fields(|field| SOURCES[field].read(self))
+    }
+
+    /// The Hardware Counters by Core Type block of these values.
+    pub fn by_core_type_values(&self) -> hardware_counters_by_core_type::Values {
+        hardware_counters_by_core_type::Values::from_fields(|field| BY_CORE_TYPE_SOURCES[field].read(self))
+    }
+
+    /// Adds another processor's values (of the same core type) to these: every count wraps at 64 bits,
+    /// as each processor's own does.
+    pub fn accumulate(&mut self, other: &EventCounts) {
+        for (sum, value) in self.events.iter_mut().zip(other.events) {
+            *sum = sum.wrapping_add(value);
+        }
+        self.topdown.slots = self.topdown.slots.wrapping_add(other.topdown.slots);
+        for (sum, value) in self.topdown.categories.iter_mut().zip(other.topdown.categories) {
+            *sum = sum.wrapping_add(value);
+        }
+        self.aperf = self.aperf.wrapping_add(other.aperf);
+        self.mperf = self.mperf.wrapping_add(other.mperf);
+        self.overflow_interrupts = self.overflow_interrupts.wrapping_add(other.overflow_interrupts);
+        self.processors = self.processors.wrapping_add(other.processors);
+        self.core_type = other.core_type;
     }
 }
 

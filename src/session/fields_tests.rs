@@ -1,4 +1,5 @@
 use super::*;
+use crate::counters::hardware_counters::{FIELDS, Values};
 
 /// Every value with its unscaled field name and its `Scaled` shift, spelled out independently of
 /// [`FieldSource::of`].
@@ -41,6 +42,8 @@ fn distinct_counts() -> EventCounts {
         aperf: big(30),
         mperf: big(31),
         overflow_interrupts: 12_345,
+        core_type: 2,
+        processors: 3,
     }
 }
 
@@ -96,4 +99,34 @@ fn an_unknown_field_is_refused() {
 #[should_panic(expected = "names no event")]
 fn a_bare_suffix_is_refused() {
     FieldSource::of("Scaled");
+}
+
+/// The Hardware Counters by Core Type block, by the same naming rule.
+#[test]
+fn every_by_core_type_field_holds_its_value() {
+    use crate::counters::hardware_counters_by_core_type as by_type;
+    let counts = distinct_counts();
+    let values = every_value();
+    let expected = by_type::Values::from_fields(|field| {
+        let name = by_type::FIELDS[field];
+        let stem = name.strip_suffix("Scaled").unwrap_or(name);
+        let (_, value, shift) = values.iter().find(|(value_name, _, _)| value_name == stem).expect("a value");
+        value.of(&counts) >> if stem == name { 0 } else { *shift }
+    });
+    assert_eq!(counts.by_core_type_values(), expected);
+}
+
+#[test]
+fn accumulating_sums_every_count_and_keeps_the_core_type() {
+    let one = distinct_counts();
+    let mut sum = EventCounts { core_type: 2, ..EventCounts::default() };
+    sum.accumulate(&one);
+    sum.accumulate(&one);
+    assert_eq!(sum.events, one.events.map(|count| count.wrapping_mul(2)));
+    assert_eq!(sum.topdown.categories, one.topdown.categories.map(|count| count * 2));
+    assert_eq!((sum.topdown.slots, sum.aperf, sum.mperf), (one.topdown.slots * 2, one.aperf * 2, one.mperf * 2));
+    assert_eq!((sum.overflow_interrupts, sum.processors, sum.core_type), (2 * 12_345, 6, 2));
+    let mut wrapping = EventCounts { events: [u64::MAX; Event::COUNT], ..EventCounts::default() };
+    wrapping.accumulate(&EventCounts { events: [2; Event::COUNT], ..EventCounts::default() });
+    assert_eq!(wrapping.events, [1; Event::COUNT], "a sum wraps at 64 bits like each count");
 }

@@ -13,12 +13,22 @@ pub struct CounterSpec {
     pub monotonic: bool,
 }
 
+/// How a counterset's instances look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceKind {
+    /// `single`: one instance.
+    Single,
+    /// `multipleAggregate`: one instance per logical processor, named `group,number`, plus `_Total`.
+    PerProcessor,
+    /// `multiple`: named instances (the core types), no `_Total`.
+    Named,
+}
+
 /// One counterset of the manifest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterSetSpec {
     pub name: &'static str,
-    /// `multipleAggregate` (one instance per logical processor plus `_Total`) or `single`.
-    pub multi_instance: bool,
+    pub instances: InstanceKind,
     /// The displayable counters; base counters (`perf_*_base`, `noDisplay`) are read by PDH with their
     /// fraction and cannot be added on their own.
     pub counters: &'static [CounterSpec],
@@ -37,7 +47,7 @@ impl CounterSetSpec {
 
     /// The full English path of one counter, every instance for a multi-instance set.
     pub fn counter_path(&self, counter: &str) -> String {
-        if self.multi_instance {
+        if self.instances != InstanceKind::Single {
             format!("\\{}(*)\\{}", self.name, counter)
         } else {
             format!("\\{}\\{}", self.name, counter)
@@ -83,13 +93,14 @@ pub fn processor_instance_id(name: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// Spot checks of the generated table: both countersets, totals monotonic, rates and ratios
+    /// Spot checks of the generated table: every counterset, totals monotonic, rates and ratios
     /// not, bases left out.
     #[test]
     fn the_catalogue_is_the_manifests() {
-        let [hardware, driver] = COUNTER_SETS;
-        assert_eq!((hardware.name, hardware.multi_instance), ("Hardware Counters", true));
-        assert_eq!((driver.name, driver.multi_instance), ("Hardware Counters Driver", false));
+        let [hardware, driver, by_core_type] = COUNTER_SETS;
+        assert_eq!((hardware.name, hardware.instances), ("Hardware Counters", InstanceKind::PerProcessor));
+        assert_eq!((driver.name, driver.instances), ("Hardware Counters Driver", InstanceKind::Single));
+        assert_eq!((by_core_type.name, by_core_type.instances), ("Hardware Counters by Core Type", InstanceKind::Named));
         let find = |set: CounterSetSpec, name: &str| set.counters.iter().find(|c| c.name == name).copied();
         assert_eq!(find(hardware, "Instructions Retired").map(|c| c.monotonic), Some(true));
         assert_eq!(find(hardware, "Instructions Retired/sec").map(|c| c.monotonic), Some(false));
@@ -100,7 +111,7 @@ mod tests {
 
     #[test]
     fn paths() {
-        let [hardware, driver] = COUNTER_SETS;
+        let [hardware, driver, _] = COUNTER_SETS;
         assert_eq!(hardware.wildcard_path(), "\\Hardware Counters(*)\\*");
         assert_eq!(driver.wildcard_path(), "\\Hardware Counters Driver\\*");
         assert_eq!(hardware.counter_path("LLC Misses"), "\\Hardware Counters(*)\\LLC Misses");

@@ -2,6 +2,7 @@
 //! service's stop windows, monotonic raw totals per instance and service session, and instance-set
 //! stability.
 
+use crate::catalogue::InstanceKind;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -176,6 +177,8 @@ pub enum InstanceFinding {
     WrongCount { expected: usize, actual: usize },
     /// A single-instance set reported a number of instances other than one.
     NotSingle(usize),
+    /// A set of named instances reported `_Total`, which its manifest does not ask for.
+    UnexpectedTotal,
     /// The set is empty outside a stop window.
     Empty,
 }
@@ -205,6 +208,7 @@ impl std::fmt::Display for InstanceFinding {
                 write!(f, "{actual} processor instances, {expected} active processors")
             }
             InstanceFinding::NotSingle(n) => write!(f, "single-instance counterset reported {n} instances"),
+            InstanceFinding::UnexpectedTotal => write!(f, "a _Total instance in a counterset without one"),
             InstanceFinding::Empty => write!(f, "no instances while the service runs"),
         }
     }
@@ -223,10 +227,11 @@ pub fn duplicate_names(names: &[String]) -> Vec<InstanceFinding> {
 }
 
 /// Checks the shape of one counterset's instance set: `_Total` and well-formed, distinct processor ids
-/// for a multi-instance set (and, if known, one per active processor); exactly one instance otherwise.
+/// for a per-processor set (and, if known, one per active processor); exactly one instance for a
+/// single-instance set; no `_Total` among named instances.
 pub fn instance_shape(
     instances: &BTreeSet<String>,
-    multi_instance: bool,
+    kind: InstanceKind,
     active_processors: Option<usize>,
 ) -> Vec<InstanceFinding> {
     let mut findings = Vec::new();
@@ -234,12 +239,19 @@ pub fn instance_shape(
         findings.push(InstanceFinding::Empty);
         return findings;
     }
-    if !multi_instance {
-        if instances.len() != 1 {
-            findings.push(InstanceFinding::NotSingle(instances.len()));
+    match kind {
+        InstanceKind::Single if instances.len() != 1 => findings.push(InstanceFinding::NotSingle(instances.len())),
+        InstanceKind::Named if instances.contains(crate::catalogue::TOTAL_INSTANCE) => {
+            findings.push(InstanceFinding::UnexpectedTotal);
         }
-        return findings;
+        InstanceKind::PerProcessor => findings.extend(processor_instance_shape(instances, active_processors)),
+        InstanceKind::Single | InstanceKind::Named => {}
     }
+    findings
+}
+
+fn processor_instance_shape(instances: &BTreeSet<String>, active_processors: Option<usize>) -> Vec<InstanceFinding> {
+    let mut findings = Vec::new();
     if !instances.contains(crate::catalogue::TOTAL_INSTANCE) {
         findings.push(InstanceFinding::NoTotal);
     }
@@ -411,29 +423,34 @@ mod tests {
     #[test]
     fn shape_of_a_good_multi_instance_set() {
         let s = set(&["0,0", "0,1", "1,0", "_Total"]);
-        assert!(instance_shape(&s, true, Some(3)).is_empty());
-        assert!(instance_shape(&s, true, None).is_empty());
+        assert!(instance_shape(&s, InstanceKind::PerProcessor, Some(3)).is_empty());
+        assert!(instance_shape(&s, InstanceKind::PerProcessor, None).is_empty());
     }
 
     #[test]
     fn shape_findings() {
-        assert_eq!(instance_shape(&set(&["0,0"]), true, None), [InstanceFinding::NoTotal]);
+        assert_eq!(instance_shape(&set(&["0,0"]), InstanceKind::PerProcessor, None), [InstanceFinding::NoTotal]);
         assert_eq!(
-            instance_shape(&set(&["0,0", "cpu1", "_Total"]), true, None),
+            instance_shape(&set(&["0,0", "cpu1", "_Total"]), InstanceKind::PerProcessor, None),
             [InstanceFinding::BadName("cpu1".into())]
         );
         assert_eq!(
-            instance_shape(&set(&["0,1", "00,1", "_Total"]), true, None),
+            instance_shape(&set(&["0,1", "00,1", "_Total"]), InstanceKind::PerProcessor, None),
             [InstanceFinding::DuplicateId { id: 1, names: ["0,1".into(), "00,1".into()] }]
         );
         assert_eq!(
-            instance_shape(&set(&["0,0", "_Total"]), true, Some(2)),
+            instance_shape(&set(&["0,0", "_Total"]), InstanceKind::PerProcessor, Some(2)),
             [InstanceFinding::WrongCount { expected: 2, actual: 1 }]
         );
-        assert_eq!(instance_shape(&set(&[]), true, None), [InstanceFinding::Empty]);
-        assert_eq!(instance_shape(&set(&[]), false, None), [InstanceFinding::Empty]);
-        assert!(instance_shape(&set(&[""]), false, None).is_empty());
-        assert_eq!(instance_shape(&set(&["a", "b"]), false, None), [InstanceFinding::NotSingle(2)]);
+        assert_eq!(instance_shape(&set(&[]), InstanceKind::PerProcessor, None), [InstanceFinding::Empty]);
+        assert_eq!(instance_shape(&set(&[]), InstanceKind::Single, None), [InstanceFinding::Empty]);
+        assert!(instance_shape(&set(&[""]), InstanceKind::Single, None).is_empty());
+        assert_eq!(instance_shape(&set(&["a", "b"]), InstanceKind::Single, None), [InstanceFinding::NotSingle(2)]);
+        assert!(instance_shape(&set(&["Performance", "Efficient"]), InstanceKind::Named, Some(24)).is_empty());
+        assert_eq!(
+            instance_shape(&set(&["All", "_Total"]), InstanceKind::Named, None),
+            [InstanceFinding::UnexpectedTotal]
+        );
     }
 
     #[test]

@@ -351,7 +351,7 @@ fn check_instances(
             per_counter.push((spec.counters[*counter_index].name.to_owned(), names.into_iter().collect()));
         }
         let Some((_, first)) = per_counter.first() else { continue };
-        findings.extend(instance_shape(first, spec.multi_instance, active_processors));
+        findings.extend(instance_shape(first, spec.instances, active_processors));
         findings.extend(checks.instances.observe(session, spec.name, &per_counter));
         let count = first.len().to_string();
         let path = spec.wildcard_path();

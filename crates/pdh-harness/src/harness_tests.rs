@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
+use crate::catalogue::InstanceKind;
 use crate::checks::status::*;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -57,7 +58,8 @@ impl ServiceControl for FakeService {
 struct FakeQuery {
     state: Arc<State>,
     /// Multi-instance flag of each added counter.
-    counters: Vec<bool>,
+    /// Each added counter's counterset instance kind.
+    counters: Vec<InstanceKind>,
     /// The last collect's value and processor count, `None` if it found the driver stopped.
     snapshot: Option<(i64, usize)>,
 }
@@ -76,8 +78,11 @@ impl Pdh for FakePdh {
 impl PdhQuery for FakeQuery {
     type Counter = usize;
     fn add_english(&mut self, path: &str) -> Result<usize, u32> {
-        let multi = path.contains("(*)");
-        self.counters.push(multi);
+        let set = COUNTER_SETS
+            .iter()
+            .find(|set| path.starts_with(&set.counter_path("")))
+            .ok_or(PDH_CSTATUS_NO_OBJECT)?;
+        self.counters.push(set.instances);
         Ok(self.counters.len() - 1)
     }
     fn collect(&mut self) -> Result<(), u32> {
@@ -102,8 +107,10 @@ impl PdhQuery for FakeQuery {
     fn raw_array(&mut self, counter: usize) -> Result<Vec<ArrayItem<i64>>, u32> {
         let (value, processors) = self.snapshot.ok_or(PDH_NO_DATA)?;
         let item = |instance: String| ArrayItem { instance, status: PDH_CSTATUS_VALID_DATA, value };
-        if !self.counters[counter] {
-            return Ok(vec![item(String::new())]);
+        match self.counters[counter] {
+            InstanceKind::Single => return Ok(vec![item(String::new())]),
+            InstanceKind::Named => return Ok(vec![item("Performance".into()), item("Efficient".into())]),
+            InstanceKind::PerProcessor => {}
         }
         let mut items: Vec<_> = (0..processors).map(|p| item(format!("0,{p}"))).collect();
         if self.state.bug != Bug::NoTotal {

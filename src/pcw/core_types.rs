@@ -1,0 +1,89 @@
+//! The "Hardware Counters by Core Type" counterset: one instance per kind of core the machine has,
+//! whose counters sum the processors of that kind.
+//!
+//! * Id: the core type, as the Core Type counters show it: 0 on a processor that is not hybrid, 1 for
+//!   performance cores, 2 for efficient cores.
+//! * Name: `All`, `Performance`, `Efficient`. Only the kinds some processor is are instances, so a
+//!   uniform machine has the one instance `All` and a hybrid one `Performance` and `Efficient`.
+//!
+//! Pure like [`super::hardware_counters`]: the sums come from the same [`CountSource`].
+
+use super::hardware_counters::CountSource;
+use super::processor_instances::ProcessorInstance;
+use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
+use crate::counters::hardware_counters_by_core_type::Values;
+use core::ops::Deref;
+
+/// Each core type's instance name, indexed by its id.
+const NAMES: [&[u16]; 3] = [&utf16::<3>("All"), &utf16::<11>("Performance"), &utf16::<9>("Efficient")];
+
+const fn utf16<const N: usize>(text: &str) -> [u16; N] {
+    let bytes = text.as_bytes();
+    assert!(bytes.len() == N, "instance names are ASCII of the stated length");
+    let mut units = [0u16; N];
+    let mut index = 0;
+    while index < N {
+        units[index] = bytes[index] as u16;
+        index += 1;
+    }
+    units
+}
+
+/// The counterset's callback state: the processors (for which core types are present) and the
+/// source of their counts.
+pub struct CoreTypeCounters<P, S> {
+    processors: P,
+    source: S,
+    upcase: fn(u16) -> u16,
+}
+
+impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CoreTypeCounters<P, S> {
+    pub fn new(processors: P, source: S, upcase: fn(u16) -> u16) -> Self {
+        CoreTypeCounters { processors, source, upcase }
+    }
+
+    /// The (id, name) of every core type some processor is, that `query` selects.
+    fn selected<'q>(&'q self, query: &Query<'q>) -> impl Iterator<Item = (u8, &'static [u16])> + 'q {
+        let (query, upcase) = (*query, self.upcase);
+        (0u8..).zip(NAMES).filter(move |&(core_type, name)| {
+            self.processors.iter().any(|processor| processor.core_type() == core_type)
+                && query.selects(u32::from(core_type), name, upcase)
+        })
+    }
+}
+
+impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCallback
+    for CoreTypeCounters<P, S>
+{
+    fn counter_added(&self, _counter_mask: u64) {
+        self.source.query_added();
+    }
+
+    fn counter_removed(&self, _counter_mask: u64) {}
+
+    fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+        for (core_type, name) in self.selected(query) {
+            sink.add::<Values>(name, u32::from(core_type), None)?;
+        }
+        Ok(())
+    }
+
+    fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+        self.source.refresh();
+        let mut result = Ok(());
+        for (core_type, name) in self.selected(query) {
+            let mut values = self.source.core_type_values(core_type);
+            values.clear_unrequested(query.counter_mask);
+            result = sink.add(name, u32::from(core_type), Some(&values));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.source.collect_done();
+        result
+    }
+}
+
+#[cfg(test)]
+#[path = "core_types_tests.rs"]
+mod tests;

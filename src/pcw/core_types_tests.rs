@@ -1,0 +1,102 @@
+//! Host tests of the Hardware Counters by Core Type callback: which instances exist, their names and
+//! ids, masks, and the sums the source hands over.
+
+use super::*;
+use crate::counters::hardware_counters;
+use crate::counters::hardware_counters_by_core_type::id;
+use crate::pcw::query::CounterBlock;
+use crate::pcw::wildcard::ascii_upcase;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Blocks that identify their core type: field f of core type t holds t * 1000 + f + 1. Counts the
+/// refreshes.
+#[derive(Default)]
+struct PerType {
+    refreshes: AtomicU32,
+}
+
+impl CountSource for PerType {
+    fn refresh(&self) {
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn values(&self, _processor_index: u32) -> hardware_counters::Values {
+        hardware_counters::Values::default()
+    }
+
+    fn core_type_values(&self, core_type: u8) -> Values {
+        Values::from_fields(|field| u64::from(core_type) * 1000 + field as u64 + 1)
+    }
+}
+
+/// `types[i]` is processor i's core type.
+fn provider(types: &[u8]) -> CoreTypeCounters<Vec<ProcessorInstance>, PerType> {
+    let processors = (0u32..)
+        .zip(types)
+        .map(|(index, &core_type)| {
+            let mut processor = ProcessorInstance::new(index, 0, index as u8);
+            processor.set_core_type(core_type);
+            processor
+        })
+        .collect();
+    CoreTypeCounters::new(processors, PerType::default(), ascii_upcase)
+}
+
+#[derive(Default)]
+struct Recorder(Vec<(String, u32, Option<Values>)>);
+
+impl InstanceSink for Recorder {
+    fn add<T: CounterBlock>(&mut self, name: &[u16], id: u32, data: Option<&T>) -> Result<(), AddInstanceFailed> {
+        let values =
+            data.map(|data| *(data as &dyn core::any::Any).downcast_ref::<Values>().expect("a Values block"));
+        self.0.push((String::from_utf16(name).unwrap(), id, values));
+        Ok(())
+    }
+}
+
+fn collect(provider: &CoreTypeCounters<Vec<ProcessorInstance>, PerType>, query: &Query<'_>) -> Recorder {
+    let mut recorder = Recorder::default();
+    provider.collect(query, &mut recorder).unwrap();
+    recorder
+}
+
+fn names(recorder: &Recorder) -> Vec<(&str, u32)> {
+    recorder.0.iter().map(|(name, id, _)| (name.as_str(), *id)).collect()
+}
+
+#[test]
+fn a_uniform_machine_has_one_instance_all() {
+    let provider = provider(&[0; 8]);
+    let recorder = collect(&provider, &Query::ALL);
+    assert_eq!(names(&recorder), [("All", 0)]);
+    assert_eq!(recorder.0[0].2, Some(provider.source.core_type_values(0)));
+    assert_eq!(provider.source.refreshes.load(Ordering::Relaxed), 1, "one refresh per collect");
+}
+
+#[test]
+fn a_hybrid_machine_has_an_instance_per_core_type_present() {
+    let provider = provider(&[1, 1, 1, 1, 2, 2]);
+    let recorder = collect(&provider, &Query::ALL);
+    assert_eq!(names(&recorder), [("Performance", 1), ("Efficient", 2)]);
+    assert_eq!(recorder.0[1].2, Some(provider.source.core_type_values(2)));
+    let mut enumerated = Recorder::default();
+    provider.enumerate(&Query::ALL, &mut enumerated).unwrap();
+    assert_eq!(names(&enumerated), [("Performance", 1), ("Efficient", 2)]);
+    assert!(enumerated.0.iter().all(|(_, _, values)| values.is_none()));
+}
+
+#[test]
+fn id_name_and_counter_masks_apply() {
+    let provider = provider(&[1, 2]);
+    let by_id = Query { instance_id: 2, ..Query::ALL };
+    assert_eq!(names(&collect(&provider, &by_id)), [("Efficient", 2)]);
+    let mask: Vec<u16> = "perf*".encode_utf16().collect();
+    let by_name = Query { instance_mask: Some(&mask), ..Query::ALL };
+    assert_eq!(names(&collect(&provider, &by_name)), [("Performance", 1)]);
+    let processors_only = Query { counter_mask: 1 << id::PROCESSORS, ..Query::ALL };
+    let recorder = collect(&provider, &processors_only);
+    let mut expected = provider.source.core_type_values(1);
+    expected.clear_unrequested(1 << id::PROCESSORS);
+    assert_eq!(recorder.0[0].2, Some(expected));
+    assert_ne!(expected, provider.source.core_type_values(1), "the other counters were cleared");
+}

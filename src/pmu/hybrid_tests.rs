@@ -1,0 +1,84 @@
+use super::*;
+use crate::pmu::model::tests::{
+    ALDER_LAKE_HYBRID_MODEL, ALDER_LAKE_I9_12900K_E, ALDER_LAKE_I9_12900K_P, ALDER_LAKE_I9_12900K_P_ONLY,
+    ALDER_LAKE_P_ONLY_MODEL, CpuIdTable, Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X,
+};
+use crate::pmu::model::{ArchEvents, PERF_CAPABILITIES_PERF_METRICS, Unusable};
+
+fn described(core_type: CoreType, model: PmuModel) -> ProcessorDescription {
+    ProcessorDescription { core_type, detection: Detection::Usable(model) }
+}
+
+#[test]
+fn core_types_come_from_leaf_1ah_on_hybrid_processors_only() {
+    assert_eq!(CoreType::detect(CpuIdTable(ALDER_LAKE_I9_12900K_P.leaves)), CoreType::Performance);
+    assert_eq!(CoreType::detect(CpuIdTable(ALDER_LAKE_I9_12900K_E.leaves)), CoreType::Efficient);
+    // No hybrid flag (leaf 7 absent from these tables): uniform, whatever leaf 1AH would say.
+    for cpu in [&ALDER_LAKE_I9_12900K_P_ONLY, &SKYLAKE_I7_6700K, &ZEN4_RYZEN9_7950X] {
+        assert_eq!(CoreType::detect(CpuIdTable(cpu.leaves)), CoreType::Uniform, "{}", cpu.name);
+    }
+}
+
+#[test]
+fn core_type_values_are_those_the_counters_publish() {
+    let values: Vec<u8> = CoreType::ALL.iter().map(|&core_type| core_type as u8).collect();
+    assert_eq!(values, [0, 1, 2]);
+}
+
+#[test]
+fn a_uniform_machine_is_its_processors_model() {
+    let model = SKYLAKE_I7_6700K.model();
+    let machine = Machine::of([described(CoreType::Uniform, model); 4]);
+    assert_eq!(machine, Machine { detection: Detection::Usable(model), topdown_metrics_on_some: false });
+}
+
+#[test]
+fn a_hybrid_machine_counts_what_every_core_type_has() {
+    // Performance cores with their own 8 GP / 4 fixed and PERF_METRICS (IA32_PERF_CAPABILITIES read on
+    // them), efficient cores with 6 GP / 3 fixed and one more event unavailable.
+    let performance = ALDER_LAKE_I9_12900K_P_ONLY.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
+    assert!(performance.topdown_metrics());
+    let efficient = PmuModel {
+        gp_width: 40,
+        unavailable: ArchEvents::BRANCH_MISPREDICTS,
+        aperf_mperf: false,
+        ..ALDER_LAKE_I9_12900K_E.model()
+    };
+    let machine = Machine::of([
+        described(CoreType::Performance, performance),
+        described(CoreType::Efficient, efficient),
+        described(CoreType::Performance, performance),
+    ]);
+    let expected = PmuModel {
+        gp_counters: 6,
+        gp_width: 40,
+        fixed_counters: 3,
+        unavailable: ArchEvents::BRANCH_MISPREDICTS,
+        topdown_slots: false,
+        perf_metrics: false,
+        aperf_mperf: false,
+        ..ALDER_LAKE_P_ONLY_MODEL
+    };
+    assert_eq!(machine, Machine { detection: Detection::Usable(expected), topdown_metrics_on_some: true });
+}
+
+#[test]
+fn the_real_alder_lake_reports_the_same_counters_on_both_core_types() {
+    let machine = Machine::of([
+        described(CoreType::Performance, ALDER_LAKE_I9_12900K_P.model()),
+        described(CoreType::Efficient, ALDER_LAKE_I9_12900K_E.model()),
+    ]);
+    assert_eq!(machine.detection, Detection::Usable(ALDER_LAKE_HYBRID_MODEL));
+    assert!(!machine.topdown_metrics_on_some);
+}
+
+#[test]
+fn one_unusable_processor_makes_the_machine_unusable() {
+    let unusable = ProcessorDescription {
+        core_type: CoreType::Uniform,
+        detection: Detection::Unusable(Unusable::TooFewCounters),
+    };
+    let machine = Machine::of([described(CoreType::Uniform, SKYLAKE_I7_6700K.model()), unusable]);
+    assert_eq!(machine.detection, Detection::Unusable(Unusable::TooFewCounters));
+    assert_eq!(Machine::of([]).detection, Detection::Unusable(Unusable::UnknownVendor));
+}
