@@ -48,7 +48,8 @@ impl Driver {
         let per_processor: PoolSlice<PerProcessor> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
         let machine = Machine::of(processors.iter_mut().map(|instance| {
-            let description = processors::on_processor(instance.group(), instance.number(), describe_this_processor);
+            let description =
+                processors::on_processor(instance.group(), instance.number(), describe_this_processor);
             instance.set_core_type(description.core_type as u8);
             if let Some(state) = per_processor.get(instance.index() as usize) {
                 state.set_core_type(description.core_type);
@@ -77,8 +78,9 @@ impl Driver {
         let mut core_type_processors: PoolSlice<ProcessorInstance> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("core type instances"))?;
         core_type_processors.copy_from_slice(&processors);
-        let by_core_type = PoolBox::new(CoreTypeCounters::new(core_type_processors, pmu.clone(), pcw::upcase))
-            .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
+        let by_core_type =
+            PoolBox::new(CoreTypeCounters::new(core_type_processors, pmu.clone(), pcw::upcase))
+                .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
         let provider =
             HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
@@ -93,7 +95,9 @@ impl Driver {
             hardware_counters_by_core_type::DESCRIPTORS,
             by_core_type,
         )
-        .inspect_err(|status| log_error!("PcwRegister(Hardware Counters by Core Type) failed: {status:#x}"))?;
+        .inspect_err(|status| {
+            log_error!("PcwRegister(Hardware Counters by Core Type) failed: {status:#x}")
+        })?;
         let driver_status = SingleInstanceCounterset::register(
             driver_status::NAME_UTF16,
             driver_status::DESCRIPTORS,

@@ -46,7 +46,12 @@ fn provider(types: &[u8]) -> CoreTypeCounters<Vec<ProcessorInstance>, PerType> {
 struct Recorder(Vec<(String, u32, Option<Values>)>);
 
 impl InstanceSink for Recorder {
-    fn add<T: CounterBlock>(&mut self, name: &[u16], id: u32, data: Option<&T>) -> Result<(), AddInstanceFailed> {
+    fn add<T: CounterBlock>(
+        &mut self,
+        name: &[u16],
+        id: u32,
+        data: Option<&T>,
+    ) -> Result<(), AddInstanceFailed> {
         let values =
             data.map(|data| *(data as &dyn core::any::Any).downcast_ref::<Values>().expect("a Values block"));
         self.0.push((String::from_utf16(name).unwrap(), id, values));

@@ -12,7 +12,7 @@
 //! GenuineIntel0090672_AlderLake_01_LC_BC_CPUID.txt), while IA32_PERF_CAPABILITIES' PERF_METRICS bit
 //! is set only on its performance cores; either way the intersection is what every core can do.
 //!
-//! Sources: hybrid flag CPUID.(EAX=07H,ECX=0):EDX[15], core type CPUID.1AH:EAX[31:24] (20H Intel Atom,
+//! Sources: hybrid flag `CPUID.(EAX=07H,ECX=0):EDX[15]`, core type `CPUID.1AH:EAX[31:24]` (20H Intel Atom,
 //! 40H Intel Core), Intel SDM Vol. 2A, CPUID, "Hybrid Information Enumeration Leaf (EAX = 1AH)".
 
 use super::model::{Detection, PmuModel};
@@ -31,11 +31,11 @@ pub enum CoreType {
     Efficient = 2,
 }
 
-/// CPUID.1AH:EAX[31:24] of an Intel Atom core.
+/// `CPUID.1AH:EAX[31:24]` of an Intel Atom core.
 const CORE_TYPE_ATOM: u32 = 0x20;
-/// CPUID.1AH:EAX[31:24] of an Intel Core core.
+/// `CPUID.1AH:EAX[31:24]` of an Intel Core core.
 const CORE_TYPE_CORE: u32 = 0x40;
-/// CPUID.(EAX=07H,ECX=0):EDX[15], Hybrid.
+/// `CPUID.(EAX=07H,ECX=0):EDX[15]`, Hybrid.
 const HYBRID_FLAG: u32 = 1 << 15;
 /// The hybrid information leaf.
 const HYBRID_INFORMATION_LEAF: u32 = 0x1A;
@@ -56,6 +56,7 @@ impl CoreType {
     }
 
     /// Every core type, in the order of their counter values.
+    #[cfg(test)]
     pub const ALL: [CoreType; 3] = [CoreType::Uniform, CoreType::Performance, CoreType::Efficient];
 }
 
@@ -90,8 +91,7 @@ impl Machine {
                 Some(so_far) => common(so_far, processor.detection),
             });
         }
-        let detection =
-            detection.unwrap_or(Detection::Unusable(super::model::Unusable::UnknownVendor));
+        let detection = detection.unwrap_or(Detection::Unusable(super::model::Unusable::UnknownVendor));
         let topdown_metrics_on_all = matches!(detection, Detection::Usable(model) if model.topdown_metrics());
         Machine { detection, topdown_metrics_on_some: any_topdown_metrics && !topdown_metrics_on_all }
     }

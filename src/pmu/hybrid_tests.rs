@@ -36,7 +36,8 @@ fn a_uniform_machine_is_its_processors_model() {
 fn a_hybrid_machine_counts_what_every_core_type_has() {
     // Performance cores with their own 8 GP / 4 fixed and PERF_METRICS (IA32_PERF_CAPABILITIES read on
     // them), efficient cores with 6 GP / 3 fixed and one more event unavailable.
-    let performance = ALDER_LAKE_I9_12900K_P_ONLY.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
+    let performance =
+        ALDER_LAKE_I9_12900K_P_ONLY.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
     assert!(performance.topdown_metrics());
     let efficient = PmuModel {
         gp_width: 40,

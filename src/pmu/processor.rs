@@ -2,9 +2,9 @@
 
 use super::fold::ProcessorCounters;
 use super::frequency::FrequencyCounters;
+use super::hybrid::CoreType;
 use super::poll::PollCounters;
 use super::topdown::TopdownCounters;
-use super::hybrid::CoreType;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// One processor's state: the overflow counts and reported values, the polling state used when

@@ -414,7 +414,11 @@ impl<P: Platform> PmuClient<P> {
 /// loss and this repair are not counted.
 /// Why a usable PMU gives no top-down: only some core types could, or none can.
 fn no_topdown(machine: Machine) -> TopdownSource {
-    if machine.topdown_metrics_on_some { TopdownSource::NotOnEveryCoreType } else { TopdownSource::Unavailable }
+    if machine.topdown_metrics_on_some {
+        TopdownSource::NotOnEveryCoreType
+    } else {
+        TopdownSource::Unavailable
+    }
 }
 
 fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
@@ -502,7 +506,10 @@ impl<P: Platform> CountSource for PmuClient<P> {
     }
 
     fn values(&self, processor_index: u32) -> Values {
-        self.processors.get(processor_index as usize).map(|processor| self.counts(processor).values()).unwrap_or_default()
+        self.processors
+            .get(processor_index as usize)
+            .map(|processor| self.counts(processor).values())
+            .unwrap_or_default()
     }
 
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {

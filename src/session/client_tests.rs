@@ -247,12 +247,19 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
     let model = SKYLAKE_I7_6700K.model();
     let processors: Vec<PerProcessor> = (0..PROCESSORS).map(|_| PerProcessor::default()).collect();
     for (index, processor) in processors.iter().enumerate() {
-        processor.set_core_type(if index < PROCESSORS / 2 { CoreType::Performance } else { CoreType::Efficient });
+        processor.set_core_type(if index < PROCESSORS / 2 {
+            CoreType::Performance
+        } else {
+            CoreType::Efficient
+        });
     }
     let status = Box::leak(Box::new(DriverStatus::new()));
     let machine = Machine { detection: Detection::Usable(model), topdown_metrics_on_some: true };
     let client = PmuClient::new(fake_platform(&[]), machine, processors, status);
-    assert_eq!(status.block().topdown_source.load(Ordering::Relaxed), TopdownSource::NotOnEveryCoreType as u32);
+    assert_eq!(
+        status.block().topdown_source.load(Ordering::Relaxed),
+        TopdownSource::NotOnEveryCoreType as u32
+    );
     client.collect();
     for processor in 0..PROCESSORS {
         client.set_msr(processor, 0x309, 1000 * (processor as u64 + 1)); // fixed counter 0: instructions

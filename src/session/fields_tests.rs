@@ -124,7 +124,10 @@ fn accumulating_sums_every_count_and_keeps_the_core_type() {
     sum.accumulate(&one);
     assert_eq!(sum.events, one.events.map(|count| count.wrapping_mul(2)));
     assert_eq!(sum.topdown.categories, one.topdown.categories.map(|count| count * 2));
-    assert_eq!((sum.topdown.slots, sum.aperf, sum.mperf), (one.topdown.slots * 2, one.aperf * 2, one.mperf * 2));
+    assert_eq!(
+        (sum.topdown.slots, sum.aperf, sum.mperf),
+        (one.topdown.slots * 2, one.aperf * 2, one.mperf * 2)
+    );
     assert_eq!((sum.overflow_interrupts, sum.processors, sum.core_type), (2 * 12_345, 6, 2));
     let mut wrapping = EventCounts { events: [u64::MAX; Event::COUNT], ..EventCounts::default() };
     wrapping.accumulate(&EventCounts { events: [2; Event::COUNT], ..EventCounts::default() });

@@ -100,7 +100,10 @@ mod tests {
         let [hardware, driver, by_core_type] = COUNTER_SETS;
         assert_eq!((hardware.name, hardware.instances), ("Hardware Counters", InstanceKind::PerProcessor));
         assert_eq!((driver.name, driver.instances), ("Hardware Counters Driver", InstanceKind::Single));
-        assert_eq!((by_core_type.name, by_core_type.instances), ("Hardware Counters by Core Type", InstanceKind::Named));
+        assert_eq!(
+            (by_core_type.name, by_core_type.instances),
+            ("Hardware Counters by Core Type", InstanceKind::Named)
+        );
         let find = |set: CounterSetSpec, name: &str| set.counters.iter().find(|c| c.name == name).copied();
         assert_eq!(find(hardware, "Instructions Retired").map(|c| c.monotonic), Some(true));
         assert_eq!(find(hardware, "Instructions Retired/sec").map(|c| c.monotonic), Some(false));

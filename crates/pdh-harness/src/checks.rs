@@ -240,7 +240,9 @@ pub fn instance_shape(
         return findings;
     }
     match kind {
-        InstanceKind::Single if instances.len() != 1 => findings.push(InstanceFinding::NotSingle(instances.len())),
+        InstanceKind::Single if instances.len() != 1 => {
+            findings.push(InstanceFinding::NotSingle(instances.len()))
+        }
         InstanceKind::Named if instances.contains(crate::catalogue::TOTAL_INSTANCE) => {
             findings.push(InstanceFinding::UnexpectedTotal);
         }
@@ -250,7 +252,10 @@ pub fn instance_shape(
     findings
 }
 
-fn processor_instance_shape(instances: &BTreeSet<String>, active_processors: Option<usize>) -> Vec<InstanceFinding> {
+fn processor_instance_shape(
+    instances: &BTreeSet<String>,
+    active_processors: Option<usize>,
+) -> Vec<InstanceFinding> {
     let mut findings = Vec::new();
     if !instances.contains(crate::catalogue::TOTAL_INSTANCE) {
         findings.push(InstanceFinding::NoTotal);
@@ -429,7 +434,10 @@ mod tests {
 
     #[test]
     fn shape_findings() {
-        assert_eq!(instance_shape(&set(&["0,0"]), InstanceKind::PerProcessor, None), [InstanceFinding::NoTotal]);
+        assert_eq!(
+            instance_shape(&set(&["0,0"]), InstanceKind::PerProcessor, None),
+            [InstanceFinding::NoTotal]
+        );
         assert_eq!(
             instance_shape(&set(&["0,0", "cpu1", "_Total"]), InstanceKind::PerProcessor, None),
             [InstanceFinding::BadName("cpu1".into())]
@@ -445,8 +453,13 @@ mod tests {
         assert_eq!(instance_shape(&set(&[]), InstanceKind::PerProcessor, None), [InstanceFinding::Empty]);
         assert_eq!(instance_shape(&set(&[]), InstanceKind::Single, None), [InstanceFinding::Empty]);
         assert!(instance_shape(&set(&[""]), InstanceKind::Single, None).is_empty());
-        assert_eq!(instance_shape(&set(&["a", "b"]), InstanceKind::Single, None), [InstanceFinding::NotSingle(2)]);
-        assert!(instance_shape(&set(&["Performance", "Efficient"]), InstanceKind::Named, Some(24)).is_empty());
+        assert_eq!(
+            instance_shape(&set(&["a", "b"]), InstanceKind::Single, None),
+            [InstanceFinding::NotSingle(2)]
+        );
+        assert!(
+            instance_shape(&set(&["Performance", "Efficient"]), InstanceKind::Named, Some(24)).is_empty()
+        );
         assert_eq!(
             instance_shape(&set(&["All", "_Total"]), InstanceKind::Named, None),
             [InstanceFinding::UnexpectedTotal]

@@ -439,7 +439,8 @@ mod tests {
         let (one, two) = (sample(10_000_000, &first), sample(20_000_000, &second));
         let columns = columns(&set, &one);
         // Every counter but the hidden bases, per instance; _Total those with an aggregate.
-        let displayed: Vec<_> = set.counters.iter().filter(|counter| !counter.ty.name.ends_with("_base")).collect();
+        let displayed: Vec<_> =
+            set.counters.iter().filter(|counter| !counter.ty.name.ends_with("_base")).collect();
         let aggregated = displayed.iter().filter(|counter| counter.aggregate != Aggregate::Undefined).count();
         assert_eq!(columns.len(), 2 * displayed.len() + aggregated);
         let at = |instance: &str, id: u32| {

@@ -308,9 +308,9 @@ pub(crate) fn read_pmc(vp: u32, ecx: u32) -> Option<u64> {
     let index = (ecx & 0x1FFF_FFFF) as usize;
     match kind {
         // ECX bit 29: IA32_PERF_METRICS, where the processor has it (Intel SDM Vol. 2B, RDPMC).
-        PmuKind::Intel { .. } if ecx & (1 << 29) != 0 => (ecx == 1 << 29
-            && decode(vp, IA32_PERF_METRICS).is_some())
-        .then(|| perf_metrics(&state.metrics)),
+        PmuKind::Intel { .. } if ecx & (1 << 29) != 0 => {
+            (ecx == 1 << 29 && decode(vp, IA32_PERF_METRICS).is_some()).then(|| perf_metrics(&state.metrics))
+        }
         PmuKind::Intel { .. } if ecx & (1 << 30) != 0 => state.fixed.get(index).map(|counter| counter.value),
         PmuKind::Intel { .. } => state.gp.get(index).map(|counter| counter.value),
         // AMD: ECX 0-5 read the core counters; higher indexes read other units (AMD APM Vol. 3, RDPMC),

@@ -37,8 +37,11 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     let columns = consumer::columns(&hardware, &first);
     // The displayed counters (bases hidden) on 4 processors, and _Total for those with an aggregate.
     let displayed = |set: &Counterset| set.counters.iter().filter(|c| !c.ty.name.ends_with("_base")).count();
-    let aggregated =
-        hardware.counters.iter().filter(|c| !c.ty.name.ends_with("_base") && c.aggregate != Aggregate::Undefined).count();
+    let aggregated = hardware
+        .counters
+        .iter()
+        .filter(|c| !c.ty.name.ends_with("_base") && c.aggregate != Aggregate::Undefined)
+        .count();
     assert_eq!(columns.len(), 4 * displayed(&hardware) + aggregated);
     let status_columns = consumer::columns(&status, &status_first);
     assert_eq!(status_columns.len(), displayed(&status));

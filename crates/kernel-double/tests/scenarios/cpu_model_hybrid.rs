@@ -77,7 +77,9 @@ fn alder_lake_hybrid_publishes_core_types_and_sums_each_type() {
     let by_type = collect(BY_CORE_TYPE);
     let names: Vec<(&str, u32)> = by_type.iter().map(|(name, id, _)| (name.as_str(), *id)).collect();
     assert_eq!(names, [("Performance", 1), ("Efficient", 2)]);
-    for ((_, core_type, values), range) in by_type.iter().zip([0..PERFORMANCE_THREADS, PERFORMANCE_THREADS..PROCESSORS]) {
+    for ((_, core_type, values), range) in
+        by_type.iter().zip([0..PERFORMANCE_THREADS, PERFORMANCE_THREADS..PROCESSORS])
+    {
         assert_eq!(values[BY_TYPE_CORE_TYPE], u64::from(*core_type));
         assert_eq!(values[BY_TYPE_PROCESSORS], u64::from(range.end - range.start));
         assert_eq!(values[BY_TYPE_INSTRUCTIONS_TOTAL], counted(range.clone(), pmu::INSTRUCTIONS));
