@@ -18,7 +18,8 @@
          code 2. After the restart and logon the task continues the same report; running the same
          command again does too;
       4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per Cycle among
-         them) and \Hardware Counters Driver\*, -SampleCount samples a second apart (typeperf.csv).
+         them), \Hardware Counters by Core Type(*)\* and \Hardware Counters Driver\*, -SampleCount
+         samples a second apart (typeperf.csv).
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this
          hypervisor, 4 failed, 5 no architectural perfmon, 6 not Intel/AMD, 7 too few counters); with a
@@ -45,7 +46,7 @@
     pdh-harness.exe. Default: the one beside this script.
 
 .PARAMETER SampleCount
-    typeperf samples (one a second) of both countersets. Default 10.
+    typeperf samples (one a second) of every counterset. Default 10.
 
 .PARAMETER HarnessThreads
     The harness's query threads (--threads). Default 8.
@@ -98,9 +99,9 @@ $ServiceName = 'pmupcw'
 $ResumeTaskName = 'pmupcw Test-Pmupcw resume'
 $StateFile = Join-Path $ReportRoot 'pending-run.json'
 $RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount', 'HarnessThreads', 'HarnessCycles', 'NoVerifier', 'NoSleep'
-# What typeperf samples: both countersets, every instance (per processor and _Total) and counter.
-# tests/deployment.rs checks these counter paths against the counter manifest.
-$CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters Driver\*')
+# What typeperf samples: every counterset, every instance (per processor and _Total, per core type)
+# and counter. tests/deployment.rs checks these counter paths against the counter manifest.
+$CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*')
 $PerProcessorInstructions = '\Hardware Counters(*)\Instructions Retired'
 $TotalInstructions = '\Hardware Counters(_Total)\Instructions Retired'
 $TotalIpc = '\Hardware Counters(_Total)\Instructions per Cycle'
@@ -211,7 +212,7 @@ function Test-Rising([double[]]$Values) {
     $Values[-1] -gt $Values[0]
 }
 
-# typeperf on both countersets into the report's $Name, one sample a second.
+# typeperf on every counterset into the report's $Name, one sample a second.
 function Invoke-Typeperf([string]$Name, [int]$Samples) {
     $csv = Join-Path $script:Report $Name
     $null = Invoke-Tool typeperf.exe @('-cf', $script:CounterFile, '-si', '1', '-sc', $Samples, '-f', 'CSV', '-o', $csv, '-y')
@@ -312,7 +313,7 @@ function Get-SleepSupport {
     [pscustomobject]@{ Possible = $true; Why = 'S3 with real-time-clock wake' }
 }
 
-# Sleeps in S3 with a wake timer $Seconds out, while typeperf samples both countersets into the
+# Sleeps in S3 with a wake timer $Seconds out, while typeperf samples every counterset into the
 # report's $Name; returns when typeperf has finished, with when the sleep began and whether the OS
 # logged a return from a low-power state (Microsoft-Windows-Power-Troubleshooter event 1).
 function Invoke-SleepCycle([string]$Name, [int]$Seconds) {
@@ -456,7 +457,7 @@ function Invoke-TestRun($Pending) {
         }
     }
 
-    # 4. typeperf on both countersets, and PMU State against what the machine says.
+    # 4. typeperf on every counterset, and PMU State against what the machine says.
     Save-RunState 'running: typeperf'
     $expected = Get-ExpectedPmuState $cpu ([bool]$computer.HypervisorPresent) $pmc
     $csv = $null
@@ -465,7 +466,7 @@ function Invoke-TestRun($Pending) {
     try {
         $csv = Read-CounterCsv (Invoke-Typeperf 'typeperf.csv' $SampleCount)
     } catch {
-        Add-Check 'typeperf' FAIL "typeperf could not sample both countersets: $($_.Exception.Message)"
+        Add-Check 'typeperf' FAIL "typeperf could not sample every counterset: $($_.Exception.Message)"
     }
     if ($csv) {
         $instances = @(Get-Instances $csv $PerProcessorInstructions)

@@ -1,5 +1,5 @@
 //! `pmupcw-run` (`cargo make run`): the double's PDH-style consumer of the real driver. Loads the real,
-//! signed `pmupcw.sys` into the kernel double, starts a query on both countersets (AddCounter), samples
+//! signed `pmupcw.sys` into the kernel double, starts a query on every counterset (AddCounter), samples
 //! them N times at an interval with PDH's semantics and prints typeperf's CSV, formats the last collect
 //! as PERF_OBJECT_TYPE blocks and prints the ExtCounterTestLevel 1 verdict, then stops the query
 //! (RemoveCounter), unloads the driver and prints the double's end-of-run report. Exits 1 on any
@@ -49,7 +49,7 @@ mod run {
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
-    const COUNTERSETS: [&str; 2] = ["Hardware Counters", "Hardware Counters Driver"];
+    const COUNTERSETS: [&str; 3] = ["Hardware Counters", "Hardware Counters by Core Type", "Hardware Counters Driver"];
 
     struct Options {
         driver: PathBuf,
