@@ -94,15 +94,17 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
     fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
         let started = (self.clock)();
         self.source.refresh();
-        let mut result = Ok(());
-        for processor in self.selected(query) {
+        let mut add = |processor: &ProcessorInstance| {
             let mut values = self.source.values(processor.index());
             values.clear_unrequested(query.counter_mask);
-            result = sink.add(processor.name(), processor.id(), Some(&values));
-            if result.is_err() {
-                break;
-            }
-        }
+            sink.add(processor.name(), processor.id(), Some(&values))
+        };
+        // Every instance (what PDH's wildcard asks for) without a match per instance.
+        let result = if query.selects_every_instance() {
+            self.processors.iter().try_for_each(&mut add)
+        } else {
+            self.selected(query).try_for_each(&mut add)
+        };
         self.source.collect_done();
         self.status.record_collect((self.clock)().wrapping_sub(started));
         result

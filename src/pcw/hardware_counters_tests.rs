@@ -277,3 +277,29 @@ fn the_count_source_hears_of_queries_and_refreshes_once_per_collect() {
     provider.collect(&Query::ALL, &mut recorder).unwrap();
     assert_eq!(provider.source.refreshes.load(Ordering::Relaxed), 2);
 }
+
+/// The fast path for "every instance" (no mask, or `*`, and any id) reports exactly what the
+/// per-instance match reports, and only those queries take it.
+#[test]
+fn every_instance_queries_take_the_fast_path_with_the_same_result() {
+    let provider = provider();
+    let star = utf16("*");
+    let every = [Query::ALL, Query { instance_mask: Some(&star), ..Query::ALL }];
+    for query in every {
+        assert!(query.selects_every_instance());
+        let recorder = collect(&provider, &query);
+        assert_eq!(recorder.instances.len(), 72);
+        assert_eq!(
+            names(&recorder),
+            names(&collect(&provider, &Query { instance_mask: Some(&utf16("*,*")), ..Query::ALL }))
+        );
+    }
+    let star_star = utf16("**");
+    for partial in [
+        Query { instance_id: 3, ..Query::ALL },
+        Query { instance_mask: Some(&star_star), ..Query::ALL },
+        Query { instance_mask: Some(&[]), ..Query::ALL },
+    ] {
+        assert!(!partial.selects_every_instance(), "{partial:?}");
+    }
+}

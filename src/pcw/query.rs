@@ -25,6 +25,12 @@ impl Query<'_> {
     pub const ALL: Query<'static> =
         Query { counter_mask: u64::MAX, instance_mask: None, instance_id: ANY_INSTANCE_ID };
 
+    /// Whether every instance is asked for: any id, and no mask or the mask `*` (what PDH passes for a
+    /// wildcard query). Lets a provider skip the per-instance match.
+    pub fn selects_every_instance(&self) -> bool {
+        self.instance_id == ANY_INSTANCE_ID && matches!(self.instance_mask, None | Some([0x2A]))
+    }
+
     /// Whether the instance `id` named `name` is one the consumer asked for.
     pub fn selects(&self, id: u32, name: &[u16], upcase: impl Fn(u16) -> u16) -> bool {
         if self.instance_id != ANY_INSTANCE_ID && self.instance_id != id {

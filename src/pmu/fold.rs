@@ -21,7 +21,8 @@
 //! Only code running on the owning processor writes, and code on one processor interleaves only by
 //! interrupting: an interrupt runs to completion between two instructions of what it interrupts. Every
 //! field is one `AtomicU64`, so nothing can be torn, and every read-modify-write that an interrupt could
-//! split is an atomic one (`lock add`, or `fetch_max`'s compare-exchange).
+//! split is an atomic one (`lock add`, or `fetch_max`'s compare-exchange); the reader with interrupts
+//! held off cannot be split, so its update of a reported value is a plain load and store.
 //!
 //! # The read protocol
 //!
@@ -72,7 +73,7 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::extend::{clamp_width, counter_mask, extend_with};
+use super::extend::{counter_mask, extend_with};
 
 /// Counters a processor can own at once, and so the number of slots in every per-counter array: one
 /// per assignment a counter plan can make (a plan's slot index is an index here).
@@ -126,9 +127,8 @@ pub struct Placement {
     /// The counter's IA32_PERF_GLOBAL_STATUS bit, as a mask: GP counter i = bit i, fixed counter
     /// j = bit 32 + j.
     status_bit: u64,
-    /// The width as a shift (1..=64, [`crate::pmu::extend::clamp_width`]) and the raw value's mask,
-    /// worked out once so that each read's extension is a shift, a mask and an add.
-    shift: u32,
+    /// The raw value's mask (the width, [`crate::pmu::extend::counter_mask`]), worked out once so that
+    /// each read's extension is a multiplication, a mask and an add.
     mask: u64,
 }
 
@@ -136,12 +136,7 @@ impl Placement {
     /// The placement of the counter with status bit `bit` and width `width`, if `owned` has it.
     pub const fn new(owned: OwnedMask, bit: u8, width: u8) -> Option<Placement> {
         match owned.slot_of(bit) {
-            Some(slot) => Some(Placement {
-                slot,
-                status_bit: 1u64 << (bit & 63),
-                shift: clamp_width(width),
-                mask: counter_mask(width),
-            }),
+            Some(slot) => Some(Placement { slot, status_bit: 1u64 << (bit & 63), mask: counter_mask(width) }),
             None => None,
         }
     }
@@ -149,7 +144,7 @@ impl Placement {
     /// The extension of this counter's `raw` ([`crate::pmu::extend::extend_with`]).
     #[inline(always)]
     const fn extend(&self, overflows: u64, raw: u64, pending: bool) -> u64 {
-        extend_with(overflows, raw, pending, self.shift, self.mask)
+        extend_with(overflows, raw, pending, self.mask)
     }
 }
 
@@ -268,7 +263,26 @@ impl ProcessorCounters {
         let overflows = self.overflows[at.slot & (SLOTS - 1)].load(Ordering::Relaxed);
         let pending = status & at.status_bit != 0;
         let raw = if pending { read_again() } else { raw };
-        self.report(counter, at.extend(overflows, raw, pending))
+        self.report_uninterrupted(counter, at.extend(overflows, raw, pending))
+    }
+
+    /// [`Self::report`] for a reader that nothing can interrupt on this processor (interrupts held
+    /// off, as [`Self::report_held`]'s caller is): a load, a compare and a store, with no
+    /// compare-exchange loop. The only other writer of the cell is the polling reader on this same
+    /// processor, whose `fetch_max` retries if this store lands inside its loop; no other processor
+    /// writes it.
+    #[inline(always)]
+    fn report_uninterrupted(&self, counter: usize, extended: u64) -> Option<u64> {
+        let base = self.base.get(counter)?.load(Ordering::Relaxed);
+        let value = base.wrapping_add(extended);
+        let reported = self.reported.get(counter)?;
+        let previous = reported.load(Ordering::Relaxed);
+        if value > previous {
+            reported.store(value, Ordering::Relaxed);
+            Some(value)
+        } else {
+            Some(previous)
+        }
     }
 
     /// Reports `extended`, the current session's 64-bit value of logical counter `counter` (from
@@ -302,6 +316,13 @@ impl ProcessorCounters {
             *value = reported.load(Ordering::Relaxed);
         }
         Snapshot { generation, values, overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed) }
+    }
+
+    /// The published value of logical counter `slot` (0 when out of range): [`Self::snapshot`]'s for
+    /// one counter, for a collector that needs only the counters of its plan.
+    #[inline]
+    pub fn reported(&self, slot: usize) -> u64 {
+        self.reported.get(slot).map_or(0, |reported| reported.load(Ordering::Relaxed))
     }
 
     /// Overflow handler invocations on this processor, ever.

@@ -49,7 +49,8 @@ mod run {
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
-    const COUNTERSETS: [&str; 3] = ["Hardware Counters", "Hardware Counters by Core Type", "Hardware Counters Driver"];
+    const COUNTERSETS: [&str; 3] =
+        ["Hardware Counters", "Hardware Counters by Core Type", "Hardware Counters Driver"];
 
     struct Options {
         driver: PathBuf,
