@@ -798,7 +798,9 @@ fn check_counter_paths(text: &str, manifest: &counter_manifest::Manifest) -> Vec
             _ => {}
         }
         if path.counter != "*"
-            && !set.counters.iter().any(|counter| counter.name.eq_ignore_ascii_case(&path.counter))
+            && !set.counters.iter().any(|counter| {
+                counter.name.as_deref().is_some_and(|name| name.eq_ignore_ascii_case(&path.counter))
+            })
         {
             problems.push(format!("names counter {:?}, which {:?} does not declare", path.counter, set.name));
         }

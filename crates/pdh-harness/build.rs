@@ -21,10 +21,11 @@ fn main() {
         writeln!(out, "        name: {:?},", set.name).unwrap();
         writeln!(out, "        multi_instance: {},", set.instances.is_multiple()).unwrap();
         writeln!(out, "        counters: &[").unwrap();
+        // PDH shows neither base counters nor a noDisplay counter without a name.
         for counter in set.counters.iter().filter(|counter| !counter.ty.is_base) {
+            let Some(name) = &counter.name else { continue };
             let monotonic = counter.ty.name == "perf_counter_large_rawcount";
-            writeln!(out, "            CounterSpec {{ name: {:?}, monotonic: {monotonic} }},", counter.name)
-                .unwrap();
+            writeln!(out, "            CounterSpec {{ name: {name:?}, monotonic: {monotonic} }},").unwrap();
         }
         writeln!(out, "        ],\n    }},").unwrap();
     }

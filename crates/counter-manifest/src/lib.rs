@@ -23,8 +23,8 @@ mod types;
 use std::fmt;
 
 pub use model::{Counter, CounterSet, DetailLevel, Field, Instances, Layout, Manifest, Provider};
-pub use names::{screaming_snake_case, snake_case};
-pub use parse::{COUNTERS_NAMESPACE, MAX_COUNTER_ID, is_guid, parse};
+pub use names::{counter_constant, screaming_snake_case, snake_case};
+pub use parse::{COUNTERS_NAMESPACE, DEFAULT_CULTURE, MAX_COUNTER_ID, is_guid, parse};
 pub use rc_tool::{LLVM_RC_NAMES, RcTool, compile_rc, find_llvm_rc};
 pub use resources::{
     AssignedIds, ElementIds, SetIds, StringKind, StringResource, assign_string_ids, element_string_ids,

@@ -39,7 +39,7 @@ impl StringResource {
         match self.counter {
             None => format!("{kind} of counterSet `{}`", set.symbol),
             Some(c) => {
-                format!("{kind} of counter `{}` of counterSet `{}`", set.counters[c].symbol, set.symbol)
+                format!("{kind} of counter `{}` of counterSet `{}`", set.counters[c].label(), set.symbol)
             }
         }
     }
@@ -161,7 +161,10 @@ pub fn string_resources(manifest: &Manifest) -> Vec<StringResource> {
         };
         push(&ids.set, &set.name, &set.description, None);
         for (c, (counter, ids)) in set.counters.iter().zip(&ids.counters).enumerate() {
-            push(ids, &counter.name, &counter.description, Some(c));
+            // A noDisplay counter without name and description has no strings.
+            if let (Some(name), Some(description)) = (&counter.name, &counter.description) {
+                push(ids, name, description, Some(c));
+            }
         }
     }
     // A stable sort keeps manifest order among equal ids (which validation refuses anyway).

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::model::{CounterSet, Layout, Manifest};
-use crate::names::{screaming_snake_case, snake_case};
+use crate::names::snake_case;
 
 /// The project's rustfmt max_width.
 const MAX_WIDTH: usize = 110;
@@ -95,7 +95,7 @@ fn values_struct(out: &mut Out, set: &CounterSet) {
             .counters
             .iter()
             .filter(|c| c.field == field.manifest_name)
-            .map(|c| format!("{} ({})", c.id, c.symbol))
+            .map(|c| format!("{} ({})", c.id, c.label()))
             .collect();
         out.doc(
             8,
@@ -168,17 +168,15 @@ fn ids(out: &mut Out, set: &CounterSet) {
     out.line(4, "pub mod id {");
     for counter in &set.counters {
         let aggregate = counter.aggregate.as_deref().map(|a| format!(", aggregate {a}")).unwrap_or_default();
-        out.doc(
-            8,
-            &format!(
-                "\"{}\" ({}, {}{aggregate}): {}",
-                escape_doc(&counter.name),
-                counter.ty.name,
-                counter.detail_level.name(),
-                escape_doc(&counter.description)
-            ),
-        );
-        out.line(8, &format!("pub const {}: u16 = {};", screaming_snake_case(&counter.symbol), counter.id));
+        let kind = format!("{}, {}{aggregate}", counter.ty.name, counter.detail_level.name());
+        let doc = match (&counter.name, &counter.description) {
+            (Some(name), Some(description)) => {
+                format!("\"{}\" ({kind}): {}", escape_doc(name), escape_doc(description))
+            }
+            _ => format!("Field `{}` ({kind}): noDisplay, without name or description.", counter.field),
+        };
+        out.doc(8, &doc);
+        out.line(8, &format!("pub const {}: u16 = {};", counter.constant, counter.id));
     }
     out.line(4, "}");
 }
@@ -189,7 +187,7 @@ fn descriptors(out: &mut Out, set: &CounterSet) {
     for counter in &set.counters {
         let field = set.layout.field(&counter.field).expect("every counter's field is laid out");
         let fields = [
-            format!("id: id::{}", screaming_snake_case(&counter.symbol)),
+            format!("id: id::{}", counter.constant),
             "struct_index: 0".to_owned(),
             format!("offset: {}", field.offset),
             format!("size: {}", field.size),
@@ -290,7 +288,7 @@ fn layout_tests(out: &mut Out, set: &CounterSet) {
             16,
             "(",
             &[
-                format!("id::{}", screaming_snake_case(&counter.symbol)),
+                format!("id::{}", counter.constant),
                 format!("offset_of!(Values, {})", field.rust_name),
                 format!("size_of_val(&values.{})", field.rust_name),
             ],

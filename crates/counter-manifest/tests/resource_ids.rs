@@ -140,7 +140,7 @@ fn the_real_manifest_numbering() {
     let last_position = elements as u32 - 1;
     assert_eq!((last.id, last.kind), (4 * last_position + 3, StringKind::Description));
     let last_counter = manifest.counter_sets[1].counters.last().unwrap();
-    assert_eq!(last.text, last_counter.description);
+    assert_eq!(Some(&last.text), last_counter.description.as_ref());
     // Ascending and unique.
     assert!(strings.windows(2).all(|w| w[0].id < w[1].id));
 }
