@@ -2,7 +2,9 @@
 //!
 //! Counters (every target): compiles manifests/pmupcw.man with crates/counter-manifest (CTRPP's job)
 //! into `OUT_DIR/counters.rs`, which src/counters.rs includes: the counter data structs, PCW descriptor
-//! tables, ids and names. A manifest error fails the build as `manifests/pmupcw.man:LINE:COLUMN: reason`.
+//! tables, ids, names and each counterset's typed binding. Beside it goes `OUT_DIR/pcw_contract.rs`,
+//! the items that code names as `crate::pcw::...`. A manifest error fails the build as
+//! `manifests/pmupcw.man:LINE:COLUMN: reason`.
 //!
 //! For the driver target (`x86_64-pc-windows-msvc`) it also
 //! * writes the manifest's string table and the VERSIONINFO to `OUT_DIR/pmupcw.rc` and compiles it into
@@ -64,6 +66,9 @@ fn generate_counters(driver: bool) -> Result<(), String> {
     let generated =
         counter_manifest::compile(MANIFEST, &text, &driver_version()?).map_err(|error| error.to_string())?;
     write_if_changed(&out_dir.join("counters.rs"), &generated.rust)?;
+    // The crate::pcw items the generated code names (counter-manifest's contract): src/counters.rs
+    // includes them beside the generated modules.
+    write_if_changed(&out_dir.join("pcw_contract.rs"), counter_manifest::PCW_CONTRACT)?;
     if !driver {
         return Ok(());
     }

@@ -33,6 +33,12 @@ pub use resources::{
 pub use rust::generate_rust;
 pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};
 
+/// The items the generated Rust names as `crate::pcw::...` (`CounterDescriptor`, the `CounterBlock`
+/// contract, the `Counterset` binding trait, `CountersetBlock`, `InstanceKind`), as Rust source: a
+/// build script writes it next to the generated code, and the driver includes it as its `pcw` module
+/// (or re-exports its items from there). The text is the crate's `contract/pcw.rs`.
+pub const PCW_CONTRACT: &str = include_str!("../contract/pcw.rs");
+
 /// A manifest error at a position: displays as `file:line:column: reason`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestError {

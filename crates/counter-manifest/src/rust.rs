@@ -72,6 +72,8 @@ fn counter_set(out: &mut Out, set: &CounterSet) {
     out.blank();
     from_fields(out, set);
     out.blank();
+    binding(out, set);
+    out.blank();
     layout_tests(out, set);
     out.line(0, "}");
 }
@@ -252,6 +254,34 @@ fn from_fields(out: &mut Out, set: &CounterSet) {
     out.struct_literal(12, "Values", &items, "");
     out.line(8, "}");
     out.line(4, "}");
+}
+
+/// `Counterset`: the counterset as one type, implementing `crate::pcw::Counterset`, and its blocks
+/// implementing `crate::pcw::CountersetBlock`, so that registration takes name, descriptors and block
+/// from one place (the contract is the crate's `contract/pcw.rs`).
+fn binding(out: &mut Out, set: &CounterSet) {
+    out.doc(
+        4,
+        "This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance \
+         kind and data block ([`Values`]) come from it together, so they cannot be paired with another \
+         counterset's.",
+    );
+    out.line(4, "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]");
+    out.line(4, "pub struct Counterset;");
+    out.blank();
+    let kind = if set.instances.is_multiple() { "Multiple" } else { "Single" };
+    out.line(4, "impl crate::pcw::Counterset for Counterset {");
+    out.line(8, "const NAME_UTF16: &'static [u16] = NAME_UTF16;");
+    out.line(8, "const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;");
+    out.line(8, &format!("const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::{kind};"));
+    out.line(8, "type Values = Values;");
+    out.line(4, "}");
+    for block in ["Values", "AtomicValues"] {
+        out.blank();
+        out.line(4, &format!("impl crate::pcw::CountersetBlock for {block} {{"));
+        out.line(8, "type Counterset = Counterset;");
+        out.line(4, "}");
+    }
 }
 
 fn layout_tests(out: &mut Out, set: &CounterSet) {

@@ -10,31 +10,20 @@
 //! git diff crates/counter-manifest/tests/golden
 //! ```
 //!
-//! The golden Rust is also compiled into this test (module `small` below, against stand-ins for the
-//! driver's `pcw` items), so its generated `layout_tests` run here and check the generator's offsets
-//! against rustc's layout. The real manifest is checked by shape, not byte for byte: its layout tests
-//! run with the driver's own unit tests, which include the generated file; its golden pins the text.
+//! The golden Rust is also compiled into this test (module `small` below, against the crate's
+//! contract/pcw.rs, which the driver includes as well), so its generated `layout_tests` run here and
+//! check the generator's offsets against rustc's layout, and its typed binding is checked against the
+//! module's items. The real manifest's layout tests run with the driver's own unit tests, which
+//! include the generated file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use counter_manifest::{Manifest, compile};
 
-/// Stand-ins for the driver's `crate::pcw` items the generated code names.
+/// The `crate::pcw` items the generated code names: the crate's contract, as the driver includes it.
 mod pcw {
-    /// Same fields as the driver's `CounterDescriptor` (PCW_COUNTER_DESCRIPTOR).
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct CounterDescriptor {
-        pub id: u16,
-        pub struct_index: u16,
-        pub offset: u16,
-        pub size: u16,
-    }
-
-    /// # Safety
-    /// As the driver's trait: `#[repr(C)]`, integer fields, no padding.
-    pub unsafe trait CounterBlock {}
+    include!("../contract/pcw.rs");
 }
 
 #[allow(dead_code)]
@@ -171,6 +160,35 @@ fn the_golden_rust_compiles_and_behaves() {
     let atomic = small_status::AtomicValues::new();
     atomic.waits.store(7, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(atomic.waits.into_inner(), 7);
+}
+
+/// What registration reads from a counterset type: the name and descriptors it registers and the
+/// instance kind, here as (name, descriptor count, kind).
+fn registration<S: pcw::Counterset>() -> (String, usize, pcw::InstanceKind) {
+    (String::from_utf16(S::NAME_UTF16).unwrap(), S::DESCRIPTORS.len(), S::INSTANCES)
+}
+
+/// The counterset a block belongs to, as registration finds it for a single instance's block.
+fn registration_of<B: pcw::CountersetBlock>(_block: &B) -> (String, usize, pcw::InstanceKind) {
+    registration::<B::Counterset>()
+}
+
+#[test]
+fn the_golden_binding_pairs_each_countersets_items() {
+    use pcw::InstanceKind::{Multiple, Single};
+    use small::{small_status, widgets};
+    assert_eq!(registration::<widgets::Counterset>(), ("Widgets".to_owned(), 5, Multiple));
+    assert_eq!(registration::<small_status::Counterset>(), ("Zähler Status".to_owned(), 3, Single));
+    assert!(std::ptr::eq(<widgets::Counterset as pcw::Counterset>::DESCRIPTORS, widgets::DESCRIPTORS));
+    // Both blocks lead back to their own counterset.
+    assert_eq!(registration_of(&widgets::Values::default()), registration::<widgets::Counterset>());
+    assert_eq!(
+        registration_of(&small_status::AtomicValues::new()),
+        registration::<small_status::Counterset>()
+    );
+    // The binding's block is the module's Values.
+    let block: <small_status::Counterset as pcw::Counterset>::Values = small_status::Values::default();
+    assert_eq!(block, small_status::Values { size: 0, wait_time: 0, waits: 0 });
 }
 
 fn real() -> counter_manifest::Generated {

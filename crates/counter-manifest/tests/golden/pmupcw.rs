@@ -648,6 +648,27 @@ pub mod hardware_counters {
         }
     }
 
+    /// This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance
+    /// kind and data block ([`Values`]) come from it together, so they cannot be paired with another
+    /// counterset's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counterset;
+
+    impl crate::pcw::Counterset for Counterset {
+        const NAME_UTF16: &'static [u16] = NAME_UTF16;
+        const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;
+        const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::Multiple;
+        type Values = Values;
+    }
+
+    impl crate::pcw::CountersetBlock for Values {
+        type Counterset = Counterset;
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicValues {
+        type Counterset = Counterset;
+    }
+
     #[cfg(test)]
     mod layout_tests {
         use super::*;
@@ -1270,6 +1291,27 @@ pub mod driver_status {
                 rejected_custom_events: value(11) as u32,
             }
         }
+    }
+
+    /// This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance
+    /// kind and data block ([`Values`]) come from it together, so they cannot be paired with another
+    /// counterset's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counterset;
+
+    impl crate::pcw::Counterset for Counterset {
+        const NAME_UTF16: &'static [u16] = NAME_UTF16;
+        const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;
+        const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::Single;
+        type Values = Values;
+    }
+
+    impl crate::pcw::CountersetBlock for Values {
+        type Counterset = Counterset;
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicValues {
+        type Counterset = Counterset;
     }
 
     #[cfg(test)]
