@@ -11,9 +11,8 @@ fn main() {
     println!("cargo:rerun-if-changed={}", manifest_path.display());
     let text = std::fs::read_to_string(&manifest_path)
         .unwrap_or_else(|error| panic!("{}: {error}", manifest_path.display()));
-    let manifest = counter_manifest::compile(&manifest_path.to_string_lossy(), &text, "0.0.0.0")
-        .unwrap_or_else(|error| panic!("{error}"))
-        .manifest;
+    let manifest = counter_manifest::parse(&manifest_path.to_string_lossy(), &text)
+        .unwrap_or_else(|error| panic!("{error}"));
     let mut out = String::from("/// Every counterset of the manifest, in document order.\n");
     writeln!(out, "pub const COUNTER_SETS: [CounterSetSpec; {}] = [", manifest.counter_sets.len()).unwrap();
     for set in &manifest.counter_sets {

@@ -8,7 +8,7 @@ fn main() {
         std::process::exit(2);
     };
     let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
-    match counter_manifest::compile(path, &text, "0.1.0") {
+    match counter_manifest::compile(path, &text, None) {
         Ok(generated) if args.get(1).map(String::as_str) == Some("rc") => print!("{}", generated.rc),
         Ok(generated) => print!("{}", generated.rust),
         Err(error) => {

@@ -27,8 +27,8 @@ pub use names::{counter_constant, screaming_snake_case, snake_case};
 pub use parse::{COUNTERS_NAMESPACE, DEFAULT_CULTURE, MAX_COUNTER_ID, is_guid, parse};
 pub use rc_tool::{LLVM_RC_NAMES, RcTool, compile_rc, find_llvm_rc};
 pub use resources::{
-    AssignedIds, ElementIds, SetIds, StringKind, StringResource, assign_string_ids, element_string_ids,
-    generate_rc, manifest_string_ids, rc_string, string_resources, version_numbers,
+    AssignedIds, ElementIds, SetIds, StringKind, StringResource, VersionInfo, assign_string_ids,
+    element_string_ids, generate_rc, manifest_string_ids, rc_string, string_resources, version_numbers,
 };
 pub use rust::generate_rust;
 pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};
@@ -96,10 +96,14 @@ pub struct Generated {
 
 /// Parses and validates the manifest `text`, then generates the Rust source and the resource script.
 /// `file` is how errors and the generated headers name the manifest (e.g. `manifests/pmupcw.man`);
-/// `version` is the package version for VERSIONINFO (e.g. `0.1.0`).
-pub fn compile(file: &str, text: &str, version: &str) -> Result<Generated, CompileError> {
+/// `version_info`, if given, becomes the script's VERSIONINFO resource.
+pub fn compile(
+    file: &str,
+    text: &str,
+    version_info: Option<&VersionInfo>,
+) -> Result<Generated, CompileError> {
     let manifest = parse(file, text)?;
     let rust = generate_rust(&manifest, file);
-    let rc = generate_rc(&manifest, file, version).map_err(CompileError::Version)?;
+    let rc = generate_rc(&manifest, file, version_info).map_err(CompileError::Version)?;
     Ok(Generated { manifest, rust, rc })
 }

@@ -19,7 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use counter_manifest::{Manifest, compile};
+use counter_manifest::{Manifest, VersionInfo, compile};
+
+mod common;
 
 /// The `crate::pcw` items the generated code names: the crate's contract, as the driver includes it.
 mod pcw {
@@ -69,7 +71,8 @@ fn check_golden(name: &str, actual: &str) {
 
 fn small() -> counter_manifest::Generated {
     let text = read(&crate_dir().join(SMALL));
-    compile(SMALL, &text, "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+    compile(SMALL, &text, Some(&common::small_version_info("0.1.0")))
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 #[test]
@@ -191,9 +194,21 @@ fn the_golden_binding_pairs_each_countersets_items() {
     assert_eq!(block, small_status::Values { size: 0, wait_time: 0, waits: 0 });
 }
 
+/// The VERSIONINFO build.rs gives pmupcw.sys, at version 0.1.0.
+fn pmupcw_version_info() -> VersionInfo {
+    VersionInfo {
+        version: "0.1.0".to_owned(),
+        company: "pmupcw developers".to_owned(),
+        description: "pmupcw hardware performance counters driver".to_owned(),
+        product: "pmupcw".to_owned(),
+        copyright: "MIT OR Apache-2.0".to_owned(),
+    }
+}
+
 fn real() -> counter_manifest::Generated {
     let path = crate_dir().join("../../manifests/pmupcw.man");
-    compile("manifests/pmupcw.man", &read(&path), "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+    compile("manifests/pmupcw.man", &read(&path), Some(&pmupcw_version_info()))
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 fn counter_count(manifest: &Manifest) -> usize {

@@ -105,7 +105,7 @@ END
 
 #[test]
 fn the_string_table_is_ctrpps_for_the_hpx_manifest() {
-    let rc = compile("heartbeat.man", HPX, "0.1.0").unwrap().rc;
+    let rc = compile("heartbeat.man", HPX, None).unwrap().rc;
     let start = rc.find("STRINGTABLE\n").unwrap();
     let end = start + rc[start..].find("END\n").unwrap() + "END\n".len();
     assert_eq!(&rc[start..end], HPX_CTRPP_RC);
