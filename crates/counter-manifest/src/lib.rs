@@ -18,6 +18,7 @@ mod parse;
 mod rc_tool;
 mod resources;
 mod rust;
+mod summary;
 mod types;
 
 use std::fmt;
@@ -31,6 +32,7 @@ pub use resources::{
     element_string_ids, generate_rc, manifest_string_ids, rc_string, string_resources, version_numbers,
 };
 pub use rust::generate_rust;
+pub use summary::summary;
 pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};
 
 /// The items the generated Rust names as `crate::pcw::...` (`CounterDescriptor`, the `CounterBlock`

@@ -1,7 +1,9 @@
 //! Golden tests: the output for tests/golden/small.man must equal tests/golden/small.rs and
-//! tests/golden/small.rc byte for byte, and the output for the driver's manifests/pmupcw.man must equal
+//! tests/golden/small.rc byte for byte; the output for the driver's manifests/pmupcw.man must equal
 //! tests/golden/pmupcw.rs and tests/golden/pmupcw.rc, so that a change of the generator shows in the
-//! diff of what the driver really includes (and a change of that manifest is blessed like one).
+//! diff of what the driver really includes (and a change of that manifest is blessed like one); and the
+//! output for the crate's example, examples/geometric_waves.man, tests/golden/geometric_waves.*, which
+//! the README's example compiles against.
 //!
 //! After an intended change of the generator, rewrite the goldens and review their diff:
 //!
@@ -31,6 +33,12 @@ mod pcw {
 #[allow(dead_code)]
 mod small {
     include!("golden/small.rs");
+}
+
+/// The crate's example manifest, whose golden the README's example compiles against.
+#[allow(dead_code)]
+mod waves {
+    include!("golden/geometric_waves.rs");
 }
 
 /// How the goldens name their manifest (a stable, relative name).
@@ -85,6 +93,19 @@ fn small_manifest_rc_matches_the_golden() {
     check_golden("small.rc", &small().rc);
 }
 
+/// examples/geometric_waves.man, as the `generate` example compiles it (no VERSIONINFO).
+fn example() -> counter_manifest::Generated {
+    let name = "examples/geometric_waves.man";
+    compile(name, &read(&crate_dir().join(name)), None).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn example_manifest_matches_the_golden() {
+    let example = example();
+    check_golden("geometric_waves.rs", &example.rust);
+    check_golden("geometric_waves.rc", &example.rc);
+}
+
 #[test]
 fn real_manifest_rust_matches_the_golden() {
     check_golden("pmupcw.rs", &real().rust);
@@ -129,6 +150,7 @@ fn assert_rustfmt_clean(what: &str, source: &str) {
 fn generated_rust_is_rustfmt_clean() {
     assert_rustfmt_clean("tests/golden/small.man", &small().rust);
     assert_rustfmt_clean("manifests/pmupcw.man", &real().rust);
+    assert_rustfmt_clean("examples/geometric_waves.man", &example().rust);
 }
 
 #[test]
