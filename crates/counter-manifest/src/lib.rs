@@ -1,16 +1,5 @@
-//! CTRPP's job in Rust: reads a Windows counter manifest (the `counters` schema of an
-//! instrumentation manifest, kernel-mode provider), validates it, and generates
-//!
-//! * Rust source with each counterset's `#[repr(C)]` data block, its PCW counter descriptors, counter
-//!   ids and names ([`generate_rust`]), which the driver `include!`s;
-//! * an `.rc` script with the string table of counterset and counter names and descriptions and the
-//!   driver's VERSIONINFO ([`generate_rc`]), which `llvm-rc` (or `rc.exe`) compiles into a `.res`
-//!   linked into the driver, where lodctr finds the strings.
-//!
-//! Errors name the manifest position at fault as `file:line:column: reason` ([`ManifestError`]).
-//! String resource ids follow CTRPP's numbering, which lodctr recomputes from the manifest: see
-//! [`element_string_ids`] for the rule, its sources, and the part that is unverified (`resourceBase`).
-//! The driver's build script (build.rs) is the one user; the tests pin the output with golden files.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod model;
 mod names;
@@ -44,11 +33,13 @@ pub const PCW_CONTRACT: &str = include_str!("../contract/pcw.rs");
 /// A manifest error at a position: displays as `file:line:column: reason`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestError {
+    /// The manifest as the caller named it.
     pub file: String,
     /// 1-based.
     pub line: u32,
     /// 1-based, in characters.
     pub column: u32,
+    /// What is wrong, and where useful what would be right.
     pub reason: String,
 }
 
@@ -89,10 +80,11 @@ impl From<ManifestError> for CompileError {
 /// Everything generated from one manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
+    /// The validated manifest.
     pub manifest: Manifest,
-    /// The Rust source (`counters.rs`).
+    /// The Rust source a driver includes (e.g. as `OUT_DIR/counters.rs`): [`generate_rust`].
     pub rust: String,
-    /// The resource script (`pmupcw.rc`).
+    /// The resource script with the string table (and VERSIONINFO if asked): [`generate_rc`].
     pub rc: String,
 }
 

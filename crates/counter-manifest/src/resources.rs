@@ -12,18 +12,22 @@ pub enum StringKind {
     Name,
     /// The same name again, marked `// {Locked} means don't localize`: the language-neutral copy.
     LockedName,
+    /// The description (the explain text perfmon shows).
     Description,
 }
 
 /// One string of the string table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StringResource {
+    /// The string resource id.
     pub id: u32,
+    /// The text (resolved if the manifest used a `$(string.ID)` reference).
     pub text: String,
     /// Index of the counterset in the manifest.
     pub set: usize,
     /// Index of the counter in its counterset, or `None` for the counterset's own string.
     pub counter: Option<usize>,
+    /// Which string of the element this is.
     pub kind: StringKind,
 }
 
@@ -48,8 +52,11 @@ impl StringResource {
 /// The string resource ids of one `<counterSet>` or `<counter>` element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ElementIds {
+    /// The name's id.
     pub name: u32,
+    /// The locked copy of the name's id.
     pub locked_name: u32,
+    /// The description's id.
     pub description: u32,
 }
 
@@ -101,7 +108,9 @@ pub fn element_string_ids(
 /// The `nameID`/`descriptionID` attributes of one counterset and of its counters, as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SetIds {
+    /// The counterset's `nameID`.
     pub name_id: Option<u32>,
+    /// The counterset's `descriptionID`.
     pub description_id: Option<u32>,
     /// (nameID, descriptionID) of each counter, in manifest order.
     pub counters: Vec<(Option<u32>, Option<u32>)>,
@@ -110,7 +119,9 @@ pub struct SetIds {
 /// The ids of one counterset's strings and of its counters' strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssignedIds {
+    /// The counterset's own strings.
     pub set: ElementIds,
+    /// Each counter's strings, in manifest order (ids a counter without strings would have, too).
     pub counters: Vec<ElementIds>,
 }
 

@@ -106,6 +106,14 @@ fn example_manifest_matches_the_golden() {
     check_golden("geometric_waves.rc", &example.rc);
 }
 
+/// The README shows the example's summary table as the `generate` example prints it.
+#[test]
+fn the_readme_shows_the_examples_summary() {
+    let readme = read(&crate_dir().join("README.md"));
+    let summary = counter_manifest::summary(&example().manifest);
+    assert!(readme.contains(&summary), "README.md's summary differs from:\n{summary}");
+}
+
 #[test]
 fn real_manifest_rust_matches_the_golden() {
     check_golden("pmupcw.rs", &real().rust);
