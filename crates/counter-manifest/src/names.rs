@@ -117,6 +117,9 @@ pub fn rust_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("it has no letters or digits".to_owned());
     }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Some(format!("`{name}` starts with a digit"));
+    }
     if KEYWORDS.contains(&name) {
         return Some(format!("`{name}` is a Rust keyword"));
     }
@@ -168,5 +171,6 @@ mod tests {
         assert!(rust_name_problem("type").is_some());
         assert!(rust_name_problem("").is_some());
         assert!(rust_name_problem("types").is_none());
+        assert!(rust_name_problem("1a").is_some());
     }
 }

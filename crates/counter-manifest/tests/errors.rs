@@ -305,6 +305,8 @@ fn field_not_a_c_identifier() {
     fails(&text, r#"field="State-Now""#, "field `State-Now` is not a C identifier");
     let text = edit(r#"field="State""#, r#"field="Type""#);
     fails(&text, r#"field="Type""#, "field `Type` cannot name a Rust field: `type` is a Rust keyword");
+    let text = edit(r#"field="State""#, r#"field="_1st""#);
+    fails(&text, r#"field="_1st""#, "field `_1st` cannot name a Rust field: `1st` starts with a digit");
 }
 
 #[test]
@@ -567,6 +569,16 @@ fn provider_type_absent_is_user_mode() {
         "<provider",
         "<provider> has no providerType, which the schema reads as `userMode`; counter-manifest generates \
          kernel-mode code (PcwRegister): set providerType=\"kernelMode\"",
+    );
+}
+
+#[test]
+fn counter_symbol_that_makes_no_rust_constant() {
+    let text = edit(r#"symbol="Total""#, r#"symbol="_""#);
+    fails(
+        &text,
+        r#"<counter id="3""#,
+        "counter symbol `_` gives no Rust constant (it has no ASCII letters or digits)",
     );
 }
 

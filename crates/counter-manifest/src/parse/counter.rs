@@ -144,23 +144,19 @@ impl<'a, 'input> Cx<'a, 'input> {
         strings: &Strings,
         (field, field_pos): (&str, Pos),
     ) -> Result<(String, Pos)> {
-        let (constant, pos, source) = match (symbol, strings) {
-            (Some((symbol, pos)), _) => (screaming_snake_case(symbol), *pos, None),
-            (None, Some(((name, pos), _))) => (counter_constant(name), *pos, Some(("name", name.as_str()))),
-            (None, None) => (screaming_snake_case(field), field_pos, Some(("field", field))),
+        let (constant, pos, what, text) = match (symbol, strings) {
+            (Some((symbol, pos)), _) => (screaming_snake_case(symbol), *pos, "symbol", symbol.as_str()),
+            (None, Some(((name, pos), _))) => (counter_constant(name), *pos, "name", name.as_str()),
+            (None, None) => (screaming_snake_case(field), field_pos, "field", field),
         };
-        if let Some((what, text)) = source
-            && let Some(problem) = constant_problem(&constant)
-        {
-            return Err(self.at_node(
-                node,
-                format!(
-                    "counter `{text}` has no symbol, and its {what} gives no Rust constant ({problem}): give it \
-                     a symbol"
-                ),
-            ));
-        }
-        Ok((constant, pos))
+        let Some(problem) = constant_problem(&constant) else { return Ok((constant, pos)) };
+        let reason = match what {
+            "symbol" => format!("counter symbol `{text}` gives no Rust constant ({problem})"),
+            _ => format!(
+                "counter `{text}` has no symbol, and its {what} gives no Rust constant ({problem}): give it a symbol"
+            ),
+        };
+        Err(self.at_node(node, reason))
     }
 
     /// `id`: a number PCW's 64-bit counter mask can select.
