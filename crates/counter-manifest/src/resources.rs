@@ -87,6 +87,10 @@ pub struct ElementIds {
 /// ctrpp.exe (compare its .rc with ours) or after `lodctr /m` in Performance Monitor. Dropping
 /// `resourceBase` from the manifest (base 0) would use only verified numbering.
 ///
+/// A `noDisplay` counter without name and description has no strings but keeps its position here.
+/// Whether CTRPP counts it too is not settled, so the parser accepts such a counter only where its
+/// position moves no other string (nothing after it takes a positional id).
+///
 /// `nameID`/`descriptionID` (schemaVersion 2.0 attributes) replace the positional name and description
 /// ids; the locked copy then goes to `nameID + 1`, as the schema's 2.0 example leaves room for (its
 /// nameIDs step by 2), which is also an inference.

@@ -5,13 +5,15 @@
 //! manifest schema's LocalizationType and StringTableType,
 //! learn.microsoft.com/windows/win32/wes/eventmanifestschema-localizationtype-complextype and
 //! eventmanifestschema-stringtabletype-complextype), and an attribute refers to one as
-//! `$(string.ID)`. The counters schema page advises against this for counter strings
+//! `$(string.ID)` ("use $(string.Printer.Connection) as the value of the message attribute"). The
+//! counters schema page advises against this for counter strings
 //! (learn.microsoft.com/windows/win32/perfctrs/performance-counters-schema: "Do not use the
-//! localization or stringTable sections ... for performance data strings"), but CTRPP resolves such
-//! references in counterSet and counter names and descriptions, and manifests shared between events
-//! and counters use them. As CTRPP does, the strings come from one culture: `en-US` if the manifest has
-//! it (compared ignoring case), else the first `<resources>` element. The generated string table holds
-//! that culture's texts.
+//! localization or stringTable sections of the instrumentation manifest for performance data
+//! strings"), yet manifests that share a string table with their events use references in counterSet
+//! and counter names and descriptions, and CTRPP resolves them. The strings come from one culture, as
+//! CTRPP takes them: `en-US` if the manifest has it (compared ignoring case), else the first
+//! `<resources>` element. (That choice is CTRPP's behaviour as reported, not compared with its output
+//! here.) The generated string table holds that culture's texts.
 
 use std::collections::HashMap;
 
