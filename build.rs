@@ -2,7 +2,9 @@
 //!
 //! Counters (every target): compiles manifests/pmupcw.man with crates/counter-manifest (CTRPP's job)
 //! into `OUT_DIR/counters.rs`, which src/counters.rs includes: the counter data structs, PCW descriptor
-//! tables, ids and names. A manifest error fails the build as `manifests/pmupcw.man:LINE:COLUMN: reason`.
+//! tables, ids, names and each counterset's typed binding. Beside it goes `OUT_DIR/pcw_contract.rs`,
+//! the items that code names as `crate::pcw::...`. A manifest error fails the build as
+//! `manifests/pmupcw.man:LINE:COLUMN: reason`.
 //!
 //! For the driver target (`x86_64-pc-windows-msvc`) it also
 //! * writes the manifest's string table and the VERSIONINFO to `OUT_DIR/pmupcw.rc` and compiles it into
@@ -20,7 +22,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use counter_manifest::RcTool;
+use counter_manifest::{RcTool, VersionInfo};
 
 /// The counter manifest, relative to the package root (errors name it so).
 const MANIFEST: &str = "manifests/pmupcw.man";
@@ -61,9 +63,19 @@ fn generate_counters(driver: bool) -> Result<(), String> {
     let out_dir = PathBuf::from(env("OUT_DIR")?);
     let text =
         fs::read_to_string(package_dir.join(MANIFEST)).map_err(|error| format!("{MANIFEST}: {error}"))?;
+    let version_info = VersionInfo {
+        version: driver_version()?,
+        company: "pmupcw developers".to_owned(),
+        description: "pmupcw hardware performance counters driver".to_owned(),
+        product: "pmupcw".to_owned(),
+        copyright: "MIT OR Apache-2.0".to_owned(),
+    };
     let generated =
-        counter_manifest::compile(MANIFEST, &text, &driver_version()?).map_err(|error| error.to_string())?;
+        counter_manifest::compile(MANIFEST, &text, Some(&version_info)).map_err(|error| error.to_string())?;
     write_if_changed(&out_dir.join("counters.rs"), &generated.rust)?;
+    // The crate::pcw items the generated code names (counter-manifest's contract): src/counters.rs
+    // includes them beside the generated modules.
+    write_if_changed(&out_dir.join("pcw_contract.rs"), counter_manifest::PCW_CONTRACT)?;
     if !driver {
         return Ok(());
     }

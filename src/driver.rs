@@ -1,7 +1,6 @@
 //! The driver's state between DriverEntry and DriverUnload, and the order things are set up and torn
 //! down in.
 
-use crate::counters::{driver_status, hardware_counters, hardware_counters_by_core_type};
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::platform::{Client, KernelPlatform};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
@@ -84,26 +83,15 @@ impl Driver {
         let provider =
             HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
-        let hardware_counters = CallbackCounterset::register(
-            hardware_counters::NAME_UTF16,
-            hardware_counters::DESCRIPTORS,
-            provider,
-        )
-        .inspect_err(|status| log_error!("PcwRegister(Hardware Counters) failed: {status:#x}"))?;
-        let by_core_type = CallbackCounterset::register(
-            hardware_counters_by_core_type::NAME_UTF16,
-            hardware_counters_by_core_type::DESCRIPTORS,
-            by_core_type,
-        )
-        .inspect_err(|status| {
+        // Each counterset's name and descriptors come from its generated binding: the callback's
+        // counterset, and the counterset the status block belongs to.
+        let hardware_counters = CallbackCounterset::register(provider)
+            .inspect_err(|status| log_error!("PcwRegister(Hardware Counters) failed: {status:#x}"))?;
+        let by_core_type = CallbackCounterset::register(by_core_type).inspect_err(|status| {
             log_error!("PcwRegister(Hardware Counters by Core Type) failed: {status:#x}")
         })?;
-        let driver_status = SingleInstanceCounterset::register(
-            driver_status::NAME_UTF16,
-            driver_status::DESCRIPTORS,
-            STATUS.block(),
-        )
-        .inspect_err(|status| log_error!("PcwRegister(Hardware Counters Driver) failed: {status:#x}"))?;
+        let driver_status = SingleInstanceCounterset::register(STATUS.block())
+            .inspect_err(|status| log_error!("PcwRegister(Hardware Counters Driver) failed: {status:#x}"))?;
         log_info!("countersets registered for {processor_count} processors");
         Ok(Driver {
             _driver_status: driver_status,

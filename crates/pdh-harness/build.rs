@@ -11,9 +11,8 @@ fn main() {
     println!("cargo:rerun-if-changed={}", manifest_path.display());
     let text = std::fs::read_to_string(&manifest_path)
         .unwrap_or_else(|error| panic!("{}: {error}", manifest_path.display()));
-    let manifest = counter_manifest::compile(&manifest_path.to_string_lossy(), &text, "0.0.0.0")
-        .unwrap_or_else(|error| panic!("{error}"))
-        .manifest;
+    let manifest = counter_manifest::parse(&manifest_path.to_string_lossy(), &text)
+        .unwrap_or_else(|error| panic!("{error}"));
     let mut out = String::from("/// Every counterset of the manifest, in document order.\n");
     writeln!(out, "pub const COUNTER_SETS: [CounterSetSpec; {}] = [", manifest.counter_sets.len()).unwrap();
     for set in &manifest.counter_sets {
@@ -28,10 +27,11 @@ fn main() {
         };
         writeln!(out, "        instances: InstanceKind::{kind},").unwrap();
         writeln!(out, "        counters: &[").unwrap();
+        // PDH shows neither base counters nor a noDisplay counter without a name.
         for counter in set.counters.iter().filter(|counter| !counter.ty.is_base) {
+            let Some(name) = &counter.name else { continue };
             let monotonic = counter.ty.name == "perf_counter_large_rawcount";
-            writeln!(out, "            CounterSpec {{ name: {:?}, monotonic: {monotonic} }},", counter.name)
-                .unwrap();
+            writeln!(out, "            CounterSpec {{ name: {name:?}, monotonic: {monotonic} }},").unwrap();
         }
         writeln!(out, "        ],\n    }},").unwrap();
     }

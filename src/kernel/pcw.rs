@@ -4,7 +4,8 @@
 use super::pool::PoolBox;
 use super::unicode_string;
 use crate::pcw::{
-    AddInstanceFailed, CounterBlock, CounterDescriptor, CountersetCallback, InstanceSink, Query,
+    AddInstanceFailed, CounterBlock, CounterDescriptor, Counterset, CountersetBlock, CountersetCallback,
+    InstanceKind, InstanceSink, Query,
 };
 use core::ffi::c_void;
 use windows_sys::Wdk::Foundation::{PPCW_BUFFER, PPCW_INSTANCE, PPCW_REGISTRATION};
@@ -56,16 +57,16 @@ pub struct CallbackCounterset<C: CountersetCallback> {
 }
 
 impl<C: CountersetCallback> CallbackCounterset<C> {
-    /// Registers counterset `name` (the manifest's counterSet name) with `counters`, answered by
-    /// `callback`, which lives in pool memory at a fixed address until this value is dropped.
-    pub fn register(
-        name: &[u16],
-        counters: &'static [CounterDescriptor],
-        callback: PoolBox<C>,
-    ) -> Result<Self, NTSTATUS> {
-        // SAFETY: the callback is owned by the returned value and dropped only after the registration
-        // (field order); until then its pool address does not change.
-        let registration = unsafe { Registration::register(name, counters, Some(&*callback)) }?;
+    /// Registers `C`'s counterset (its manifest name and descriptors, from its generated binding),
+    /// answered by `callback`, which lives in pool memory at a fixed address until this value is
+    /// dropped.
+    pub fn register(callback: PoolBox<C>) -> Result<Self, NTSTATUS> {
+        let context: *const c_void = (&*callback as *const C).cast();
+        // SAFETY: the shim is `C`'s and the context a `&C`. The callback is owned by the returned value
+        // and dropped only after the registration (field order); until then its pool address does not
+        // change.
+        let registration =
+            unsafe { Registration::register::<C::Counterset>(Some(callback_shim::<C>), context) }?;
         Ok(CallbackCounterset { _registration: registration, _callback: callback })
     }
 }
@@ -78,35 +79,21 @@ pub struct SingleInstanceCounterset {
 }
 
 impl SingleInstanceCounterset {
-    /// Registers counterset `name` with `counters` and its one, unnamed instance over `block`.
-    pub fn register<T: CounterBlock>(
-        name: &[u16],
-        counters: &'static [CounterDescriptor],
-        block: &'static T,
-    ) -> Result<Self, NTSTATUS> {
+    /// Registers the counterset `block` belongs to (its manifest name and descriptors, from the
+    /// generated binding) and its one, unnamed instance over `block`. A multi-instance counterset does
+    /// not compile here: its instances need names.
+    pub fn register<B: CountersetBlock>(block: &'static B) -> Result<Self, NTSTATUS> {
+        const {
+            assert!(
+                matches!(<B::Counterset as Counterset>::INSTANCES, InstanceKind::Single),
+                "a SingleInstanceCounterset registers a single-instance counterset"
+            );
+        }
         // SAFETY: no callback is registered.
-        let registration = unsafe { Registration::register::<NoCallback>(name, counters, None) }?;
+        let registration = unsafe { Registration::register::<B::Counterset>(None, core::ptr::null()) }?;
         // SAFETY: the block is static; the instance is dropped before the registration (field order).
         let instance = unsafe { Instance::create(&registration, &[], block) }?;
         Ok(SingleInstanceCounterset { _instance: instance, _registration: registration })
-    }
-}
-
-/// The callback type of a counterset registered without one; never called.
-enum NoCallback {}
-
-impl CountersetCallback for NoCallback {
-    fn counter_added(&self, _: u64) {
-        match *self {}
-    }
-    fn counter_removed(&self, _: u64) {
-        match *self {}
-    }
-    fn enumerate<S: InstanceSink>(&self, _: &Query<'_>, _: &mut S) -> Result<(), AddInstanceFailed> {
-        match *self {}
-    }
-    fn collect<S: InstanceSink>(&self, _: &Query<'_>, _: &mut S) -> Result<(), AddInstanceFailed> {
-        match *self {}
     }
 }
 
@@ -121,22 +108,19 @@ unsafe impl Send for Registration {}
 unsafe impl Sync for Registration {}
 
 impl Registration {
-    /// Registers counterset `name` (the manifest's counterSet name) with `counters`, served by
-    /// `callback`, or by instances made with [`Instance::create`] when `callback` is `None`.
+    /// Registers counterset `S` (its name and descriptors) served by `callback` with `context`, or by
+    /// instances made with [`Instance::create`] when `callback` is `None`.
     ///
     /// # Safety
-    /// `callback` must stay valid until the returned registration is dropped: PCW calls it, from any
-    /// thread, until PcwUnregister returns.
-    unsafe fn register<C: CountersetCallback>(
-        name: &[u16],
-        counters: &'static [CounterDescriptor],
-        callback: Option<&C>,
+    /// `callback` must be a shim that accepts `context`, and `context` must stay valid until the
+    /// returned registration is dropped: PCW calls the shim with it, from any thread, until
+    /// PcwUnregister returns.
+    unsafe fn register<S: Counterset>(
+        callback: PCW_CALLBACK,
+        context: *const c_void,
     ) -> Result<Self, NTSTATUS> {
-        let name = unicode_string(name);
-        let (callback, context): (PCW_CALLBACK, *const c_void) = match callback {
-            Some(callback) => (Some(callback_shim::<C>), (callback as *const C).cast()),
-            None => (None, core::ptr::null()),
-        };
+        let name = unicode_string(S::NAME_UTF16);
+        let counters: &'static [CounterDescriptor] = S::DESCRIPTORS;
         let information = RegistrationInformationV1 {
             version: PCW_VERSION_1,
             name: &name,
@@ -207,19 +191,17 @@ impl Drop for Instance {
     }
 }
 
-/// The PCW_BUFFER of one Enumerate or Collect request.
+/// The PCW_BUFFER of one Enumerate or Collect request. The callback it is handed to adds only its own
+/// counterset's blocks ([`CountersetCallback`] takes an `InstanceSink` of that counterset).
 struct PcwBuffer(PPCW_BUFFER);
 
-impl InstanceSink for PcwBuffer {
-    fn add<T: CounterBlock>(
-        &mut self,
-        name: &[u16],
-        id: u32,
-        data: Option<&T>,
-    ) -> Result<(), AddInstanceFailed> {
+impl<S: Counterset> InstanceSink<S> for PcwBuffer {
+    fn add(&mut self, name: &[u16], id: u32, data: Option<&S::Values>) -> Result<(), AddInstanceFailed> {
         let name = unicode_string(name);
-        let block = data
-            .map(|data| PCW_DATA { Data: (data as *const T).cast(), Size: core::mem::size_of::<T>() as u32 });
+        let block = data.map(|data| PCW_DATA {
+            Data: (data as *const S::Values).cast(),
+            Size: core::mem::size_of::<S::Values>() as u32,
+        });
         let (count, blocks) = match &block {
             Some(block) => (1, block as *const PCW_DATA),
             None => (0, core::ptr::null()),
@@ -272,7 +254,7 @@ unsafe fn query<'a>(info: &'a PCW_MASK_INFORMATION) -> Query<'a> {
 /// several threads at once; it only reads its arguments and delegates to the thread-safe `C`.
 ///
 /// # Safety
-/// Called only by PCW, with the context [`Registration::register`] supplied (a valid `&C`).
+/// Called only by PCW, with the context [`CallbackCounterset::register`] supplied (a valid `&C`).
 unsafe extern "system" fn callback_shim<C: CountersetCallback>(
     kind: PCW_CALLBACK_TYPE,
     info: *const PCW_CALLBACK_INFORMATION,

@@ -11,7 +11,7 @@
 use super::hardware_counters::CountSource;
 use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
-use crate::counters::hardware_counters_by_core_type::Values;
+use crate::counters::hardware_counters_by_core_type::Counterset;
 use core::ops::Deref;
 
 /// Each core type's instance name, indexed by its id.
@@ -55,20 +55,30 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CoreTypeCoun
 impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCallback
     for CoreTypeCounters<P, S>
 {
+    type Counterset = Counterset;
+
     fn counter_added(&self, _counter_mask: u64) {
         self.source.query_added();
     }
 
     fn counter_removed(&self, _counter_mask: u64) {}
 
-    fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+    fn enumerate<K: InstanceSink<Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed> {
         for (core_type, name) in self.selected(query) {
-            sink.add::<Values>(name, u32::from(core_type), None)?;
+            sink.add(name, u32::from(core_type), None)?;
         }
         Ok(())
     }
 
-    fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+    fn collect<K: InstanceSink<Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed> {
         self.source.refresh();
         let mut result = Ok(());
         for (core_type, name) in self.selected(query) {

@@ -3,8 +3,7 @@
 
 use super::*;
 use crate::counters::hardware_counters;
-use crate::counters::hardware_counters_by_core_type::id;
-use crate::pcw::query::CounterBlock;
+use crate::counters::hardware_counters_by_core_type::{Values, id};
 use crate::pcw::wildcard::ascii_upcase;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -45,16 +44,9 @@ fn provider(types: &[u8]) -> CoreTypeCounters<Vec<ProcessorInstance>, PerType> {
 #[derive(Default)]
 struct Recorder(Vec<(String, u32, Option<Values>)>);
 
-impl InstanceSink for Recorder {
-    fn add<T: CounterBlock>(
-        &mut self,
-        name: &[u16],
-        id: u32,
-        data: Option<&T>,
-    ) -> Result<(), AddInstanceFailed> {
-        let values =
-            data.map(|data| *(data as &dyn core::any::Any).downcast_ref::<Values>().expect("a Values block"));
-        self.0.push((String::from_utf16(name).unwrap(), id, values));
+impl InstanceSink<Counterset> for Recorder {
+    fn add(&mut self, name: &[u16], id: u32, data: Option<&Values>) -> Result<(), AddInstanceFailed> {
+        self.0.push((String::from_utf16(name).unwrap(), id, data.copied()));
         Ok(())
     }
 }

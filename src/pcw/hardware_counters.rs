@@ -7,7 +7,7 @@
 use super::driver_status::DriverStatus;
 use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
-use crate::counters::hardware_counters::Values;
+use crate::counters::hardware_counters::{Counterset, Values};
 use crate::counters::hardware_counters_by_core_type;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -72,6 +72,8 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> HardwareCoun
 impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCallback
     for HardwareCounters<P, S>
 {
+    type Counterset = Counterset;
+
     fn counter_added(&self, _counter_mask: u64) {
         let _ = self.active_queries.fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_add(1));
         self.source.query_added();
@@ -84,14 +86,22 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |count| count.checked_sub(1));
     }
 
-    fn enumerate<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+    fn enumerate<K: InstanceSink<Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed> {
         for processor in self.selected(query) {
-            sink.add::<Values>(processor.name(), processor.id(), None)?;
+            sink.add(processor.name(), processor.id(), None)?;
         }
         Ok(())
     }
 
-    fn collect<K: InstanceSink>(&self, query: &Query<'_>, sink: &mut K) -> Result<(), AddInstanceFailed> {
+    fn collect<K: InstanceSink<Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed> {
         let started = (self.clock)();
         self.source.refresh();
         let mut add = |processor: &ProcessorInstance| {

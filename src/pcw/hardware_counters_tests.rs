@@ -2,8 +2,7 @@
 //! query count, the status accounting, and many consumers collecting at once.
 
 use super::*;
-use crate::counters::hardware_counters::id;
-use crate::pcw::query::CounterBlock;
+use crate::counters::hardware_counters::{Counterset, id};
 use crate::pcw::wildcard::ascii_upcase;
 use std::collections::BTreeSet;
 
@@ -47,19 +46,12 @@ struct Recorder {
     fail_after: Option<usize>,
 }
 
-impl InstanceSink for Recorder {
-    fn add<T: CounterBlock>(
-        &mut self,
-        name: &[u16],
-        id: u32,
-        data: Option<&T>,
-    ) -> Result<(), AddInstanceFailed> {
+impl InstanceSink<Counterset> for Recorder {
+    fn add(&mut self, name: &[u16], id: u32, data: Option<&Values>) -> Result<(), AddInstanceFailed> {
         if self.fail_after == Some(self.instances.len()) {
             return Err(AddInstanceFailed(0xC000_0023_u32 as i32)); // STATUS_BUFFER_TOO_SMALL
         }
-        let values =
-            data.map(|data| *(data as &dyn core::any::Any).downcast_ref::<Values>().expect("a Values block"));
-        self.instances.push((String::from_utf16(name).unwrap(), id, values));
+        self.instances.push((String::from_utf16(name).unwrap(), id, data.copied()));
         Ok(())
     }
 }

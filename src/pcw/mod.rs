@@ -11,15 +11,10 @@ pub mod processor_instances;
 pub mod query;
 pub mod wildcard;
 
-pub use query::{AddInstanceFailed, CounterBlock, CountersetCallback, InstanceSink, Query};
+pub use query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 
-/// A PCW_COUNTER_DESCRIPTOR: counter `id` is `size` bytes at `offset` in data block `struct_index`.
-/// The generated tables (crate::counters) are arrays of these, handed to PcwRegister as they are.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CounterDescriptor {
-    pub id: u16,
-    pub struct_index: u16,
-    pub offset: u16,
-    pub size: u16,
-}
+/// What the generated counter code names as `crate::pcw::...`: PCW_COUNTER_DESCRIPTOR
+/// ([`CounterDescriptor`], whose generated tables PcwRegister takes as they are), the
+/// [`CounterBlock`] contract and each counterset's binding ([`Counterset`], [`CountersetBlock`],
+/// [`InstanceKind`]). Declared in crate::counters (counter-manifest's contract).
+pub use crate::counters::{CounterBlock, CounterDescriptor, Counterset, CountersetBlock, InstanceKind};

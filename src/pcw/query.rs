@@ -44,28 +44,35 @@ impl Query<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddInstanceFailed(pub i32);
 
-pub use crate::counters::CounterBlock;
+use super::Counterset;
 
-/// Where a provider puts the instances it reports: PcwAddInstance in the driver, a recorder in tests.
-pub trait InstanceSink {
+/// Where a provider puts the instances of counterset `S` it reports: PcwAddInstance in the driver, a
+/// recorder in tests. Only `S`'s data block can be added.
+pub trait InstanceSink<S: Counterset> {
     /// Adds one instance. `data` is `None` for an Enumerate request, where PCW needs only names and
     /// ids (PcwAddInstance with Count 0 and no data).
-    fn add<T: CounterBlock>(
-        &mut self,
-        name: &[u16],
-        id: u32,
-        data: Option<&T>,
-    ) -> Result<(), AddInstanceFailed>;
+    fn add(&mut self, name: &[u16], id: u32, data: Option<&S::Values>) -> Result<(), AddInstanceFailed>;
 }
 
 /// A counterset's answer to PCW's four callback types.
 pub trait CountersetCallback: Sync {
+    /// The counterset answered: its name and descriptors are what gets registered with this callback,
+    /// and its block is all the callback can report.
+    type Counterset: Counterset;
     /// PcwCallbackAddCounter: a consumer started reading counters of this counterset.
     fn counter_added(&self, counter_mask: u64);
     /// PcwCallbackRemoveCounter: a consumer stopped reading counters of this counterset.
     fn counter_removed(&self, counter_mask: u64);
     /// PcwCallbackEnumerateInstances: report the matching instances' names and ids.
-    fn enumerate<S: InstanceSink>(&self, query: &Query<'_>, sink: &mut S) -> Result<(), AddInstanceFailed>;
+    fn enumerate<K: InstanceSink<Self::Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed>;
     /// PcwCallbackCollectData: report the matching instances with their counter values.
-    fn collect<S: InstanceSink>(&self, query: &Query<'_>, sink: &mut S) -> Result<(), AddInstanceFailed>;
+    fn collect<K: InstanceSink<Self::Counterset>>(
+        &self,
+        query: &Query<'_>,
+        sink: &mut K,
+    ) -> Result<(), AddInstanceFailed>;
 }

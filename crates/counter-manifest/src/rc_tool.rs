@@ -15,6 +15,7 @@ pub enum RcTool {
 }
 
 impl RcTool {
+    /// The program to run.
     pub fn program(&self) -> &OsString {
         match self {
             RcTool::Llvm(program) | RcTool::Microsoft(program) => program,

@@ -12,18 +12,22 @@ pub enum StringKind {
     Name,
     /// The same name again, marked `// {Locked} means don't localize`: the language-neutral copy.
     LockedName,
+    /// The description (the explain text perfmon shows).
     Description,
 }
 
 /// One string of the string table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StringResource {
+    /// The string resource id.
     pub id: u32,
+    /// The text (resolved if the manifest used a `$(string.ID)` reference).
     pub text: String,
     /// Index of the counterset in the manifest.
     pub set: usize,
     /// Index of the counter in its counterset, or `None` for the counterset's own string.
     pub counter: Option<usize>,
+    /// Which string of the element this is.
     pub kind: StringKind,
 }
 
@@ -39,7 +43,7 @@ impl StringResource {
         match self.counter {
             None => format!("{kind} of counterSet `{}`", set.symbol),
             Some(c) => {
-                format!("{kind} of counter `{}` of counterSet `{}`", set.counters[c].symbol, set.symbol)
+                format!("{kind} of counter `{}` of counterSet `{}`", set.counters[c].label(), set.symbol)
             }
         }
     }
@@ -48,8 +52,11 @@ impl StringResource {
 /// The string resource ids of one `<counterSet>` or `<counter>` element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ElementIds {
+    /// The name's id.
     pub name: u32,
+    /// The locked copy of the name's id.
     pub locked_name: u32,
+    /// The description's id.
     pub description: u32,
 }
 
@@ -80,6 +87,10 @@ pub struct ElementIds {
 /// ctrpp.exe (compare its .rc with ours) or after `lodctr /m` in Performance Monitor. Dropping
 /// `resourceBase` from the manifest (base 0) would use only verified numbering.
 ///
+/// A `noDisplay` counter without name and description has no strings but keeps its position here.
+/// Whether CTRPP counts it too is not settled, so the parser accepts such a counter only where its
+/// position moves no other string (nothing after it takes a positional id).
+///
 /// `nameID`/`descriptionID` (schemaVersion 2.0 attributes) replace the positional name and description
 /// ids; the locked copy then goes to `nameID + 1`, as the schema's 2.0 example leaves room for (its
 /// nameIDs step by 2), which is also an inference.
@@ -101,7 +112,9 @@ pub fn element_string_ids(
 /// The `nameID`/`descriptionID` attributes of one counterset and of its counters, as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SetIds {
+    /// The counterset's `nameID`.
     pub name_id: Option<u32>,
+    /// The counterset's `descriptionID`.
     pub description_id: Option<u32>,
     /// (nameID, descriptionID) of each counter, in manifest order.
     pub counters: Vec<(Option<u32>, Option<u32>)>,
@@ -110,7 +123,9 @@ pub struct SetIds {
 /// The ids of one counterset's strings and of its counters' strings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssignedIds {
+    /// The counterset's own strings.
     pub set: ElementIds,
+    /// Each counter's strings, in manifest order (ids a counter without strings would have, too).
     pub counters: Vec<ElementIds>,
 }
 
@@ -161,7 +176,10 @@ pub fn string_resources(manifest: &Manifest) -> Vec<StringResource> {
         };
         push(&ids.set, &set.name, &set.description, None);
         for (c, (counter, ids)) in set.counters.iter().zip(&ids.counters).enumerate() {
-            push(ids, &counter.name, &counter.description, Some(c));
+            // A noDisplay counter without name and description has no strings.
+            if let (Some(name), Some(description)) = (&counter.name, &counter.description) {
+                push(ids, name, description, Some(c));
+            }
         }
     }
     // A stable sort keeps manifest order among equal ids (which validation refuses anyway).
@@ -212,12 +230,31 @@ const VFT_DRV: u32 = 0x3;
 const VFT2_DRV_SYSTEM: u32 = 0x7;
 const VS_FFI_FILEFLAGSMASK: u32 = 0x3F;
 
-/// The `.rc` script: the string table of `manifest` and the driver's VERSIONINFO for `version`
-/// (CARGO_PKG_VERSION). `source` names the manifest in the header comment.
-pub fn generate_rc(manifest: &Manifest, source: &str, version: &str) -> Result<String, String> {
-    let numbers = version_numbers(version)?;
-    let commas = numbers.map(|n| n.to_string()).join(",");
-    let dotted = numbers.map(|n| n.to_string()).join(".");
+/// What the `.rc` script's VERSIONINFO resource says about the driver binary. Its InternalName and
+/// OriginalFilename are the file name of the provider's `applicationIdentity`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionInfo {
+    /// FILEVERSION and PRODUCTVERSION: 1 to 4 dot-separated numbers up to 65535, with pre-release and
+    /// build metadata ignored (`0.1.0` and `0.1.0-rc.1` are 0,1,0,0), e.g. `CARGO_PKG_VERSION`.
+    pub version: String,
+    /// CompanyName.
+    pub company: String,
+    /// FileDescription.
+    pub description: String,
+    /// ProductName.
+    pub product: String,
+    /// LegalCopyright.
+    pub copyright: String,
+}
+
+/// The `.rc` script: the string table of `manifest` and, if `version_info` is given, the driver's
+/// VERSIONINFO. `source` names the manifest in the header comment. Fails only if the version cannot be
+/// written as VERSIONINFO's four numbers.
+pub fn generate_rc(
+    manifest: &Manifest,
+    source: &str,
+    version_info: Option<&VersionInfo>,
+) -> Result<String, String> {
     let mut rc = String::new();
     let w = &mut rc;
     // Writing to a String cannot fail.
@@ -228,29 +265,48 @@ pub fn generate_rc(manifest: &Manifest, source: &str, version: &str) -> Result<S
         "// The counter names and descriptions of provider {} ({}),",
         manifest.provider.name, manifest.provider.guid
     );
-    let _ = writeln!(
-        w,
-        "// which lodctr reads from {}, and its version resource.",
-        manifest.provider.application_identity
-    );
+    let and_version = if version_info.is_some() { ", and its version resource" } else { "" };
+    let _ =
+        writeln!(w, "// which lodctr reads from {}{and_version}.", manifest.provider.application_identity);
     let _ = writeln!(w, "#pragma code_page(65001)");
     let _ = writeln!(w);
     let _ = writeln!(w, "LANGUAGE 0x09, 0x01 // LANG_ENGLISH, SUBLANG_ENGLISH_US");
     let _ = writeln!(w);
-    let strings = string_resources(manifest);
-    // A manifest without countersets has no strings; an empty STRINGTABLE block is not worth writing.
-    if !strings.is_empty() {
-        let _ = writeln!(w, "STRINGTABLE");
-        let _ = writeln!(w, "BEGIN");
-        // CTRPP's line format, locked copies marked as it marks them.
-        for string in strings {
-            let locked =
-                if string.kind == StringKind::LockedName { " // {Locked} means don't localize" } else { "" };
-            let _ = writeln!(w, "    {} {}{locked}", string.id, rc_string(&string.text));
-        }
-        let _ = writeln!(w, "END");
-        let _ = writeln!(w);
+    string_table(w, manifest);
+    if let Some(info) = version_info {
+        version_resource(w, info, file_name(&manifest.provider.application_identity))?;
     }
+    Ok(rc)
+}
+
+/// The STRINGTABLE block, in CTRPP's line format with locked copies marked as it marks them. A
+/// manifest without strings has none: an empty block is not worth writing.
+fn string_table(w: &mut String, manifest: &Manifest) {
+    let strings = string_resources(manifest);
+    if strings.is_empty() {
+        return;
+    }
+    let _ = writeln!(w, "STRINGTABLE");
+    let _ = writeln!(w, "BEGIN");
+    for string in strings {
+        let locked =
+            if string.kind == StringKind::LockedName { " // {Locked} means don't localize" } else { "" };
+        let _ = writeln!(w, "    {} {}{locked}", string.id, rc_string(&string.text));
+    }
+    let _ = writeln!(w, "END");
+    let _ = writeln!(w);
+}
+
+/// The last component of a Windows or POSIX path: `%SystemRoot%\system32\drivers\x.sys` is `x.sys`.
+fn file_name(path: &str) -> &str {
+    path.rsplit(['\\', '/']).next().unwrap_or(path)
+}
+
+/// The VERSIONINFO block of a driver file `file_name`.
+fn version_resource(w: &mut String, info: &VersionInfo, file_name: &str) -> Result<(), String> {
+    let numbers = version_numbers(&info.version)?;
+    let commas = numbers.map(|n| n.to_string()).join(",");
+    let dotted = numbers.map(|n| n.to_string()).join(".");
     let _ = writeln!(w, "1 VERSIONINFO");
     let _ = writeln!(w, "FILEVERSION {commas}");
     let _ = writeln!(w, "PRODUCTVERSION {commas}");
@@ -265,17 +321,17 @@ pub fn generate_rc(manifest: &Manifest, source: &str, version: &str) -> Result<S
     let _ = writeln!(w, "        BLOCK \"040904B0\" // U.S. English, Unicode");
     let _ = writeln!(w, "        BEGIN");
     let values = [
-        ("CompanyName", "pmupcw developers".to_owned()),
-        ("FileDescription", "pmupcw hardware performance counters driver".to_owned()),
-        ("FileVersion", dotted.clone()),
-        ("InternalName", "pmupcw.sys".to_owned()),
-        ("LegalCopyright", "MIT OR Apache-2.0".to_owned()),
-        ("OriginalFilename", "pmupcw.sys".to_owned()),
-        ("ProductName", "pmupcw".to_owned()),
-        ("ProductVersion", dotted),
+        ("CompanyName", info.company.as_str()),
+        ("FileDescription", &info.description),
+        ("FileVersion", &dotted),
+        ("InternalName", file_name),
+        ("LegalCopyright", &info.copyright),
+        ("OriginalFilename", file_name),
+        ("ProductName", &info.product),
+        ("ProductVersion", &dotted),
     ];
     for (key, value) in values {
-        let _ = writeln!(w, "            VALUE {}, {}", rc_string(key), rc_string(&value));
+        let _ = writeln!(w, "            VALUE {}, {}", rc_string(key), rc_string(value));
     }
     let _ = writeln!(w, "        END");
     let _ = writeln!(w, "    END");
@@ -284,7 +340,7 @@ pub fn generate_rc(manifest: &Manifest, source: &str, version: &str) -> Result<S
     let _ = writeln!(w, "        VALUE \"Translation\", 0x409, 1200");
     let _ = writeln!(w, "    END");
     let _ = writeln!(w, "END");
-    Ok(rc)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -299,6 +355,13 @@ mod tests {
         assert!(version_numbers("1.2.3.4.5").is_err());
         assert!(version_numbers("1.70000.0").is_err());
         assert!(version_numbers("").is_err());
+    }
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_name("pmupcw.sys"), "pmupcw.sys");
+        assert_eq!(file_name(r"%SystemRoot%\system32\drivers\pacer.sys"), "pacer.sys");
+        assert_eq!(file_name("drivers/x.sys"), "x.sys");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::model::{CounterSet, Layout, Manifest};
-use crate::names::{screaming_snake_case, snake_case};
+use crate::names::snake_case;
 
 /// The project's rustfmt max_width.
 const MAX_WIDTH: usize = 110;
@@ -72,6 +72,8 @@ fn counter_set(out: &mut Out, set: &CounterSet) {
     out.blank();
     from_fields(out, set);
     out.blank();
+    binding(out, set);
+    out.blank();
     layout_tests(out, set);
     out.line(0, "}");
 }
@@ -95,7 +97,7 @@ fn values_struct(out: &mut Out, set: &CounterSet) {
             .counters
             .iter()
             .filter(|c| c.field == field.manifest_name)
-            .map(|c| format!("{} ({})", c.id, c.symbol))
+            .map(|c| format!("{} ({})", c.id, c.label()))
             .collect();
         out.doc(
             8,
@@ -168,17 +170,15 @@ fn ids(out: &mut Out, set: &CounterSet) {
     out.line(4, "pub mod id {");
     for counter in &set.counters {
         let aggregate = counter.aggregate.as_deref().map(|a| format!(", aggregate {a}")).unwrap_or_default();
-        out.doc(
-            8,
-            &format!(
-                "\"{}\" ({}, {}{aggregate}): {}",
-                escape_doc(&counter.name),
-                counter.ty.name,
-                counter.detail_level.name(),
-                escape_doc(&counter.description)
-            ),
-        );
-        out.line(8, &format!("pub const {}: u16 = {};", screaming_snake_case(&counter.symbol), counter.id));
+        let kind = format!("{}, {}{aggregate}", counter.ty.name, counter.detail_level.name());
+        let doc = match (&counter.name, &counter.description) {
+            (Some(name), Some(description)) => {
+                format!("\"{}\" ({kind}): {}", escape_doc(name), escape_doc(description))
+            }
+            _ => format!("Field `{}` ({kind}): noDisplay, without name or description.", counter.field),
+        };
+        out.doc(8, &doc);
+        out.line(8, &format!("pub const {}: u16 = {};", counter.constant, counter.id));
     }
     out.line(4, "}");
 }
@@ -189,7 +189,7 @@ fn descriptors(out: &mut Out, set: &CounterSet) {
     for counter in &set.counters {
         let field = set.layout.field(&counter.field).expect("every counter's field is laid out");
         let fields = [
-            format!("id: id::{}", screaming_snake_case(&counter.symbol)),
+            format!("id: id::{}", counter.constant),
             "struct_index: 0".to_owned(),
             format!("offset: {}", field.offset),
             format!("size: {}", field.size),
@@ -256,6 +256,34 @@ fn from_fields(out: &mut Out, set: &CounterSet) {
     out.line(4, "}");
 }
 
+/// `Counterset`: the counterset as one type, implementing `crate::pcw::Counterset`, and its blocks
+/// implementing `crate::pcw::CountersetBlock`, so that registration takes name, descriptors and block
+/// from one place (the contract is the crate's `contract/pcw.rs`).
+fn binding(out: &mut Out, set: &CounterSet) {
+    out.doc(
+        4,
+        "This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance \
+         kind and data block ([`Values`]) come from it together, so they cannot be paired with another \
+         counterset's.",
+    );
+    out.line(4, "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]");
+    out.line(4, "pub struct Counterset;");
+    out.blank();
+    let kind = if set.instances.is_multiple() { "Multiple" } else { "Single" };
+    out.line(4, "impl crate::pcw::Counterset for Counterset {");
+    out.line(8, "const NAME_UTF16: &'static [u16] = NAME_UTF16;");
+    out.line(8, "const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;");
+    out.line(8, &format!("const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::{kind};"));
+    out.line(8, "type Values = Values;");
+    out.line(4, "}");
+    for block in ["Values", "AtomicValues"] {
+        out.blank();
+        out.line(4, &format!("impl crate::pcw::CountersetBlock for {block} {{"));
+        out.line(8, "type Counterset = Counterset;");
+        out.line(4, "}");
+    }
+}
+
 fn layout_tests(out: &mut Out, set: &CounterSet) {
     let layout: &Layout = &set.layout;
     out.line(4, "#[cfg(test)]");
@@ -290,7 +318,7 @@ fn layout_tests(out: &mut Out, set: &CounterSet) {
             16,
             "(",
             &[
-                format!("id::{}", screaming_snake_case(&counter.symbol)),
+                format!("id::{}", counter.constant),
                 format!("offset_of!(Values, {})", field.rust_name),
                 format!("size_of_val(&values.{})", field.rust_name),
             ],

@@ -111,8 +111,9 @@ fn missing_attribute() {
     fails(&text, r#"<counter id="1""#, "<counter> is missing the required attribute `field`");
     let text = edit(r#" applicationIdentity="t.sys""#, "");
     fails(&text, "<provider", "<provider> is missing the required attribute `applicationIdentity`");
-    let text = edit(r#" instances="single""#, "");
-    fails(&text, r#"<counterSet guid="{2F6A"#, "<counterSet> is missing the required attribute `instances`");
+    // (`instances` is optional: the schema's default is single.)
+    let text = edit(r#" uri="t.Status""#, "");
+    fails(&text, r#"<counterSet guid="{2F6A"#, "<counterSet> is missing the required attribute `uri`");
 }
 
 #[test]
@@ -188,7 +189,8 @@ fn base_counter_not_right_after_its_counter() {
         &text,
         r#"type="perf_sample_base""#,
         "base counter `RatioBase` (perf_sample_base) must come immediately after the counter it serves \
-         (perf_sample_fraction); it follows `Rate` (perf_counter_bulk_count)",
+         (perf_sample_fraction), or immediately before it if that counter names it with baseID; it follows \
+         `Rate` (perf_counter_bulk_count)",
     );
 }
 
@@ -199,7 +201,8 @@ fn base_counter_of_the_wrong_kind() {
         &text,
         r#"type="perf_raw_base""#,
         "base counter `State` (perf_raw_base) must come immediately after the counter it serves \
-         (perf_raw_fraction); it is the first counter of the counterSet",
+         (perf_raw_fraction), or immediately before it if that counter names it with baseID; it is the first \
+         counter of the counterSet",
     );
 }
 
@@ -267,8 +270,8 @@ fn two_structs() {
     fails(
         &text,
         r#"<struct name="More"/>"#,
-        "counterSet `Status` declares a second struct: each counterSet has exactly one struct (project rule, \
-         see the manifest's header)",
+        "counterSet `Status` declares a second struct: each counterSet has exactly one struct (counter-manifest \
+         lays out one data block per counterSet)",
     );
 }
 
@@ -279,8 +282,8 @@ fn no_struct() {
     fails(
         &text,
         "<structs/>",
-        "counterSet `Status` declares no struct: each counterSet has exactly one struct (project rule, see the \
-         manifest's header)",
+        "counterSet `Status` declares no struct: each counterSet has exactly one struct (counter-manifest lays \
+         out one data block per counterSet)",
     );
 }
 
@@ -302,6 +305,8 @@ fn field_not_a_c_identifier() {
     fails(&text, r#"field="State-Now""#, "field `State-Now` is not a C identifier");
     let text = edit(r#"field="State""#, r#"field="Type""#);
     fails(&text, r#"field="Type""#, "field `Type` cannot name a Rust field: `type` is a Rust keyword");
+    let text = edit(r#"field="State""#, r#"field="_1st""#);
+    fails(&text, r#"field="_1st""#, "field `_1st` cannot name a Rust field: `1st` starts with a digit");
 }
 
 #[test]
@@ -395,4 +400,195 @@ fn string_resource_ids_beyond_16_bits() {
 fn control_character_in_a_name() {
     let text = edit(r#"name="Total""#, r#"name="To&#9;tal""#);
     fails(&text, r#"name="To&#9;tal""#, "`name` contains the control character U+0009");
+}
+
+/// BASE with a string table for culture `culture` holding `strings` (`<string>` elements).
+fn with_strings(text: &str, culture: &str, strings: &str) -> String {
+    let end = "  </instrumentation>\n</instrumentationManifest>\n";
+    assert!(text.ends_with(end));
+    let localization = format!(
+        "  </instrumentation>\n  <localization>\n    <resources culture=\"{culture}\">\n      <stringTable>\n        \
+         {strings}\n      </stringTable>\n    </resources>\n  </localization>\n</instrumentationManifest>\n"
+    );
+    format!("{}{localization}", &text[..text.len() - end.len()])
+}
+
+#[test]
+fn string_reference_without_a_string_table() {
+    let text = edit(r#"name="Rate/sec""#, r#"name="$(string.Rate)""#);
+    fails(
+        &text,
+        r#"name="$(string.Rate)""#,
+        "`name` refers to string `Rate`, but the manifest has no <localization> string table",
+    );
+}
+
+#[test]
+fn undefined_string_reference() {
+    let text = with_strings(
+        &edit(r#"name="Rate/sec""#, r#"name="$(string.Rate)""#),
+        "en-US",
+        r#"<string id="Other" value="Other"/>"#,
+    );
+    fails(
+        &text,
+        r#"name="$(string.Rate)""#,
+        "`name` refers to string `Rate`, which the en-US string table (<resources> at line 33) does not define",
+    );
+    // Defined only in another culture than the one used.
+    let text = with_strings(
+        &edit(r#"description="A set.""#, r#"description="$(string.Set)""#),
+        "en-US",
+        r#"<string id="Rate" value="Rate"/>"#,
+    );
+    fails(
+        &text,
+        r#"description="$(string.Set)""#,
+        "`description` refers to string `Set`, which the en-US string table (<resources> at line 33) does not \
+         define",
+    );
+}
+
+#[test]
+fn malformed_string_reference() {
+    let text = edit(r#"name="Rate/sec""#, r#"name="$(string.Rate""#);
+    fails(
+        &text,
+        r#"name="$(string.Rate""#,
+        "`name` is `$(string.Rate`, not a string reference: a reference is the whole value, `$(string.ID)`",
+    );
+    let text = edit(r#"name="Rate/sec""#, r#"name="Rate $(string.Rate)""#);
+    fails(
+        &text,
+        r#"name="Rate $(string.Rate)""#,
+        "`name` is `Rate $(string.Rate)`, not a string reference: a reference is the whole value, `$(string.ID)`",
+    );
+}
+
+#[test]
+fn duplicate_string_id_in_the_string_table() {
+    let text = with_strings(
+        &edit(r#"name="Rate/sec""#, r#"name="$(string.Rate)""#),
+        "en-US",
+        r#"<string id="Rate" value="Rate"/><string id="Rate" value="Again"/>"#,
+    );
+    fails(
+        &text,
+        r#"<string id="Rate" value="Again"/>"#,
+        "string `Rate` is defined twice in this string table",
+    );
+}
+
+#[test]
+fn resolved_string_is_checked_like_a_literal() {
+    let text = with_strings(
+        &edit(r#"name="Total""#, r#"name="$(string.Total)""#),
+        "en-US",
+        r#"<string id="Total" value="RATE/SEC"/>"#,
+    );
+    fails(
+        &text,
+        r#"name="$(string.Total)""#,
+        "counter name `RATE/SEC` differs only in case from `Rate/sec` (counter `Rate` at line 12); PDH compares \
+         counter names ignoring case",
+    );
+}
+
+#[test]
+fn counter_without_name_and_without_no_display() {
+    let text = edit(r#" name="Total" description="Total.""#, "");
+    fails(
+        &text,
+        r#"<counter id="3""#,
+        "<counter> has no `name` and no `description`: only a counter with the noDisplay attribute may omit them",
+    );
+    let text = edit(r#" name="Total""#, "");
+    fails(&text, r#"<counter id="3""#, "<counter> is missing the required attribute `name`");
+}
+
+/// BASE with the base counter RatioBase made noDisplay, without `name_and_description`.
+fn nameless_ratio_base(name_and_description: &str) -> String {
+    edit(
+        &format!(
+            r#"symbol="RatioBase"{name_and_description}
+              type="perf_sample_base" detailLevel="advanced" struct="Values" field="Whole"/>"#
+        ),
+        r#"symbol="RatioBase"
+              type="perf_sample_base" detailLevel="advanced" struct="Values" field="Whole">
+            <counterAttributes><counterAttribute name="noDisplay"/></counterAttributes>
+          </counter>"#,
+    )
+}
+
+#[test]
+fn nameless_counter_whose_position_would_move_later_strings() {
+    let text = nameless_ratio_base(r#" name="% Ratio Base" description="Base.""#);
+    fails(
+        &text,
+        r#"<counter id="2""#,
+        "counter `RatioBase` has no name and no description, and whether CTRPP still counts such a counter when \
+         it numbers string resources is not known: the strings of the 3 elements after it would move if it \
+         does. Give it a name and a description (a noDisplay counter's strings are never shown), or give every \
+         element after it a nameID and a descriptionID",
+    );
+}
+
+#[test]
+fn no_display_counter_with_a_name_but_no_description() {
+    let text = nameless_ratio_base(r#" name="% Ratio Base" description="Base.""#)
+        .replace(r#"symbol="RatioBase""#, r#"symbol="RatioBase" name="% Ratio Base""#);
+    fails(
+        &text,
+        r#"<counter id="2""#,
+        "counter `RatioBase` has a name but no description: a noDisplay counter may omit both or neither (what \
+         CTRPP writes for one of them alone is not known)",
+    );
+}
+
+#[test]
+fn base_counter_serving_two_fractions() {
+    // Ratio (no baseID) takes the base after it; Again names the same base, right before it.
+    let text = edit(
+        r#"field="Whole"/>"#,
+        r#"field="Whole"/>
+          <counter id="4" uri="t.Set.Again" symbol="Again" name="% Again" description="Again." baseID="2"
+              type="perf_sample_fraction" detailLevel="standard" struct="Values" field="Again"/>"#,
+    );
+    fails(
+        &text,
+        r#"baseID="2""#,
+        "base counter `RatioBase` already serves `Ratio` (line 14): each fraction needs a base of its own",
+    );
+}
+
+#[test]
+fn provider_type_absent_is_user_mode() {
+    let text = edit(r#" providerType="kernelMode""#, "");
+    fails(
+        &text,
+        "<provider",
+        "<provider> has no providerType, which the schema reads as `userMode`; counter-manifest generates \
+         kernel-mode code (PcwRegister): set providerType=\"kernelMode\"",
+    );
+}
+
+#[test]
+fn counter_symbol_that_makes_no_rust_constant() {
+    let text = edit(r#"symbol="Total""#, r#"symbol="_""#);
+    fails(
+        &text,
+        r#"<counter id="3""#,
+        "counter symbol `_` gives no Rust constant (it has no ASCII letters or digits)",
+    );
+}
+
+#[test]
+fn counter_name_that_makes_no_rust_constant() {
+    let text = edit(r#"symbol="Total" name="Total""#, r#"name="1st Total""#);
+    fails(
+        &text,
+        r#"<counter id="3""#,
+        "counter `1st Total` has no symbol, and its name gives no Rust constant (`1ST_TOTAL` starts with a \
+         digit): give it a symbol",
+    );
 }

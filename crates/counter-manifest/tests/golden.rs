@@ -1,5 +1,9 @@
 //! Golden tests: the output for tests/golden/small.man must equal tests/golden/small.rs and
-//! tests/golden/small.rc byte for byte.
+//! tests/golden/small.rc byte for byte; the output for the driver's manifests/pmupcw.man must equal
+//! tests/golden/pmupcw.rs and tests/golden/pmupcw.rc, so that a change of the generator shows in the
+//! diff of what the driver really includes (and a change of that manifest is blessed like one); and the
+//! output for the crate's example, examples/geometric_waves.man, tests/golden/geometric_waves.*, which
+//! the README's example compiles against.
 //!
 //! After an intended change of the generator, rewrite the goldens and review their diff:
 //!
@@ -8,36 +12,33 @@
 //! git diff crates/counter-manifest/tests/golden
 //! ```
 //!
-//! The golden Rust is also compiled into this test (module `small` below, against stand-ins for the
-//! driver's `pcw` items), so its generated `layout_tests` run here and check the generator's offsets
-//! against rustc's layout. The real manifest is checked by shape, not byte for byte: its layout tests
-//! run with the driver's own unit tests, which include the generated file.
+//! The golden Rust is also compiled into this test (module `small` below, against the crate's
+//! contract/pcw.rs, which the driver includes as well), so its generated `layout_tests` run here and
+//! check the generator's offsets against rustc's layout, and its typed binding is checked against the
+//! module's items. The real manifest's layout tests run with the driver's own unit tests, which
+//! include the generated file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use counter_manifest::{Manifest, compile};
+use counter_manifest::{Manifest, VersionInfo, compile};
 
-/// Stand-ins for the driver's `crate::pcw` items the generated code names.
+mod common;
+
+/// The `crate::pcw` items the generated code names: the crate's contract, as the driver includes it.
 mod pcw {
-    /// Same fields as the driver's `CounterDescriptor` (PCW_COUNTER_DESCRIPTOR).
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct CounterDescriptor {
-        pub id: u16,
-        pub struct_index: u16,
-        pub offset: u16,
-        pub size: u16,
-    }
-
-    /// # Safety
-    /// As the driver's trait: `#[repr(C)]`, integer fields, no padding.
-    pub unsafe trait CounterBlock {}
+    include!("../contract/pcw.rs");
 }
 
 #[allow(dead_code)]
 mod small {
     include!("golden/small.rs");
+}
+
+/// The crate's example manifest, whose golden the README's example compiles against.
+#[allow(dead_code)]
+mod waves {
+    include!("golden/geometric_waves.rs");
 }
 
 /// How the goldens name their manifest (a stable, relative name).
@@ -78,7 +79,8 @@ fn check_golden(name: &str, actual: &str) {
 
 fn small() -> counter_manifest::Generated {
     let text = read(&crate_dir().join(SMALL));
-    compile(SMALL, &text, "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+    compile(SMALL, &text, Some(&common::small_version_info("0.1.0")))
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 #[test]
@@ -89,6 +91,37 @@ fn small_manifest_rust_matches_the_golden() {
 #[test]
 fn small_manifest_rc_matches_the_golden() {
     check_golden("small.rc", &small().rc);
+}
+
+/// examples/geometric_waves.man, as the `generate` example compiles it (no VERSIONINFO).
+fn example() -> counter_manifest::Generated {
+    let name = "examples/geometric_waves.man";
+    compile(name, &read(&crate_dir().join(name)), None).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn example_manifest_matches_the_golden() {
+    let example = example();
+    check_golden("geometric_waves.rs", &example.rust);
+    check_golden("geometric_waves.rc", &example.rc);
+}
+
+/// The README shows the example's summary table as the `generate` example prints it.
+#[test]
+fn the_readme_shows_the_examples_summary() {
+    let readme = read(&crate_dir().join("README.md"));
+    let summary = counter_manifest::summary(&example().manifest);
+    assert!(readme.contains(&summary), "README.md's summary differs from:\n{summary}");
+}
+
+#[test]
+fn real_manifest_rust_matches_the_golden() {
+    check_golden("pmupcw.rs", &real().rust);
+}
+
+#[test]
+fn real_manifest_rc_matches_the_golden() {
+    check_golden("pmupcw.rc", &real().rc);
 }
 
 /// rustfmt with the project's rustfmt.toml leaves `source` as it is.
@@ -125,6 +158,7 @@ fn assert_rustfmt_clean(what: &str, source: &str) {
 fn generated_rust_is_rustfmt_clean() {
     assert_rustfmt_clean("tests/golden/small.man", &small().rust);
     assert_rustfmt_clean("manifests/pmupcw.man", &real().rust);
+    assert_rustfmt_clean("examples/geometric_waves.man", &example().rust);
 }
 
 #[test]
@@ -161,17 +195,57 @@ fn the_golden_rust_compiles_and_behaves() {
     assert_eq!(atomic.waits.into_inner(), 7);
 }
 
+/// What registration reads from a counterset type: the name and descriptors it registers and the
+/// instance kind, here as (name, descriptor count, kind).
+fn registration<S: pcw::Counterset>() -> (String, usize, pcw::InstanceKind) {
+    (String::from_utf16(S::NAME_UTF16).unwrap(), S::DESCRIPTORS.len(), S::INSTANCES)
+}
+
+/// The counterset a block belongs to, as registration finds it for a single instance's block.
+fn registration_of<B: pcw::CountersetBlock>(_block: &B) -> (String, usize, pcw::InstanceKind) {
+    registration::<B::Counterset>()
+}
+
+#[test]
+fn the_golden_binding_pairs_each_countersets_items() {
+    use pcw::InstanceKind::{Multiple, Single};
+    use small::{small_status, widgets};
+    assert_eq!(registration::<widgets::Counterset>(), ("Widgets".to_owned(), 5, Multiple));
+    assert_eq!(registration::<small_status::Counterset>(), ("Zähler Status".to_owned(), 3, Single));
+    assert!(std::ptr::eq(<widgets::Counterset as pcw::Counterset>::DESCRIPTORS, widgets::DESCRIPTORS));
+    // Both blocks lead back to their own counterset.
+    assert_eq!(registration_of(&widgets::Values::default()), registration::<widgets::Counterset>());
+    assert_eq!(
+        registration_of(&small_status::AtomicValues::new()),
+        registration::<small_status::Counterset>()
+    );
+    // The binding's block is the module's Values.
+    let block: <small_status::Counterset as pcw::Counterset>::Values = small_status::Values::default();
+    assert_eq!(block, small_status::Values { size: 0, wait_time: 0, waits: 0 });
+}
+
+/// The VERSIONINFO build.rs gives pmupcw.sys, at version 0.1.0.
+fn pmupcw_version_info() -> VersionInfo {
+    VersionInfo {
+        version: "0.1.0".to_owned(),
+        company: "pmupcw developers".to_owned(),
+        description: "pmupcw hardware performance counters driver".to_owned(),
+        product: "pmupcw".to_owned(),
+        copyright: "MIT OR Apache-2.0".to_owned(),
+    }
+}
+
 fn real() -> counter_manifest::Generated {
     let path = crate_dir().join("../../manifests/pmupcw.man");
-    compile("manifests/pmupcw.man", &read(&path), "0.1.0").unwrap_or_else(|error| panic!("{error}"))
+    compile("manifests/pmupcw.man", &read(&path), Some(&pmupcw_version_info()))
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 fn counter_count(manifest: &Manifest) -> usize {
     manifest.counter_sets.iter().map(|set| set.counters.len()).sum()
 }
 
-/// Not a golden (the manifest evolves with the driver): it compiles, and has the shape the driver's
-/// code is written against.
+/// Beyond the golden text: the shape the driver's code is written against.
 #[test]
 fn the_real_manifest_compiles() {
     let generated = real();
@@ -189,8 +263,8 @@ fn the_real_manifest_compiles() {
     // Every string of the manifest is in the string table.
     for set in &manifest.counter_sets {
         assert!(generated.rc.contains(&counter_manifest::rc_string(&set.name)));
-        for counter in &set.counters {
-            assert!(generated.rc.contains(&counter_manifest::rc_string(&counter.description)));
+        for description in set.counters.iter().filter_map(|counter| counter.description.as_deref()) {
+            assert!(generated.rc.contains(&counter_manifest::rc_string(description)));
         }
     }
     // No padding: each block is exactly its fields.

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use counter_manifest::{RcTool, compile, compile_rc, find_llvm_rc, string_resources};
 
+mod common;
+
 const RT_STRING: u16 = 6;
 const RT_VERSION: u16 = 16;
 
@@ -90,7 +92,8 @@ fn utf16le(text: &str) -> Vec<u8> {
 fn llvm_rc_compiles_the_generated_script() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(dir.join("tests/golden/small.man")).unwrap();
-    let generated = compile("tests/golden/small.man", &text, "1.2.3").unwrap();
+    let generated =
+        compile("tests/golden/small.man", &text, Some(&common::small_version_info("1.2.3"))).unwrap();
 
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("llvm_rc_e2e");
     std::fs::create_dir_all(&out).unwrap();
@@ -127,10 +130,10 @@ fn llvm_rc_compiles_the_generated_script() {
     for text in [
         "040904B0",
         "CompanyName",
-        "pmupcw developers",
-        "pmupcw hardware performance counters driver",
+        "small developers",
+        "small test driver",
         "1.2.3.0",
-        "pmupcw.sys",
+        "small.sys",
         "MIT OR Apache-2.0",
         "Translation",
     ] {

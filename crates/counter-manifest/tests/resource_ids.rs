@@ -105,7 +105,7 @@ END
 
 #[test]
 fn the_string_table_is_ctrpps_for_the_hpx_manifest() {
-    let rc = compile("heartbeat.man", HPX, "0.1.0").unwrap().rc;
+    let rc = compile("heartbeat.man", HPX, None).unwrap().rc;
     let start = rc.find("STRINGTABLE\n").unwrap();
     let end = start + rc[start..].find("END\n").unwrap() + "END\n".len();
     assert_eq!(&rc[start..end], HPX_CTRPP_RC);
@@ -140,7 +140,7 @@ fn the_real_manifest_numbering() {
     let last_position = elements as u32 - 1;
     assert_eq!((last.id, last.kind), (4 * last_position + 3, StringKind::Description));
     let last_counter = manifest.counter_sets.last().unwrap().counters.last().unwrap();
-    assert_eq!(last.text, last_counter.description);
+    assert_eq!(Some(&last.text), last_counter.description.as_ref());
     // Ascending and unique.
     assert!(strings.windows(2).all(|w| w[0].id < w[1].id));
 }

@@ -4,7 +4,9 @@ use roxmltree::Node;
 
 use super::{CounterPositions, Cx, MAX_COUNTER_ID, Pos, Result};
 use crate::model::{Counter, DetailLevel};
-use crate::names::{is_c_identifier, rust_name_problem, snake_case};
+use crate::names::{
+    constant_problem, counter_constant, is_c_identifier, rust_name_problem, screaming_snake_case, snake_case,
+};
 use crate::types::{self, CounterType};
 
 const COUNTER_ATTRIBUTES: &[&str] = &[
@@ -30,6 +32,9 @@ const AGGREGATES: &[&str] = &["sum", "avg", "min", "max", "undefined"];
 const COUNTER_ATTRIBUTE_NAMES: &[&str] =
     &["reference", "noDisplay", "noDigitGrouping", "displayAsHex", "displayAsReal"];
 
+/// A counter's `name` and `description`, resolved, with the name's position.
+type Strings = Option<((String, Pos), String)>;
+
 impl<'a, 'input> Cx<'a, 'input> {
     pub(super) fn counter(
         &self,
@@ -39,14 +44,15 @@ impl<'a, 'input> Cx<'a, 'input> {
         self.known_attributes(node, COUNTER_ATTRIBUTES)?;
         let (id, id_pos) = self.counter_id(node)?;
         let (uri, uri_pos) = self.required_text(node, "uri")?;
-        let (name, name_pos) = self.name(node)?;
-        let (description, _) = self.description(node)?;
-        let (symbol, symbol_pos) = self.symbol(node)?;
+        let no_display = self.counter_attributes(node)?;
+        let symbol = self.optional_symbol(node)?;
+        let strings = self.counter_strings(node, no_display)?;
         let (ty, ty_pos) = self.counter_type(node)?;
         let detail_level = self.detail_level(node)?;
         let aggregate = self.aggregate(node)?;
         self.default_scale(node)?;
         let (field, field_pos) = self.field(node, struct_name)?;
+        let (constant, constant_pos) = self.constant(node, &symbol, &strings, (&field, field_pos))?;
 
         let mut other_ids = Vec::new();
         for name in ["perfTimeID", "perfFreqID", "multiCounterID"] {
@@ -54,29 +60,35 @@ impl<'a, 'input> Cx<'a, 'input> {
                 other_ids.push((name, value, pos));
             }
         }
-        self.counter_attributes(node)?;
 
         let name_id = self.optional_number(node, "nameID")?;
         let description_id = self.optional_number(node, "descriptionID")?;
+        let (name, name_pos, description) = match strings {
+            Some(((name, pos), description)) => (Some(name), Some(pos), Some(description)),
+            None => (None, None, None),
+        };
         let counter = Counter {
             id,
             uri,
             name,
             description,
-            symbol,
+            symbol: symbol.as_ref().map(|(symbol, _)| symbol.clone()),
+            constant,
             ty,
             detail_level,
             aggregate,
             field,
             name_id: name_id.map(|(id, _)| id),
             description_id: description_id.map(|(id, _)| id),
+            no_display,
         };
         let positions = CounterPositions {
             element: Pos(node.range().start),
             id: id_pos,
             uri: uri_pos,
             name: name_pos,
-            symbol: symbol_pos,
+            symbol: symbol.map(|(_, pos)| pos),
+            constant: constant_pos,
             ty: ty_pos,
             field: field_pos,
             base_id: self.optional_number(node, "baseID")?,
@@ -85,6 +97,66 @@ impl<'a, 'input> Cx<'a, 'input> {
             other_ids,
         };
         Ok((counter, positions))
+    }
+
+    /// `name` and `description`: both required, except that a `noDisplay` counter may omit both, and
+    /// then has no strings (the counter complex type's page: "You do not have to specify this attribute
+    /// if the counter includes the noDisplay attribute",
+    /// learn.microsoft.com/windows/win32/perfctrs/performance-counters-counter-complex-type). One of
+    /// the two alone is refused: what CTRPP writes for it is not known.
+    fn counter_strings(&self, node: Node, no_display: bool) -> Result<Strings> {
+        let label =
+            || ["symbol", "name", "field", "uri"].iter().find_map(|a| node.attribute(*a)).unwrap_or_default();
+        match (node.attribute_node("name"), node.attribute_node("description")) {
+            (Some(name), Some(description)) => Ok(Some((
+                (self.name_text(&name)?, Pos(name.range().start)),
+                self.description_text(&description)?,
+            ))),
+            (None, None) if no_display => Ok(None),
+            (None, None) => Err(self.at_node(
+                node,
+                "<counter> has no `name` and no `description`: only a counter with the noDisplay attribute \
+                 may omit them",
+            )),
+            (name, _) if no_display => {
+                let (has, lacks) =
+                    if name.is_some() { ("name", "description") } else { ("description", "name") };
+                Err(self.at_node(
+                    node,
+                    format!(
+                        "counter `{}` has a {has} but no {lacks}: a noDisplay counter may omit both or neither \
+                         (what CTRPP writes for one of them alone is not known)",
+                        label()
+                    ),
+                ))
+            }
+            (Some(_), None) => Err(self.required(node, "description").expect_err("absent")),
+            (None, Some(_)) => Err(self.required(node, "name").expect_err("absent")),
+        }
+    }
+
+    /// The Rust constant of the counter's id, and where it comes from: the symbol, else the name
+    /// ([`crate::counter_constant`]), else the field.
+    fn constant(
+        &self,
+        node: Node,
+        symbol: &Option<(String, Pos)>,
+        strings: &Strings,
+        (field, field_pos): (&str, Pos),
+    ) -> Result<(String, Pos)> {
+        let (constant, pos, what, text) = match (symbol, strings) {
+            (Some((symbol, pos)), _) => (screaming_snake_case(symbol), *pos, "symbol", symbol.as_str()),
+            (None, Some(((name, pos), _))) => (counter_constant(name), *pos, "name", name.as_str()),
+            (None, None) => (screaming_snake_case(field), field_pos, "field", field),
+        };
+        let Some(problem) = constant_problem(&constant) else { return Ok((constant, pos)) };
+        let reason = match what {
+            "symbol" => format!("counter symbol `{text}` gives no Rust constant ({problem})"),
+            _ => format!(
+                "counter `{text}` has no symbol, and its {what} gives no Rust constant ({problem}): give it a symbol"
+            ),
+        };
+        Err(self.at_node(node, reason))
     }
 
     /// `id`: a number PCW's 64-bit counter mask can select.
@@ -156,11 +228,12 @@ impl<'a, 'input> Cx<'a, 'input> {
         Ok(())
     }
 
-    /// `struct` names the counterset's one struct, and `field` a C identifier that makes a Rust field
-    /// other than the generated padding.
+    /// `struct`, if given, names the counterset's one struct (without it the counter reads that one),
+    /// and `field` a C identifier that makes a Rust field other than the generated padding.
     fn field(&self, node: Node, struct_name: &str) -> Result<(String, Pos)> {
-        let struct_attr = self.required(node, "struct")?;
-        if struct_attr.value() != struct_name {
+        if let Some(struct_attr) = node.attribute_node("struct")
+            && struct_attr.value() != struct_name
+        {
             return Err(self.at_attr(
                 &struct_attr,
                 format!(
@@ -191,9 +264,10 @@ impl<'a, 'input> Cx<'a, 'input> {
         Ok((field.to_owned(), Pos(field_attr.range().start)))
     }
 
-    /// `<counterAttributes>`: only the schema's attribute names, each once.
-    fn counter_attributes(&self, counter: Node<'a, 'input>) -> Result<()> {
+    /// `<counterAttributes>`: only the schema's attribute names, each once. Whether `noDisplay` is one.
+    fn counter_attributes(&self, counter: Node<'a, 'input>) -> Result<bool> {
         let mut seen = false;
+        let mut no_display = false;
         for child in self.children(counter)? {
             if child.tag_name().name() != "counterAttributes" || seen {
                 return Err(self.unexpected(child, counter));
@@ -224,7 +298,8 @@ impl<'a, 'input> Cx<'a, 'input> {
                 }
                 names.push(name.value());
             }
+            no_display = names.contains(&"noDisplay");
         }
-        Ok(())
+        Ok(no_display)
     }
 }

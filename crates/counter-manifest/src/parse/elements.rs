@@ -20,6 +20,11 @@ const PROVIDER_ATTRIBUTES: &[&str] = &[
 const COUNTER_SET_ATTRIBUTES: &[&str] =
     &["symbol", "guid", "uri", "name", "nameID", "description", "descriptionID", "instances"];
 const STRUCT_ATTRIBUTES: &[&str] = &["name", "type"];
+
+/// `providerName` when the manifest has none: the schema's default
+/// (learn.microsoft.com/windows/win32/perfctrs/performance-counters-provider-complex-type).
+const DEFAULT_PROVIDER_NAME: &str = "Counters";
+
 impl<'a, 'input> Cx<'a, 'input> {
     pub(super) fn manifest(&self) -> Result<Manifest> {
         let root = self.doc.root_element();
@@ -52,8 +57,18 @@ impl<'a, 'input> Cx<'a, 'input> {
     fn provider(&self, node: Node<'a, 'input>) -> Result<Manifest> {
         self.known_attributes(node, PROVIDER_ATTRIBUTES)?;
         let (guid, _) = self.guid(node, "providerGuid")?;
-        let (name, _) = self.required_text(node, "providerName")?;
-        let provider_type = self.required(node, "providerType")?;
+        // The schema's default for an absent providerName.
+        let name = match node.attribute_node("providerName") {
+            Some(_) => self.required_text(node, "providerName")?.0,
+            None => DEFAULT_PROVIDER_NAME.to_owned(),
+        };
+        let provider_type = node.attribute_node("providerType").ok_or_else(|| {
+            self.at_node(
+                node,
+                "<provider> has no providerType, which the schema reads as `userMode`; counter-manifest generates \
+                 kernel-mode code (PcwRegister): set providerType=\"kernelMode\"",
+            )
+        })?;
         if provider_type.value() != "kernelMode" {
             return Err(self.at_attr(
                 &provider_type,
@@ -90,6 +105,7 @@ impl<'a, 'input> Cx<'a, 'input> {
         let provider = Provider { name, guid, application_identity, resource_base };
         let manifest = Manifest { provider, counter_sets: sets };
         self.check_string_ids(&manifest, &positions)?;
+        self.nameless_counters(&manifest, &positions)?;
         Ok(manifest)
     }
 
@@ -105,22 +121,7 @@ impl<'a, 'input> Cx<'a, 'input> {
                 self.error(symbol_pos, format!("symbol `{symbol}` cannot name a Rust module: {problem}"))
             );
         }
-        let instances_attr = self.required(node, "instances")?;
-        let instances = Instances::ALL
-            .iter()
-            .find(|(name, _)| *name == instances_attr.value())
-            .map(|(_, instances)| *instances)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Instances::ALL.iter().map(|(name, _)| *name).collect();
-                self.at_attr(
-                    &instances_attr,
-                    format!(
-                        "instances must be one of {}, not `{}`",
-                        names.join(", "),
-                        instances_attr.value()
-                    ),
-                )
-            })?;
+        let instances = self.instances(node)?;
         let name_id = self.optional_number(node, "nameID")?;
         let description_id = self.optional_number(node, "descriptionID")?;
 
@@ -142,7 +143,7 @@ impl<'a, 'input> Cx<'a, 'input> {
                 node,
                 format!(
                     "counterSet `{symbol}` has no <structs>: each counterSet declares exactly one struct \
-                     (project rule, see the manifest's header)"
+                     (counter-manifest lays out one data block per counterSet)"
                 ),
             )
         })?;
@@ -186,6 +187,22 @@ impl<'a, 'input> Cx<'a, 'input> {
         Ok((set, positions))
     }
 
+    /// `instances`, or the schema's default `single` when it is absent.
+    fn instances(&self, node: Node) -> Result<Instances> {
+        let Some(attr) = node.attribute_node("instances") else { return Ok(Instances::Single) };
+        Instances::ALL
+            .iter()
+            .find(|(name, _)| *name == attr.value())
+            .map(|(_, instances)| *instances)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Instances::ALL.iter().map(|(name, _)| *name).collect();
+                self.at_attr(
+                    &attr,
+                    format!("instances must be one of {}, not `{}`", names.join(", "), attr.value()),
+                )
+            })
+    }
+
     /// The one `<struct>` of `<structs>`: its name and C type.
     fn the_struct(&self, structs: Node<'a, 'input>, set_symbol: &str) -> Result<(String, Option<String>)> {
         self.known_attributes(structs, &[])?;
@@ -199,7 +216,7 @@ impl<'a, 'input> Cx<'a, 'input> {
                     child,
                     format!(
                         "counterSet `{set_symbol}` declares a second struct: each counterSet has exactly one \
-                         struct (project rule, see the manifest's header)"
+                         struct (counter-manifest lays out one data block per counterSet)"
                     ),
                 ));
             }
@@ -223,7 +240,7 @@ impl<'a, 'input> Cx<'a, 'input> {
                 structs,
                 format!(
                     "counterSet `{set_symbol}` declares no struct: each counterSet has exactly one struct \
-                     (project rule, see the manifest's header)"
+                     (counter-manifest lays out one data block per counterSet)"
                 ),
             )
         })

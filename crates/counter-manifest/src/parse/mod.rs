@@ -2,12 +2,14 @@
 //! at fault, so the first error of a manifest reads `file:line:column: reason`.
 //!
 //! This module holds the entry point, the error positions and the attribute readers (each refuses a
-//! value the schema does not allow); [`elements`] and [`counter`] read the elements into the model,
-//! and [`validate`] checks what involves more than one element (uniqueness, bases, references,
+//! value the schema does not allow); [`strings`] reads the `<localization>` string table that
+//! `$(string.ID)` references resolve against, [`elements`] and [`counter`] read the elements into the
+//! model, and [`validate`] checks what involves more than one element (uniqueness, bases, references,
 //! layout, string ids).
 
 mod counter;
 mod elements;
+mod strings;
 mod validate;
 
 use roxmltree::{Attribute, Document, Node};
@@ -15,6 +17,8 @@ use roxmltree::{Attribute, Document, Node};
 use crate::ManifestError;
 use crate::model::Manifest;
 use crate::names::is_c_identifier;
+
+pub use strings::DEFAULT_CULTURE;
 
 /// The namespace of the `<counters>` element and everything inside it.
 pub const COUNTERS_NAMESPACE: &str = "http://schemas.microsoft.com/win/2005/12/counters";
@@ -34,7 +38,8 @@ pub fn parse(file: &str, text: &str) -> Result<Manifest> {
         Ok(doc) => doc,
         Err(error) => return Err(xml_error(file, text, &error)),
     };
-    let cx = Cx { file, doc: &doc };
+    let mut cx = Cx { file, doc: &doc, strings: None };
+    cx.strings = cx.string_table()?;
     cx.manifest()
 }
 
@@ -57,10 +62,11 @@ fn xml_error(file: &str, text: &str, error: &roxmltree::Error) -> ManifestError 
     }
 }
 
-/// Everything a check needs to report an error.
+/// Everything a check needs to report an error, and the string table references resolve against.
 struct Cx<'a, 'input> {
     file: &'a str,
     doc: &'a Document<'input>,
+    strings: Option<strings::StringTable>,
 }
 
 /// Where a value came from, for errors found after reading it.
@@ -72,8 +78,10 @@ struct CounterPositions {
     element: Pos,
     id: Pos,
     uri: Pos,
-    name: Pos,
-    symbol: Pos,
+    name: Option<Pos>,
+    symbol: Option<Pos>,
+    /// Where the Rust constant comes from: the symbol, else the name, else the field.
+    constant: Pos,
     ty: Pos,
     field: Pos,
     base_id: Option<(u32, Pos)>,
@@ -135,22 +143,23 @@ impl<'a, 'input> Cx<'a, 'input> {
         })
     }
 
-    /// A required attribute with a non-empty value free of control characters.
+    /// A required attribute with a non-empty value free of control characters, taken literally.
     fn required_text<'n>(&self, node: Node<'n, 'input>, name: &str) -> Result<(String, Pos)> {
         let attr = self.required(node, name)?;
-        let value = attr.value();
-        if value.trim().is_empty() {
-            return Err(self.at_attr(&attr, format!("`{name}` must not be empty")));
-        }
-        self.no_control_characters(&attr, false)?;
-        Ok((value.to_owned(), Pos(attr.range().start)))
+        let value = attr.value().to_owned();
+        self.checked_text(&attr, &value, false)?;
+        Ok((value, Pos(attr.range().start)))
     }
 
-    /// Names become single-line strings; descriptions may hold line breaks and tabs (written as
-    /// character references), which the string table escapes. Anything else would be mangled.
-    fn no_control_characters(&self, attr: &Attribute, multi_line: bool) -> Result<()> {
-        if let Some(c) =
-            attr.value().chars().find(|&c| c.is_control() && !(multi_line && (c == '\n' || c == '\t')))
+    /// `value` (the text of `attr`, resolved if it was a reference) is not blank, and free of control
+    /// characters: names become single-line strings; descriptions (`multi_line`) may hold line breaks
+    /// and tabs (written as character references), which the string table escapes. Anything else
+    /// would be mangled.
+    fn checked_text(&self, attr: &Attribute, value: &str, multi_line: bool) -> Result<()> {
+        if value.trim().is_empty() {
+            return Err(self.at_attr(attr, format!("`{}` must not be empty", attr.name())));
+        }
+        if let Some(c) = value.chars().find(|&c| c.is_control() && !(multi_line && (c == '\n' || c == '\t')))
         {
             return Err(self.at_attr(
                 attr,
@@ -160,12 +169,19 @@ impl<'a, 'input> Cx<'a, 'input> {
         Ok(())
     }
 
+    /// A required `symbol`: a C identifier.
     fn symbol(&self, node: Node<'_, 'input>) -> Result<(String, Pos)> {
-        let attr = self.required(node, "symbol")?;
+        self.required(node, "symbol")?;
+        Ok(self.optional_symbol(node)?.expect("present"))
+    }
+
+    /// `symbol`, if present: a C identifier.
+    fn optional_symbol(&self, node: Node<'_, 'input>) -> Result<Option<(String, Pos)>> {
+        let Some(attr) = node.attribute_node("symbol") else { return Ok(None) };
         if !is_c_identifier(attr.value()) {
             return Err(self.at_attr(&attr, format!("symbol `{}` is not a C identifier", attr.value())));
         }
-        Ok((attr.value().to_owned(), Pos(attr.range().start)))
+        Ok(Some((attr.value().to_owned(), Pos(attr.range().start))))
     }
 
     fn guid(&self, node: Node<'_, 'input>, name: &str) -> Result<(String, Pos)> {
@@ -229,23 +245,35 @@ impl<'a, 'input> Cx<'a, 'input> {
         )
     }
 
+    /// A required `name`, resolved.
     fn name(&self, node: Node<'_, 'input>) -> Result<(String, Pos)> {
-        let (name, pos) = self.required_text(node, "name")?;
-        if name.chars().count() > MAX_NAME_CHARS {
-            return Err(
-                self.error(pos, format!("`name` is longer than the schema's {MAX_NAME_CHARS} characters"))
-            );
-        }
-        Ok((name, pos))
+        let attr = self.required(node, "name")?;
+        Ok((self.name_text(&attr)?, Pos(attr.range().start)))
     }
 
+    /// A required `description`, resolved.
     fn description(&self, node: Node<'_, 'input>) -> Result<(String, Pos)> {
         let attr = self.required(node, "description")?;
-        if attr.value().trim().is_empty() {
-            return Err(self.at_attr(&attr, "`description` must not be empty"));
+        Ok((self.description_text(&attr)?, Pos(attr.range().start)))
+    }
+
+    /// The text of the `name` attribute `attr`: resolved, one line, at most the schema's length.
+    fn name_text(&self, attr: &Attribute) -> Result<String> {
+        let name = self.resolve(attr)?;
+        self.checked_text(attr, &name, false)?;
+        if name.chars().count() > MAX_NAME_CHARS {
+            return Err(
+                self.at_attr(attr, format!("`name` is longer than the schema's {MAX_NAME_CHARS} characters"))
+            );
         }
-        self.no_control_characters(&attr, true)?;
-        Ok((attr.value().to_owned(), Pos(attr.range().start)))
+        Ok(name)
+    }
+
+    /// The text of the `description` attribute `attr`: resolved, line breaks and tabs allowed.
+    fn description_text(&self, attr: &Attribute) -> Result<String> {
+        let description = self.resolve(attr)?;
+        self.checked_text(attr, &description, true)?;
+        Ok(description)
     }
 }
 

@@ -132,6 +132,27 @@ pub mod widgets {
         }
     }
 
+    /// This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance
+    /// kind and data block ([`Values`]) come from it together, so they cannot be paired with another
+    /// counterset's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counterset;
+
+    impl crate::pcw::Counterset for Counterset {
+        const NAME_UTF16: &'static [u16] = NAME_UTF16;
+        const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;
+        const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::Multiple;
+        type Values = Values;
+    }
+
+    impl crate::pcw::CountersetBlock for Values {
+        type Counterset = Counterset;
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicValues {
+        type Counterset = Counterset;
+    }
+
     #[cfg(test)]
     mod layout_tests {
         use super::*;
@@ -271,6 +292,27 @@ pub mod small_status {
         pub fn from_fields(mut value: impl FnMut(usize) -> u64) -> Self {
             Values { size: value(0), wait_time: value(1) as u32, waits: value(2) as u32 }
         }
+    }
+
+    /// This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance
+    /// kind and data block ([`Values`]) come from it together, so they cannot be paired with another
+    /// counterset's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counterset;
+
+    impl crate::pcw::Counterset for Counterset {
+        const NAME_UTF16: &'static [u16] = NAME_UTF16;
+        const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;
+        const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::Single;
+        type Values = Values;
+    }
+
+    impl crate::pcw::CountersetBlock for Values {
+        type Counterset = Counterset;
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicValues {
+        type Counterset = Counterset;
     }
 
     #[cfg(test)]

@@ -105,7 +105,8 @@ impl Counterset {
             }
             counters.push(Counter {
                 id: counter.id,
-                name: counter.name.clone(),
+                // A noDisplay counter without strings is known by its field.
+                name: counter.name.clone().unwrap_or_else(|| counter.field.clone()),
                 ty: counter.ty,
                 aggregate: Aggregate::parse(counter.aggregate.as_deref()),
                 field: counter.field.clone(),
