@@ -545,11 +545,9 @@ impl<P: Platform> PmuClient<P> {
         let last_plan = self.last_plan.read();
         let plan = last_plan.as_ref();
         if let Some(plan) = plan {
-            // Index loop over one slice, one load per planned counter: cheaper per processor than a
-            // snapshot of every slot and iterator adapters.
-            let assignments = plan.as_slice();
-            for slot in 0..assignments.len() {
-                counts.events[assignments[slot].event.index()] = processor.counters.reported(slot);
+            // One load per planned counter: cheaper per processor than a snapshot of every slot.
+            for (slot, assignment) in plan.as_slice().iter().enumerate() {
+                counts.events[assignment.event.index()] = processor.counters.reported(slot);
             }
         }
         if let Some(width) = plan.and_then(|plan| plan.topdown_width()) {
