@@ -8,7 +8,7 @@
 //!
 //! Pure like [`super::hardware_counters`]: the sums come from the same [`CountSource`].
 
-use super::hardware_counters::CountSource;
+use super::hardware_counters::{CountSource, collect_refreshed};
 use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 use crate::counters::hardware_counters_by_core_type::Counterset;
@@ -79,18 +79,13 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
         query: &Query<'_>,
         sink: &mut K,
     ) -> Result<(), AddInstanceFailed> {
-        self.source.refresh();
-        let mut result = Ok(());
-        for (core_type, name) in self.selected(query) {
-            let mut values = self.source.core_type_values(core_type);
-            values.clear_unrequested(query.counter_mask);
-            result = sink.add(name, u32::from(core_type), Some(&values));
-            if result.is_err() {
-                break;
-            }
-        }
-        self.source.collect_done();
-        result
+        collect_refreshed(&self.source, || {
+            self.selected(query).try_for_each(|(core_type, name)| {
+                let mut values = self.source.core_type_values(core_type);
+                values.clear_unrequested(query.counter_mask);
+                sink.add(name, u32::from(core_type), Some(&values))
+            })
+        })
     }
 }
 

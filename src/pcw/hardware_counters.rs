@@ -103,22 +103,31 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
         sink: &mut K,
     ) -> Result<(), AddInstanceFailed> {
         let started = (self.clock)();
-        self.source.refresh();
-        let mut add = |processor: &ProcessorInstance| {
-            let mut values = self.source.values(processor.index());
-            values.clear_unrequested(query.counter_mask);
-            sink.add(processor.name(), processor.id(), Some(&values))
-        };
-        // Every instance (what PDH's wildcard asks for) without a match per instance.
-        let result = if query.selects_every_instance() {
-            self.processors.iter().try_for_each(&mut add)
-        } else {
-            self.selected(query).try_for_each(&mut add)
-        };
-        self.source.collect_done();
+        let result = collect_refreshed(&self.source, || {
+            let mut add = |processor: &ProcessorInstance| {
+                let mut values = self.source.values(processor.index());
+                values.clear_unrequested(query.counter_mask);
+                sink.add(processor.name(), processor.id(), Some(&values))
+            };
+            // Every instance (what PDH's wildcard asks for) without a match per instance.
+            if query.selects_every_instance() {
+                self.processors.iter().try_for_each(&mut add)
+            } else {
+                self.selected(query).try_for_each(&mut add)
+            }
+        });
         self.status.record_collect((self.clock)().wrapping_sub(started));
         result
     }
+}
+
+/// One collect from `source`: brought up to date once, then `collect` hands over the instances, then
+/// the source hears that the collect is done (whatever `collect` returned).
+pub(super) fn collect_refreshed<S: CountSource, R>(source: &S, collect: impl FnOnce() -> R) -> R {
+    source.refresh();
+    let result = collect();
+    source.collect_done();
+    result
 }
 
 #[cfg(test)]
