@@ -33,12 +33,31 @@ impl PerProcessor {
         self.core_type.load(Ordering::Relaxed)
     }
 
-    /// The programming check for this read, and the next for the next.
-    pub fn next_check(&self) -> usize {
+    /// The programming check for this read, of `checks` in all, and the next for the next: the turns
+    /// go round without a division (a turn left over from a programming with more checks restarts at
+    /// 0).
+    pub fn next_check(&self, checks: usize) -> usize {
         let turn = self.check_turn.load(Ordering::Relaxed);
-        self.check_turn.store(turn.wrapping_add(1), Ordering::Relaxed);
+        let turn = if turn < checks { turn } else { 0 };
+        self.check_turn.store(turn + 1, Ordering::Relaxed);
         turn
     }
 }
 
 const _: () = assert!(core::mem::size_of::<PerProcessor>() <= 512, "at most 512 bytes per processor");
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programming_checks_go_round_and_restart_when_there_are_fewer() {
+        let processor = PerProcessor::default();
+        let turns: Vec<usize> = (0..7).map(|_| processor.next_check(3)).collect();
+        assert_eq!(turns, [0, 1, 2, 0, 1, 2, 0]);
+        assert_eq!(processor.next_check(6), 1);
+        assert_eq!(processor.next_check(1), 0, "a turn past a shorter programming restarts");
+        assert_eq!(processor.next_check(1), 0);
+        assert_eq!(processor.next_check(0), 0, "no checks: turn 0, which checks nothing");
+    }
+}

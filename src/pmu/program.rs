@@ -161,11 +161,16 @@ impl Programming {
         self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
     }
 
-    /// Whether check number `turn` (modulo the number of checks) still holds: one rdmsr, so that a
-    /// collect can afford it. Successive turns go round every check.
+    /// How many checks [`Self::intact_in_turn`] goes round.
+    pub fn checks(&self) -> usize {
+        self.len
+    }
+
+    /// Whether check number `turn` (below [`Self::checks`]; any other turn checks nothing) still
+    /// holds: one rdmsr, so that a collect can afford it. Successive turns go round every check.
     #[inline]
     pub fn intact_in_turn(&self, turn: usize, msrs: &impl Msrs) -> bool {
-        match self.checks[..self.len].get(turn % self.len.max(1)) {
+        match self.checks[..self.len].get(turn) {
             Some(&(register, mask, value)) => msrs.read(register) & mask == value,
             None => true,
         }

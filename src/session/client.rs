@@ -293,7 +293,10 @@ impl<P: Platform> PmuClient<P> {
             }
             let intact = match check {
                 Check::All => session.programming.intact(msrs),
-                Check::OneInTurn => session.programming.intact_in_turn(processor.next_check(), msrs),
+                Check::OneInTurn => {
+                    let turn = processor.next_check(session.programming.checks());
+                    session.programming.intact_in_turn(turn, msrs)
+                }
             };
             if !intact {
                 reprogram(processor, vendor, &session.plan, msrs);
