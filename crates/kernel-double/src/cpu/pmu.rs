@@ -387,13 +387,16 @@ fn reserved_control_bits(kind: PmuKind) -> u64 {
 /// bit (Intel SDM Vol. 2B, WRMSR; Vol. 3B, "Architectural Performance Monitoring Version 2" and
 /// "Performance Metrics"). A hybrid processor's cores differ, so a value one core takes can fault on
 /// another. AMD's registers are not checked.
+/// IA32_PERF_GLOBAL_CTRL bit 48, EN_PERF_METRICS.
+const EN_PERF_METRICS: u64 = 1 << 48;
+
 fn reserved_bits(vp: u32, register: Register) -> u64 {
     let PmuKind::Intel { gp, fixed, .. } = processor(vp).kind else { return 0 };
     let ones = |count: u32| if count >= 64 { u64::MAX } else { (1u64 << count) - 1 };
     let valid = match register {
         Register::FixedCtrl => ones(4 * u32::from(fixed)),
         Register::GlobalCtrl => {
-            let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { 1 << 48 } else { 0 };
+            let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { EN_PERF_METRICS } else { 0 };
             ones(u32::from(gp)) | (ones(u32::from(fixed)) << 32) | metrics
         }
         _ => u64::MAX,
@@ -506,9 +509,16 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         let next = counter.value + increment;
         counter.value = next & mask(width);
         state.counted[event] = state.counted[event].wrapping_add(increment);
-        if event == TOPDOWN_SLOTS {
+        // IA32_PERF_METRICS splits the slots only while IA32_PERF_GLOBAL_CTRL.EN_PERF_METRICS (bit
+        // 48) is set (Intel SDM Vol. 3B, "Performance Metrics"; Linux sets GLOBAL_CTRL_EN_PERF_METRICS
+        // in intel_ctrl wherever it uses PERF_METRICS): without it the register stays as it was.
+        if event == TOPDOWN_SLOTS && global_ctrl & EN_PERF_METRICS != 0 {
             for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
                 state.metrics[category] += rate * units;
+            }
+        }
+        if event == TOPDOWN_SLOTS {
+            for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
                 state.topdown_counted[category] += rate * units;
             }
         }
