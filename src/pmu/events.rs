@@ -681,6 +681,8 @@ pub struct CounterPlan {
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
 const TOPDOWN_FIXED_COUNTER: u8 = 3;
+/// IA32_PERF_GLOBAL_CTRL bit 48, EN_PERF_METRICS.
+pub const GLOBAL_CTRL_EN_PERF_METRICS: u64 = 1 << 48;
 /// RDPMC ECX bit 30: read the fixed counter that ECX bits 29:0 number (Intel SDM Vol. 2B, RDPMC).
 pub const RDPMC_FIXED: u32 = 1 << 30;
 /// RDPMC ECX bit 29: read IA32_PERF_METRICS (Intel SDM Vol. 2B, RDPMC; Linux
@@ -770,8 +772,15 @@ impl CounterPlan {
         self.iter().filter_map(|assignment| assignment.global_bit).fold(0, |mask, bit| mask | (1 << bit))
     }
 
+    /// Fixed counter 3's enable and EN_PERF_METRICS (bit 48), without which IA32_PERF_METRICS does
+    /// not split the slots (Intel SDM Vol. 3B, "Performance Metrics"; Linux
+    /// `GLOBAL_CTRL_EN_PERF_METRICS`).
     fn topdown_global_bit(&self) -> u64 {
-        if self.topdown_metrics { 1 << (INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER) } else { 0 }
+        if self.topdown_metrics {
+            (1 << (INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER)) | GLOBAL_CTRL_EN_PERF_METRICS
+        } else {
+            0
+        }
     }
 
     /// The IA32_FIXED_CTR_CTRL value for this plan's fixed counters (0 when it uses none). Fixed

@@ -477,3 +477,16 @@ fn the_custom_profile_counts_its_events_after_instructions_and_cycles() {
         );
     }
 }
+
+/// With fixed counter 3 and IA32_PERF_METRICS, the global control enables fixed counter 3 (bit 35)
+/// and EN_PERF_METRICS (bit 48), without which the hardware does not split the slots.
+#[test]
+fn a_perf_metrics_plan_enables_fixed_counter_3_and_perf_metrics() {
+    let model = cpus::ALDER_LAKE_I9_12900K_P_ONLY
+        .model()
+        .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
+    let plan = plan(&model);
+    assert!(plan.topdown_metrics());
+    assert_eq!(plan.global_ctrl() & !plan.assigned_global_bits(), (1 << 35) | GLOBAL_CTRL_EN_PERF_METRICS);
+    assert_eq!(GLOBAL_CTRL_EN_PERF_METRICS, 1 << 48);
+}
