@@ -410,11 +410,6 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// Programs this processor's counters again after they lost their programming (a resume reset them,
-/// or a foreign tool rewrote them): their values are no longer the driver's, so a reset must not read
-/// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
-/// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
-/// loss and this repair are not counted.
 /// Why a usable PMU gives no top-down: only some core types could, or none can.
 fn no_topdown(machine: Machine) -> TopdownSource {
     if machine.topdown_metrics_on_some {
@@ -424,6 +419,11 @@ fn no_topdown(machine: Machine) -> TopdownSource {
     }
 }
 
+/// Programs this processor's counters again after they lost their programming (a resume reset them,
+/// or a foreign tool rewrote them): their values are no longer the driver's, so a reset must not read
+/// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
+/// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
+/// loss and this repair are not counted.
 fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     // Stopped first, so that no overflow of the lost programming is folded into the new session.
     program::stop_and_clear(vendor, plan, msrs);

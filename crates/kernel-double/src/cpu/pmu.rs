@@ -512,13 +512,12 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         // IA32_PERF_METRICS splits the slots only while IA32_PERF_GLOBAL_CTRL.EN_PERF_METRICS (bit
         // 48) is set (Intel SDM Vol. 3B, "Performance Metrics"; Linux sets GLOBAL_CTRL_EN_PERF_METRICS
         // in intel_ctrl wherever it uses PERF_METRICS): without it the register stays as it was.
-        if event == TOPDOWN_SLOTS && global_ctrl & EN_PERF_METRICS != 0 {
-            for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
-                state.metrics[category] += rate * units;
-            }
-        }
         if event == TOPDOWN_SLOTS {
+            let split = global_ctrl & EN_PERF_METRICS != 0;
             for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
+                if split {
+                    state.metrics[category] += rate * units;
+                }
                 state.topdown_counted[category] += rate * units;
             }
         }
