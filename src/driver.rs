@@ -23,7 +23,7 @@ type SharedPmu = PoolArc<Client>;
 
 type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
 
-type CoreTypeProvider = CoreTypeCounters<PoolSlice<ProcessorInstance>, SharedPmu>;
+type CoreTypeProvider = CoreTypeCounters<SharedPmu>;
 
 /// Everything DriverEntry set up. Fields drop in declaration order, which is teardown order: the
 /// countersets unregister (waiting for running callbacks) before anything a callback reads is freed,
@@ -41,15 +41,13 @@ impl Driver {
     /// Sets everything up at PASSIVE_LEVEL. On failure, what was already set up is torn down (in
     /// reverse order, by its owners' drops) before the error is returned.
     pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
-        let mut processors =
-            processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
+        let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
         let per_processor: PoolSlice<PerProcessor> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
-        let machine = Machine::of(processors.iter_mut().map(|instance| {
+        let machine = Machine::of(processors.iter().map(|instance| {
             let description =
                 processors::on_processor(instance.group(), instance.number(), describe_this_processor);
-            instance.set_core_type(description.core_type as u8);
             if let Some(state) = per_processor.get(instance.index() as usize) {
                 state.set_core_type(description.core_type);
             }
@@ -60,7 +58,7 @@ impl Driver {
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
         }
         for core_type in [CoreType::Performance, CoreType::Efficient] {
-            let count = processors.iter().filter(|instance| instance.core_type() == core_type as u8).count();
+            let count = per_processor.iter().filter(|state| state.core_type() == core_type as u8).count();
             if count > 0 {
                 log_info!("{count} processors of core type {core_type:?}");
             }
@@ -74,12 +72,8 @@ impl Driver {
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())
             .inspect_err(|status| log_error!("registering for \\Callback\\PowerState failed: {status:#x}"))?;
-        let mut core_type_processors: PoolSlice<ProcessorInstance> =
-            PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("core type instances"))?;
-        core_type_processors.copy_from_slice(&processors);
-        let by_core_type =
-            PoolBox::new(CoreTypeCounters::new(core_type_processors, pmu.clone(), pcw::upcase))
-                .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
+        let by_core_type = PoolBox::new(CoreTypeCounters::new(pmu.clone(), pcw::upcase))
+            .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
         let provider =
             HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;

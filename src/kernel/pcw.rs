@@ -308,6 +308,9 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
     fn values(&self, processor_index: u32) -> crate::counters::hardware_counters::Values {
         (**self).values(processor_index)
     }
+    fn has_core_type(&self, core_type: u8) -> bool {
+        (**self).has_core_type(core_type)
+    }
     fn core_type_values(&self, core_type: u8) -> crate::counters::hardware_counters_by_core_type::Values {
         (**self).core_type_values(core_type)
     }

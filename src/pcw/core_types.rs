@@ -9,10 +9,8 @@
 //! Pure like [`super::hardware_counters`]: the sums come from the same [`CountSource`].
 
 use super::hardware_counters::{CountSource, collect_refreshed};
-use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 use crate::counters::hardware_counters_by_core_type::Counterset;
-use core::ops::Deref;
 
 /// Each core type's instance name, indexed by its id.
 const NAMES: [&[u16]; 3] = [&utf16::<3>("All"), &utf16::<11>("Performance"), &utf16::<9>("Efficient")];
@@ -29,32 +27,28 @@ const fn utf16<const N: usize>(text: &str) -> [u16; N] {
     units
 }
 
-/// The counterset's callback state: the processors (for which core types are present) and the
-/// source of their counts.
-pub struct CoreTypeCounters<P, S> {
-    processors: P,
+/// The counterset's callback state: the source of the counts, which also knows each processor's
+/// core type.
+pub struct CoreTypeCounters<S> {
     source: S,
     upcase: fn(u16) -> u16,
 }
 
-impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CoreTypeCounters<P, S> {
-    pub fn new(processors: P, source: S, upcase: fn(u16) -> u16) -> Self {
-        CoreTypeCounters { processors, source, upcase }
+impl<S: CountSource> CoreTypeCounters<S> {
+    pub fn new(source: S, upcase: fn(u16) -> u16) -> Self {
+        CoreTypeCounters { source, upcase }
     }
 
     /// The (id, name) of every core type some processor is, that `query` selects.
     fn selected<'q>(&'q self, query: &Query<'q>) -> impl Iterator<Item = (u8, &'static [u16])> + 'q {
         let (query, upcase) = (*query, self.upcase);
         (0u8..).zip(NAMES).filter(move |&(core_type, name)| {
-            self.processors.iter().any(|processor| processor.core_type() == core_type)
-                && query.selects(u32::from(core_type), name, upcase)
+            self.source.has_core_type(core_type) && query.selects(u32::from(core_type), name, upcase)
         })
     }
 }
 
-impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCallback
-    for CoreTypeCounters<P, S>
-{
+impl<S: CountSource> CountersetCallback for CoreTypeCounters<S> {
     type Counterset = Counterset;
 
     fn counter_added(&self, _counter_mask: u64) {

@@ -7,10 +7,11 @@ use crate::counters::hardware_counters_by_core_type::{Values, id};
 use crate::pcw::wildcard::ascii_upcase;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Blocks that identify their core type: field f of core type t holds t * 1000 + f + 1. Counts the
-/// refreshes.
+/// Processors of the given core types (`types[i]` is processor i's), and blocks that identify their
+/// core type: field f of core type t holds t * 1000 + f + 1. Counts the refreshes.
 #[derive(Default)]
 struct PerType {
+    types: Vec<u8>,
     refreshes: AtomicU32,
 }
 
@@ -23,22 +24,18 @@ impl CountSource for PerType {
         hardware_counters::Values::default()
     }
 
+    fn has_core_type(&self, core_type: u8) -> bool {
+        self.types.contains(&core_type)
+    }
+
     fn core_type_values(&self, core_type: u8) -> Values {
         Values::from_fields(|field| u64::from(core_type) * 1000 + field as u64 + 1)
     }
 }
 
 /// `types[i]` is processor i's core type.
-fn provider(types: &[u8]) -> CoreTypeCounters<Vec<ProcessorInstance>, PerType> {
-    let processors = (0u32..)
-        .zip(types)
-        .map(|(index, &core_type)| {
-            let mut processor = ProcessorInstance::new(index, 0, index as u8);
-            processor.set_core_type(core_type);
-            processor
-        })
-        .collect();
-    CoreTypeCounters::new(processors, PerType::default(), ascii_upcase)
+fn provider(types: &[u8]) -> CoreTypeCounters<PerType> {
+    CoreTypeCounters::new(PerType { types: types.to_vec(), ..PerType::default() }, ascii_upcase)
 }
 
 #[derive(Default)]
@@ -51,7 +48,7 @@ impl InstanceSink<Counterset> for Recorder {
     }
 }
 
-fn collect(provider: &CoreTypeCounters<Vec<ProcessorInstance>, PerType>, query: &Query<'_>) -> Recorder {
+fn collect(provider: &CoreTypeCounters<PerType>, query: &Query<'_>) -> Recorder {
     let mut recorder = Recorder::default();
     provider.collect(query, &mut recorder).unwrap();
     recorder

@@ -21,6 +21,8 @@ pub trait CountSource: Sync {
     /// The counter block of the processor with system index `processor_index`, as of the last
     /// refresh: counts extended to 64 bits, never decreasing.
     fn values(&self, processor_index: u32) -> Values;
+    /// Whether some processor's Core Type counter shows `core_type`.
+    fn has_core_type(&self, core_type: u8) -> bool;
     /// The sum of the blocks of every processor whose Core Type counter shows `core_type`, as of the
     /// last refresh.
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values;

@@ -15,6 +15,10 @@ impl CountSource for PatternCounts {
         Values::from_fields(|field| u64::from(index) * 1_000_000 + field as u64 + 1)
     }
 
+    fn has_core_type(&self, core_type: u8) -> bool {
+        core_type == 0
+    }
+
     fn core_type_values(&self, core_type: u8) -> crate::counters::hardware_counters_by_core_type::Values {
         crate::counters::hardware_counters_by_core_type::Values::from_fields(|field| {
             u64::from(core_type) * 1_000_000 + field as u64 + 1
@@ -240,6 +244,9 @@ impl CountSource for RecordingSource {
     }
     fn values(&self, _processor_index: u32) -> Values {
         Values::default()
+    }
+    fn has_core_type(&self, _core_type: u8) -> bool {
+        false
     }
     fn core_type_values(&self, _core_type: u8) -> crate::counters::hardware_counters_by_core_type::Values {
         crate::counters::hardware_counters_by_core_type::Values::default()

@@ -20,8 +20,6 @@ pub struct ProcessorInstance {
     id: u32,
     name: [u16; NAME_CAPACITY],
     name_len: u8,
-    /// The value of the processor's Core Type counter (0 until [`ProcessorInstance::set_core_type`]).
-    core_type: u8,
 }
 
 impl ProcessorInstance {
@@ -32,7 +30,6 @@ impl ProcessorInstance {
             id: u32::from(group) * PROCESSORS_PER_GROUP + u32::from(number),
             name: [0; NAME_CAPACITY],
             name_len: 0,
-            core_type: 0,
         };
         instance.push_decimal(u32::from(group));
         instance.push(u16::from(b','));
@@ -56,15 +53,6 @@ impl ProcessorInstance {
     /// The processor's number within its group.
     pub fn number(&self) -> u8 {
         (self.id % PROCESSORS_PER_GROUP) as u8
-    }
-
-    /// The processor's core type, as its Core Type counter shows it.
-    pub fn core_type(&self) -> u8 {
-        self.core_type
-    }
-
-    pub fn set_core_type(&mut self, core_type: u8) {
-        self.core_type = core_type;
     }
 
     /// The name in UTF-16, without terminator.

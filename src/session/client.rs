@@ -515,6 +515,10 @@ impl<P: Platform> CountSource for PmuClient<P> {
         }
     }
 
+    fn has_core_type(&self, core_type: u8) -> bool {
+        self.processors.iter().any(|processor| processor.core_type() == core_type)
+    }
+
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         for processor in self.processors.iter().filter(|processor| processor.core_type() == core_type) {

@@ -276,4 +276,5 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
         assert_eq!((sums.processors, sums.core_type), (half as u32, u32::from(core_type)));
     }
     assert_eq!(client.core_type_values(0).processors, 0, "no uniform processors here");
+    assert!(client.has_core_type(1) && client.has_core_type(2) && !client.has_core_type(0));
 }
