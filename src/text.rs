@@ -1,4 +1,5 @@
-//! Fixed-capacity, NUL-terminated text for kernel debug output.
+//! Fixed-capacity, NUL-terminated text for kernel debug output, and ASCII constants in the UTF-16
+//! the kernel's names take.
 //!
 //! Debug messages are formatted on the stack: the driver must be able to log (and to describe a panic)
 //! at raised IRQL, where it may not allocate. Over-long messages are cut short and marked, never
@@ -7,6 +8,19 @@
 
 use core::ffi::CStr;
 use core::fmt;
+
+/// `ascii` as UTF-16 code units, at compile time: for the fixed names the kernel takes as
+/// `UNICODE_STRING`s and PCW as instance names. Each ASCII byte is its own code unit.
+pub const fn ascii_to_utf16<const N: usize>(ascii: &[u8; N]) -> [u16; N] {
+    let mut units = [0; N];
+    let mut index = 0;
+    while index < N {
+        assert!(ascii[index].is_ascii(), "ASCII text only");
+        units[index] = ascii[index] as u16;
+        index += 1;
+    }
+    units
+}
 
 /// What replaces the end of a message that did not fit.
 const TRUNCATION_MARK: &[u8] = b"...";
@@ -163,5 +177,12 @@ mod tests {
     fn empty_text_is_an_empty_c_string() {
         let text = FixedCString::<8>::new();
         assert_eq!(text.as_c_str(), c"");
+    }
+
+    #[test]
+    fn ascii_constants_are_their_utf16_encoding() {
+        const NAME: [u16; 20] = ascii_to_utf16(b"\\Callback\\PowerState");
+        assert_eq!(NAME.to_vec(), "\\Callback\\PowerState".encode_utf16().collect::<Vec<_>>());
+        assert_eq!(ascii_to_utf16(b""), [0u16; 0]);
     }
 }

@@ -1,6 +1,7 @@
 //! Non-paged pool allocations, owned: freed exactly once, when the owner drops. They come from
 //! ExAllocatePool2 where the kernel exports it, else from ExAllocatePoolWithTag (see [`find_allocator`]).
 
+use crate::text::ascii_to_utf16;
 use core::ffi::c_void;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
@@ -27,16 +28,6 @@ static EX_ALLOCATE_POOL2: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut
 
 /// "ExAllocatePool2" as MmGetSystemRoutineAddress takes names: UTF-16.
 const EX_ALLOCATE_POOL2_NAME: [u16; 15] = ascii_to_utf16(b"ExAllocatePool2");
-
-const fn ascii_to_utf16<const N: usize>(ascii: &[u8; N]) -> [u16; N] {
-    let mut units = [0; N];
-    let mut index = 0;
-    while index < N {
-        units[index] = ascii[index] as u16;
-        index += 1;
-    }
-    units
-}
 
 /// Chooses the allocation routine. ExAllocatePool2 exists only from Windows 10 version 2004 (build
 /// 19041; its Microsoft Learn page, Requirements), and the kernel refuses to load an image with an

@@ -6,6 +6,7 @@
 
 use super::NtStatus;
 use super::pool::PoolBox;
+use crate::text::ascii_to_utf16;
 use core::ffi::c_void;
 use windows_sys::Wdk::Foundation::{OBJECT_ATTRIBUTES, PCALLBACK_OBJECT};
 use windows_sys::Wdk::System::SystemServices::{
@@ -18,16 +19,7 @@ const PO_CB_SYSTEM_STATE_LOCK: usize = 3;
 /// OBJ_CASE_INSENSITIVE (wdm.h).
 const OBJ_CASE_INSENSITIVE: u32 = 0x40;
 /// `\Callback\PowerState` in UTF-16.
-const POWER_STATE: [u16; 20] = {
-    let text = b"\\Callback\\PowerState";
-    let mut units = [0u16; 20];
-    let mut i = 0;
-    while i < text.len() {
-        units[i] = text[i] as u16;
-        i += 1;
-    }
-    units
-};
+const POWER_STATE: [u16; 20] = ascii_to_utf16(b"\\Callback\\PowerState");
 
 /// What a power transition tells the driver.
 pub trait PowerListener: Sync {

@@ -11,21 +11,11 @@
 use super::hardware_counters::{CountSource, collect_refreshed};
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 use crate::counters::hardware_counters_by_core_type::Counterset;
+use crate::text::ascii_to_utf16;
 
 /// Each core type's instance name, indexed by its id.
-const NAMES: [&[u16]; 3] = [&utf16::<3>("All"), &utf16::<11>("Performance"), &utf16::<9>("Efficient")];
-
-const fn utf16<const N: usize>(text: &str) -> [u16; N] {
-    let bytes = text.as_bytes();
-    assert!(bytes.len() == N, "instance names are ASCII of the stated length");
-    let mut units = [0u16; N];
-    let mut index = 0;
-    while index < N {
-        units[index] = bytes[index] as u16;
-        index += 1;
-    }
-    units
-}
+const NAMES: [&[u16]; 3] =
+    [&ascii_to_utf16(b"All"), &ascii_to_utf16(b"Performance"), &ascii_to_utf16(b"Efficient")];
 
 /// The counterset's callback state: the source of the counts, which also knows each processor's
 /// core type.
