@@ -146,19 +146,18 @@ fn pmu() -> &'static Pmu {
                 };
                 // CPUID.01H:ECX[15] PDCM: IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H).
                 let pdcm = cpuid::cpuid_on(vp, 1, 0)[2] & (1 << 15) != 0;
-                (kind, pdcm.then_some(model.perf_capabilities), gp, fixed)
-            })
-            .map(|(kind, perf_capabilities, gp, fixed)| Processor {
-                kind,
-                perf_capabilities,
-                pmu: Mutex::new(VpPmu {
-                    gp: vec![Counter::default(); usize::from(gp)],
-                    fixed: vec![Counter::default(); usize::from(fixed)],
-                    ..VpPmu::default()
-                }),
-                pmi: AtomicU8::new(PMI_NONE),
-                occupancy: Mutex::new(()),
-                occupant: AtomicUsize::new(0),
+                Processor {
+                    kind,
+                    perf_capabilities: pdcm.then_some(model.perf_capabilities),
+                    pmu: Mutex::new(VpPmu {
+                        gp: vec![Counter::default(); usize::from(gp)],
+                        fixed: vec![Counter::default(); usize::from(fixed)],
+                        ..VpPmu::default()
+                    }),
+                    pmi: AtomicU8::new(PMI_NONE),
+                    occupancy: Mutex::new(()),
+                    occupant: AtomicUsize::new(0),
+                }
             })
             .collect();
         Pmu { processors }
@@ -392,12 +391,11 @@ const EN_PERF_METRICS: u64 = 1 << 48;
 
 fn reserved_bits(vp: u32, register: Register) -> u64 {
     let PmuKind::Intel { gp, fixed, .. } = processor(vp).kind else { return 0 };
-    let ones = |count: u32| if count >= 64 { u64::MAX } else { (1u64 << count) - 1 };
     let valid = match register {
-        Register::FixedCtrl => ones(4 * u32::from(fixed)),
+        Register::FixedCtrl => mask(4 * fixed),
         Register::GlobalCtrl => {
             let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { EN_PERF_METRICS } else { 0 };
-            ones(u32::from(gp)) | (ones(u32::from(fixed)) << 32) | metrics
+            mask(gp) | (mask(fixed) << 32) | metrics
         }
         _ => u64::MAX,
     };
