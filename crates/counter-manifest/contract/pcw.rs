@@ -24,8 +24,8 @@ pub struct CounterDescriptor {
 ///
 /// # Safety
 /// Implementors must be `#[repr(C)]` with only integer (or atomic integer) fields and no padding that
-/// PCW could read uninitialised. The generated `Values` and `AtomicValues` are (their generated
-/// `layout_tests` check rustc's layout against the descriptors).
+/// PCW could read uninitialised. The generated `Values`, `AtomicValues` and `AtomicCells` are (their
+/// generated `layout_tests` check rustc's layout against the descriptors).
 pub unsafe trait CounterBlock: Sync + 'static {}
 
 /// Whether a counterset has one instance or several.
@@ -53,9 +53,22 @@ pub trait Counterset: 'static {
     type Values: CountersetBlock<Counterset = Self>;
 }
 
-/// A data block generated for one counterset: its `Values`, or its `AtomicValues` (the same layout,
-/// for a block updated while PCW reads it). The counterset is known from the block's type.
+/// A data block generated for one counterset: its `Values`, its `AtomicValues` or its `AtomicCells`
+/// (the same layout, for a block updated while PCW reads it). The counterset is known from the block's
+/// type.
 pub trait CountersetBlock: CounterBlock {
     /// The counterset whose descriptors describe this block.
     type Counterset: Counterset;
+    /// The block's values now (each field loaded once, for an atomic block).
+    fn values(&self) -> <Self::Counterset as Counterset>::Values;
+}
+
+/// Where a field of a counterset's `AtomicCells` is (the generated `CELLS` table): the `i`th 8-byte
+/// cell, or the `i`th 4-byte cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// `AtomicCells::wide[i]`.
+    Wide(u8),
+    /// `AtomicCells::narrow[i]`.
+    Narrow(u8),
 }

@@ -64,6 +64,8 @@ fn counter_set(out: &mut Out, set: &CounterSet) {
     out.blank();
     atomic_struct(out, set);
     out.blank();
+    cells_struct(out, set);
+    out.blank();
     ids(out, set);
     out.blank();
     descriptors(out, set);
@@ -163,6 +165,87 @@ fn atomic_struct(out: &mut Out, set: &CounterSet) {
     out.line(12, "}");
     out.line(8, "}");
     out.line(4, "}");
+}
+
+/// How many 8-byte and 4-byte cells the block has (the reserved tail among the 4-byte ones).
+fn cell_counts(layout: &Layout) -> (usize, usize) {
+    let wide = layout.fields.iter().filter(|f| f.size == 8).count();
+    let narrow = layout.fields.len() - wide + usize::from(layout.reserved_tail);
+    (wide, narrow)
+}
+
+/// `AtomicCells` and `CELLS`: the block as two arrays of atomics, for a writer that picks its fields
+/// at run time (by table, where a struct's named fields would need a match per store).
+fn cells_struct(out: &mut Out, set: &CounterSet) {
+    let layout = &set.layout;
+    let (wide, narrow) = cell_counts(layout);
+    out.doc(
+        4,
+        "[`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), \
+         for a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says \
+         which cell holds each field.",
+    );
+    out.line(4, "#[repr(C)]");
+    out.line(4, "#[derive(Debug)]");
+    out.line(4, "pub struct AtomicCells {");
+    if wide > 0 {
+        out.doc(8, "The 8-byte fields, in layout order.");
+        out.line(8, &format!("pub wide: [core::sync::atomic::AtomicU64; {wide}],"));
+    }
+    if narrow > 0 {
+        let tail = if layout.reserved_tail { " (the last is `reserved`, always 0)" } else { "" };
+        out.doc(8, &format!("The 4-byte fields, in layout order{tail}."));
+        out.line(8, &format!("pub narrow: [core::sync::atomic::AtomicU32; {narrow}],"));
+    }
+    out.line(4, "}");
+    out.blank();
+    out.line(
+        4,
+        "// SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,",
+    );
+    out.line(4, "// at the offsets of the fields they stand for (checked by `layout_tests`).");
+    out.line(4, "unsafe impl crate::pcw::CounterBlock for AtomicCells {}");
+    out.blank();
+    out.line(4, "impl AtomicCells {");
+    out.doc(8, "All zero; `const`, so that the block can be a `static`.");
+    out.line(8, "pub const fn new() -> Self {");
+    out.line(12, "AtomicCells {");
+    if wide > 0 {
+        out.line(16, &format!("wide: [const {{ core::sync::atomic::AtomicU64::new(0) }}; {wide}],"));
+    }
+    if narrow > 0 {
+        out.line(16, &format!("narrow: [const {{ core::sync::atomic::AtomicU32::new(0) }}; {narrow}],"));
+    }
+    out.line(12, "}");
+    out.line(8, "}");
+    out.line(4, "}");
+    out.blank();
+    out.line(4, "impl Default for AtomicCells {");
+    out.line(8, "fn default() -> Self {");
+    out.line(12, "Self::new()");
+    out.line(8, "}");
+    out.line(4, "}");
+    out.blank();
+    out.doc(4, "Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.");
+    let cells: Vec<String> = cells(layout).iter().map(|(_, cell)| cell.clone()).collect();
+    out.long_array(4, "pub const CELLS: &[crate::pcw::Cell] =", &cells, ";");
+}
+
+/// Each field's Rust name and its cell (`crate::pcw::Cell::Wide(i)` or `Narrow(i)`), in layout order.
+fn cells(layout: &Layout) -> Vec<(String, String)> {
+    let (mut wide, mut narrow) = (0, 0);
+    let mut cells = Vec::new();
+    for field in &layout.fields {
+        let cell = if field.size == 8 {
+            wide += 1;
+            format!("crate::pcw::Cell::Wide({})", wide - 1)
+        } else {
+            narrow += 1;
+            format!("crate::pcw::Cell::Narrow({})", narrow - 1)
+        };
+        cells.push((field.rust_name.clone(), cell));
+    }
+    cells
 }
 
 fn ids(out: &mut Out, set: &CounterSet) {
@@ -276,10 +359,47 @@ fn binding(out: &mut Out, set: &CounterSet) {
     out.line(8, &format!("const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::{kind};"));
     out.line(8, "type Values = Values;");
     out.line(4, "}");
-    for block in ["Values", "AtomicValues"] {
+    let layout = &set.layout;
+    let mut loads: Vec<(String, String)> = layout
+        .fields
+        .iter()
+        .map(|f| (f.rust_name.clone(), format!("self.{}.load(RELAXED)", f.rust_name)))
+        .collect();
+    let mut cell_loads: Vec<(String, String)> = cells(layout)
+        .into_iter()
+        .map(|(name, cell)| {
+            let (array, index) = cell
+                .trim_start_matches("crate::pcw::Cell::")
+                .trim_end_matches(')')
+                .split_once('(')
+                .expect("Kind(i)");
+            let array = if array == "Wide" { "wide" } else { "narrow" };
+            (name, format!("self.{array}[{index}].load(RELAXED)"))
+        })
+        .collect();
+    if layout.reserved_tail {
+        loads.push(("reserved".to_owned(), "0".to_owned()));
+        cell_loads.push(("reserved".to_owned(), "0".to_owned()));
+    }
+    let blocks = [("Values", None), ("AtomicValues", Some(loads)), ("AtomicCells", Some(cell_loads))];
+    for (block, loads) in blocks {
         out.blank();
         out.line(4, &format!("impl crate::pcw::CountersetBlock for {block} {{"));
         out.line(8, "type Counterset = Counterset;");
+        out.blank();
+        out.line(8, "fn values(&self) -> Values {");
+        match loads {
+            None => out.line(12, "*self"),
+            Some(loads) => {
+                out.line(
+                    12,
+                    "const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;",
+                );
+                let items: Vec<String> = loads.iter().map(|(name, load)| format!("{name}: {load}")).collect();
+                out.struct_literal(12, "Values", &items, "");
+            }
+        }
+        out.line(8, "}");
         out.line(4, "}");
     }
 }
@@ -296,6 +416,25 @@ fn layout_tests(out: &mut Out, set: &CounterSet) {
     out.line(12, &format!("assert_eq!(size_of::<Values>(), {});", layout.size));
     out.line(12, "assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());");
     out.line(12, "assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());");
+    out.line(12, "assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());");
+    out.line(12, "assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());");
+    let (wide, _) = cell_counts(layout);
+    if wide > 0 {
+        out.line(12, "assert_eq!(offset_of!(AtomicCells, wide), 0);");
+    }
+    if cell_counts(layout).1 > 0 {
+        out.line(12, &format!("assert_eq!(offset_of!(AtomicCells, narrow), {});", wide * 8));
+    }
+    let offsets: Vec<String> =
+        layout.fields.iter().map(|f| format!("offset_of!(Values, {})", f.rust_name)).collect();
+    out.long_array(12, "let field_offsets =", &offsets, ";");
+    out.line(12, "for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {");
+    out.line(16, "let offset = match *cell {");
+    out.line(20, "crate::pcw::Cell::Wide(i) => usize::from(i) * 8,");
+    out.line(20, &format!("crate::pcw::Cell::Narrow(i) => {} + usize::from(i) * 4,", wide * 8));
+    out.line(16, "};");
+    out.line(16, "assert_eq!(offset, field_offset, \"{cell:?}\");");
+    out.line(12, "}");
     let mut fields: Vec<(String, u32)> =
         layout.fields.iter().map(|f| (f.rust_name.clone(), f.offset)).collect();
     if layout.reserved_tail {
@@ -447,6 +586,26 @@ impl Out {
     /// `head[item, item, ...]tail` for short items, as rustfmt lays it out: on one line if it fits, else
     /// on the next line (after `head`'s `=`) if it fits there, else as many items per line as fit
     /// (rustfmt's "mixed" layout, whose lines stay below max_width).
+    /// An array of items too long for rustfmt to pack several to a line: on one line if it fits, else
+    /// one item per line.
+    fn long_array(&mut self, indent: usize, head: &str, items: &[String], tail: &str) {
+        let list = format!("&[{}]{tail}", items.join(", "));
+        if indent + head.len() + 1 + list.chars().count() <= MAX_WIDTH {
+            self.line(indent, &format!("{head} {list}"));
+            return;
+        }
+        if indent + 4 + list.chars().count() <= MAX_WIDTH {
+            self.line(indent, head);
+            self.line(indent + 4, &list);
+            return;
+        }
+        self.line(indent, &format!("{head} &["));
+        for item in items {
+            self.line(indent + 4, &format!("{item},"));
+        }
+        self.line(indent, &format!("]{tail}"));
+    }
+
     fn array(&mut self, indent: usize, head: &str, items: &[String], tail: &str) {
         let list = format!("&[{}]{tail}", items.join(", "));
         if indent + head.len() + 1 + list.chars().count() <= MAX_WIDTH {

@@ -192,7 +192,25 @@ fn the_golden_rust_compiles_and_behaves() {
 
     let atomic = small_status::AtomicValues::new();
     atomic.waits.store(7, std::sync::atomic::Ordering::Relaxed);
+    use pcw::CountersetBlock;
+    assert_eq!(atomic.values().waits, 7);
     assert_eq!(atomic.waits.into_inner(), 7);
+
+    // AtomicCells: a field stored through its CELLS entry reads back as that field of the block.
+    let cells = widgets::AtomicCells::new();
+    for (field, cell) in widgets::CELLS.iter().enumerate() {
+        let value = field as u64 + 10;
+        match *cell {
+            pcw::Cell::Wide(i) => {
+                cells.wide[usize::from(i)].store(value, std::sync::atomic::Ordering::Relaxed)
+            }
+            pcw::Cell::Narrow(i) => {
+                cells.narrow[usize::from(i)].store(value as u32, std::sync::atomic::Ordering::Relaxed)
+            }
+        }
+    }
+    let expected = widgets::Values { events: 10, queue_depth: 11, hits: 12, lookups: 13, reserved: 0 };
+    assert_eq!((cells.values(), full.values()), (expected, full));
 }
 
 /// What registration reads from a counterset type: the name and descriptors it registers and the

@@ -69,6 +69,47 @@ pub mod geometric_wave {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 1],
+        /// The 4-byte fields, in layout order.
+        pub narrow: [core::sync::atomic::AtomicU32; 4],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 1],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 4],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
+        crate::pcw::Cell::Narrow(3),
+    ];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Triangle Wave" (perf_counter_rawcount, standard, aggregate avg): A triangle wave between the
@@ -154,10 +195,40 @@ pub mod geometric_wave {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                periods: self.periods.load(RELAXED),
+                triangle: self.triangle.load(RELAXED),
+                square: self.square.load(RELAXED),
+                high_ticks: self.high_ticks.load(RELAXED),
+                ticks: self.ticks.load(RELAXED),
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                periods: self.wide[0].load(RELAXED),
+                triangle: self.narrow[0].load(RELAXED),
+                square: self.narrow[1].load(RELAXED),
+                high_ticks: self.narrow[2].load(RELAXED),
+                ticks: self.narrow[3].load(RELAXED),
+            }
+        }
     }
 
     #[cfg(test)]
@@ -170,6 +241,24 @@ pub mod geometric_wave {
             assert_eq!(size_of::<Values>(), 24);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 8);
+            let field_offsets = &[
+                offset_of!(Values, periods),
+                offset_of!(Values, triangle),
+                offset_of!(Values, square),
+                offset_of!(Values, high_ticks),
+                offset_of!(Values, ticks),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 8 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, periods), 0);
             assert_eq!(offset_of!(AtomicValues, periods), offset_of!(Values, periods));
             assert_eq!(offset_of!(Values, triangle), 8);
@@ -257,6 +346,42 @@ pub mod trigonometric_wave {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 1],
+        /// The 4-byte fields, in layout order.
+        pub narrow: [core::sync::atomic::AtomicU32; 2],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 1],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] =
+        &[crate::pcw::Cell::Wide(0), crate::pcw::Cell::Narrow(0), crate::pcw::Cell::Narrow(1)];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Sine Wave" (perf_counter_rawcount, standard): A sine wave around 50.
@@ -319,10 +444,36 @@ pub mod trigonometric_wave {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                constant: self.constant.load(RELAXED),
+                sine: self.sine.load(RELAXED),
+                cosine: self.cosine.load(RELAXED),
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                constant: self.wide[0].load(RELAXED),
+                sine: self.narrow[0].load(RELAXED),
+                cosine: self.narrow[1].load(RELAXED),
+            }
+        }
     }
 
     #[cfg(test)]
@@ -335,6 +486,19 @@ pub mod trigonometric_wave {
             assert_eq!(size_of::<Values>(), 16);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 8);
+            let field_offsets =
+                &[offset_of!(Values, constant), offset_of!(Values, sine), offset_of!(Values, cosine)];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 8 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, constant), 0);
             assert_eq!(offset_of!(AtomicValues, constant), offset_of!(Values, constant));
             assert_eq!(offset_of!(Values, sine), 8);

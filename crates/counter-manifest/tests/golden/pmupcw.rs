@@ -208,6 +208,77 @@ pub mod hardware_counters {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 22],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 14],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 22],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Wide(1),
+        crate::pcw::Cell::Wide(2),
+        crate::pcw::Cell::Wide(3),
+        crate::pcw::Cell::Wide(4),
+        crate::pcw::Cell::Wide(5),
+        crate::pcw::Cell::Wide(6),
+        crate::pcw::Cell::Wide(7),
+        crate::pcw::Cell::Wide(8),
+        crate::pcw::Cell::Wide(9),
+        crate::pcw::Cell::Wide(10),
+        crate::pcw::Cell::Wide(11),
+        crate::pcw::Cell::Wide(12),
+        crate::pcw::Cell::Wide(13),
+        crate::pcw::Cell::Wide(14),
+        crate::pcw::Cell::Wide(15),
+        crate::pcw::Cell::Wide(16),
+        crate::pcw::Cell::Wide(17),
+        crate::pcw::Cell::Wide(18),
+        crate::pcw::Cell::Wide(19),
+        crate::pcw::Cell::Wide(20),
+        crate::pcw::Cell::Wide(21),
+        crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
+        crate::pcw::Cell::Narrow(3),
+        crate::pcw::Cell::Narrow(4),
+        crate::pcw::Cell::Narrow(5),
+        crate::pcw::Cell::Narrow(6),
+        crate::pcw::Cell::Narrow(7),
+        crate::pcw::Cell::Narrow(8),
+        crate::pcw::Cell::Narrow(9),
+        crate::pcw::Cell::Narrow(10),
+        crate::pcw::Cell::Narrow(11),
+        crate::pcw::Cell::Narrow(12),
+    ];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Instructions Retired/sec" (perf_counter_bulk_count, standard, aggregate sum): Instructions
@@ -683,10 +754,102 @@ pub mod hardware_counters {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                instructions_retired: self.instructions_retired.load(RELAXED),
+                core_cycles: self.core_cycles.load(RELAXED),
+                reference_cycles: self.reference_cycles.load(RELAXED),
+                llc_references: self.llc_references.load(RELAXED),
+                llc_misses: self.llc_misses.load(RELAXED),
+                branches: self.branches.load(RELAXED),
+                branch_mispredicts: self.branch_mispredicts.load(RELAXED),
+                instructions_retired_scaled: self.instructions_retired_scaled.load(RELAXED),
+                overflow_interrupts: self.overflow_interrupts.load(RELAXED),
+                topdown_slots: self.topdown_slots.load(RELAXED),
+                topdown_retiring_slots: self.topdown_retiring_slots.load(RELAXED),
+                topdown_bad_speculation_slots: self.topdown_bad_speculation_slots.load(RELAXED),
+                topdown_frontend_bound_slots: self.topdown_frontend_bound_slots.load(RELAXED),
+                topdown_backend_bound_slots: self.topdown_backend_bound_slots.load(RELAXED),
+                custom_event0: self.custom_event0.load(RELAXED),
+                custom_event1: self.custom_event1.load(RELAXED),
+                custom_event2: self.custom_event2.load(RELAXED),
+                custom_event3: self.custom_event3.load(RELAXED),
+                custom_event4: self.custom_event4.load(RELAXED),
+                custom_event5: self.custom_event5.load(RELAXED),
+                custom_event6: self.custom_event6.load(RELAXED),
+                custom_event7: self.custom_event7.load(RELAXED),
+                core_cycles_scaled: self.core_cycles_scaled.load(RELAXED),
+                llc_misses_scaled: self.llc_misses_scaled.load(RELAXED),
+                llc_references_scaled: self.llc_references_scaled.load(RELAXED),
+                branch_mispredicts_scaled: self.branch_mispredicts_scaled.load(RELAXED),
+                branches_scaled: self.branches_scaled.load(RELAXED),
+                topdown_retiring_slots_scaled: self.topdown_retiring_slots_scaled.load(RELAXED),
+                topdown_slots_scaled: self.topdown_slots_scaled.load(RELAXED),
+                topdown_bad_speculation_slots_scaled: self.topdown_bad_speculation_slots_scaled.load(RELAXED),
+                topdown_frontend_bound_slots_scaled: self.topdown_frontend_bound_slots_scaled.load(RELAXED),
+                topdown_backend_bound_slots_scaled: self.topdown_backend_bound_slots_scaled.load(RELAXED),
+                aperf_cycles_scaled: self.aperf_cycles_scaled.load(RELAXED),
+                mperf_cycles_scaled: self.mperf_cycles_scaled.load(RELAXED),
+                core_type: self.core_type.load(RELAXED),
+                reserved: 0,
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                instructions_retired: self.wide[0].load(RELAXED),
+                core_cycles: self.wide[1].load(RELAXED),
+                reference_cycles: self.wide[2].load(RELAXED),
+                llc_references: self.wide[3].load(RELAXED),
+                llc_misses: self.wide[4].load(RELAXED),
+                branches: self.wide[5].load(RELAXED),
+                branch_mispredicts: self.wide[6].load(RELAXED),
+                instructions_retired_scaled: self.wide[7].load(RELAXED),
+                overflow_interrupts: self.wide[8].load(RELAXED),
+                topdown_slots: self.wide[9].load(RELAXED),
+                topdown_retiring_slots: self.wide[10].load(RELAXED),
+                topdown_bad_speculation_slots: self.wide[11].load(RELAXED),
+                topdown_frontend_bound_slots: self.wide[12].load(RELAXED),
+                topdown_backend_bound_slots: self.wide[13].load(RELAXED),
+                custom_event0: self.wide[14].load(RELAXED),
+                custom_event1: self.wide[15].load(RELAXED),
+                custom_event2: self.wide[16].load(RELAXED),
+                custom_event3: self.wide[17].load(RELAXED),
+                custom_event4: self.wide[18].load(RELAXED),
+                custom_event5: self.wide[19].load(RELAXED),
+                custom_event6: self.wide[20].load(RELAXED),
+                custom_event7: self.wide[21].load(RELAXED),
+                core_cycles_scaled: self.narrow[0].load(RELAXED),
+                llc_misses_scaled: self.narrow[1].load(RELAXED),
+                llc_references_scaled: self.narrow[2].load(RELAXED),
+                branch_mispredicts_scaled: self.narrow[3].load(RELAXED),
+                branches_scaled: self.narrow[4].load(RELAXED),
+                topdown_retiring_slots_scaled: self.narrow[5].load(RELAXED),
+                topdown_slots_scaled: self.narrow[6].load(RELAXED),
+                topdown_bad_speculation_slots_scaled: self.narrow[7].load(RELAXED),
+                topdown_frontend_bound_slots_scaled: self.narrow[8].load(RELAXED),
+                topdown_backend_bound_slots_scaled: self.narrow[9].load(RELAXED),
+                aperf_cycles_scaled: self.narrow[10].load(RELAXED),
+                mperf_cycles_scaled: self.narrow[11].load(RELAXED),
+                core_type: self.narrow[12].load(RELAXED),
+                reserved: 0,
+            }
+        }
     }
 
     #[cfg(test)]
@@ -699,6 +862,54 @@ pub mod hardware_counters {
             assert_eq!(size_of::<Values>(), 232);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 176);
+            let field_offsets = &[
+                offset_of!(Values, instructions_retired),
+                offset_of!(Values, core_cycles),
+                offset_of!(Values, reference_cycles),
+                offset_of!(Values, llc_references),
+                offset_of!(Values, llc_misses),
+                offset_of!(Values, branches),
+                offset_of!(Values, branch_mispredicts),
+                offset_of!(Values, instructions_retired_scaled),
+                offset_of!(Values, overflow_interrupts),
+                offset_of!(Values, topdown_slots),
+                offset_of!(Values, topdown_retiring_slots),
+                offset_of!(Values, topdown_bad_speculation_slots),
+                offset_of!(Values, topdown_frontend_bound_slots),
+                offset_of!(Values, topdown_backend_bound_slots),
+                offset_of!(Values, custom_event0),
+                offset_of!(Values, custom_event1),
+                offset_of!(Values, custom_event2),
+                offset_of!(Values, custom_event3),
+                offset_of!(Values, custom_event4),
+                offset_of!(Values, custom_event5),
+                offset_of!(Values, custom_event6),
+                offset_of!(Values, custom_event7),
+                offset_of!(Values, core_cycles_scaled),
+                offset_of!(Values, llc_misses_scaled),
+                offset_of!(Values, llc_references_scaled),
+                offset_of!(Values, branch_mispredicts_scaled),
+                offset_of!(Values, branches_scaled),
+                offset_of!(Values, topdown_retiring_slots_scaled),
+                offset_of!(Values, topdown_slots_scaled),
+                offset_of!(Values, topdown_bad_speculation_slots_scaled),
+                offset_of!(Values, topdown_frontend_bound_slots_scaled),
+                offset_of!(Values, topdown_backend_bound_slots_scaled),
+                offset_of!(Values, aperf_cycles_scaled),
+                offset_of!(Values, mperf_cycles_scaled),
+                offset_of!(Values, core_type),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 176 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, instructions_retired), 0);
             assert_eq!(
                 offset_of!(AtomicValues, instructions_retired),
@@ -1165,6 +1376,54 @@ pub mod driver_status {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 2],
+        /// The 4-byte fields, in layout order.
+        pub narrow: [core::sync::atomic::AtomicU32; 10],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 2],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 10],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Wide(1),
+        crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
+        crate::pcw::Cell::Narrow(3),
+        crate::pcw::Cell::Narrow(4),
+        crate::pcw::Cell::Narrow(5),
+        crate::pcw::Cell::Narrow(6),
+        crate::pcw::Cell::Narrow(7),
+        crate::pcw::Cell::Narrow(8),
+        crate::pcw::Cell::Narrow(9),
+    ];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "PMU State" (perf_counter_rawcount, standard): 0 Idle: no query is reading hardware counters, none
@@ -1336,10 +1595,54 @@ pub mod driver_status {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                overflow_interrupts: self.overflow_interrupts.load(RELAXED),
+                collect_requests: self.collect_requests.load(RELAXED),
+                pmu_state: self.pmu_state.load(RELAXED),
+                counters_owned: self.counters_owned.load(RELAXED),
+                collect_time: self.collect_time.load(RELAXED),
+                collect_count: self.collect_count.load(RELAXED),
+                allocation_failures: self.allocation_failures.load(RELAXED),
+                ownership_failures: self.ownership_failures.load(RELAXED),
+                pmu_reprograms: self.pmu_reprograms.load(RELAXED),
+                topdown_source: self.topdown_source.load(RELAXED),
+                active_profile: self.active_profile.load(RELAXED),
+                rejected_custom_events: self.rejected_custom_events.load(RELAXED),
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                overflow_interrupts: self.wide[0].load(RELAXED),
+                collect_requests: self.wide[1].load(RELAXED),
+                pmu_state: self.narrow[0].load(RELAXED),
+                counters_owned: self.narrow[1].load(RELAXED),
+                collect_time: self.narrow[2].load(RELAXED),
+                collect_count: self.narrow[3].load(RELAXED),
+                allocation_failures: self.narrow[4].load(RELAXED),
+                ownership_failures: self.narrow[5].load(RELAXED),
+                pmu_reprograms: self.narrow[6].load(RELAXED),
+                topdown_source: self.narrow[7].load(RELAXED),
+                active_profile: self.narrow[8].load(RELAXED),
+                rejected_custom_events: self.narrow[9].load(RELAXED),
+            }
+        }
     }
 
     #[cfg(test)]
@@ -1352,6 +1655,31 @@ pub mod driver_status {
             assert_eq!(size_of::<Values>(), 56);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 16);
+            let field_offsets = &[
+                offset_of!(Values, overflow_interrupts),
+                offset_of!(Values, collect_requests),
+                offset_of!(Values, pmu_state),
+                offset_of!(Values, counters_owned),
+                offset_of!(Values, collect_time),
+                offset_of!(Values, collect_count),
+                offset_of!(Values, allocation_failures),
+                offset_of!(Values, ownership_failures),
+                offset_of!(Values, pmu_reprograms),
+                offset_of!(Values, topdown_source),
+                offset_of!(Values, active_profile),
+                offset_of!(Values, rejected_custom_events),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 16 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, overflow_interrupts), 0);
             assert_eq!(
                 offset_of!(AtomicValues, overflow_interrupts),
@@ -1533,6 +1861,52 @@ pub mod hardware_counters_by_core_type {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 5],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 6],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 5],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 6],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Wide(1),
+        crate::pcw::Cell::Wide(2),
+        crate::pcw::Cell::Wide(3),
+        crate::pcw::Cell::Wide(4),
+        crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
+        crate::pcw::Cell::Narrow(3),
+        crate::pcw::Cell::Narrow(4),
+    ];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Core Type" (perf_counter_rawcount, standard): The core type these processors are: 0 not a hybrid
@@ -1679,10 +2053,52 @@ pub mod hardware_counters_by_core_type {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                instructions_retired: self.instructions_retired.load(RELAXED),
+                core_cycles: self.core_cycles.load(RELAXED),
+                instructions_retired_scaled: self.instructions_retired_scaled.load(RELAXED),
+                llc_misses: self.llc_misses.load(RELAXED),
+                branch_mispredicts: self.branch_mispredicts.load(RELAXED),
+                core_type: self.core_type.load(RELAXED),
+                processors: self.processors.load(RELAXED),
+                core_cycles_scaled: self.core_cycles_scaled.load(RELAXED),
+                aperf_cycles_scaled: self.aperf_cycles_scaled.load(RELAXED),
+                mperf_cycles_scaled: self.mperf_cycles_scaled.load(RELAXED),
+                reserved: 0,
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                instructions_retired: self.wide[0].load(RELAXED),
+                core_cycles: self.wide[1].load(RELAXED),
+                instructions_retired_scaled: self.wide[2].load(RELAXED),
+                llc_misses: self.wide[3].load(RELAXED),
+                branch_mispredicts: self.wide[4].load(RELAXED),
+                core_type: self.narrow[0].load(RELAXED),
+                processors: self.narrow[1].load(RELAXED),
+                core_cycles_scaled: self.narrow[2].load(RELAXED),
+                aperf_cycles_scaled: self.narrow[3].load(RELAXED),
+                mperf_cycles_scaled: self.narrow[4].load(RELAXED),
+                reserved: 0,
+            }
+        }
     }
 
     #[cfg(test)]
@@ -1695,6 +2111,29 @@ pub mod hardware_counters_by_core_type {
             assert_eq!(size_of::<Values>(), 64);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 40);
+            let field_offsets = &[
+                offset_of!(Values, instructions_retired),
+                offset_of!(Values, core_cycles),
+                offset_of!(Values, instructions_retired_scaled),
+                offset_of!(Values, llc_misses),
+                offset_of!(Values, branch_mispredicts),
+                offset_of!(Values, core_type),
+                offset_of!(Values, processors),
+                offset_of!(Values, core_cycles_scaled),
+                offset_of!(Values, aperf_cycles_scaled),
+                offset_of!(Values, mperf_cycles_scaled),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 40 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, instructions_retired), 0);
             assert_eq!(
                 offset_of!(AtomicValues, instructions_retired),

@@ -68,6 +68,46 @@ pub mod widgets {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 1],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 4],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 1],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 4],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
+    ];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Events/sec" (perf_counter_bulk_count, standard, aggregate sum): Events per second.
@@ -147,10 +187,40 @@ pub mod widgets {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                events: self.events.load(RELAXED),
+                queue_depth: self.queue_depth.load(RELAXED),
+                hits: self.hits.load(RELAXED),
+                lookups: self.lookups.load(RELAXED),
+                reserved: 0,
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                events: self.wide[0].load(RELAXED),
+                queue_depth: self.narrow[0].load(RELAXED),
+                hits: self.narrow[1].load(RELAXED),
+                lookups: self.narrow[2].load(RELAXED),
+                reserved: 0,
+            }
+        }
     }
 
     #[cfg(test)]
@@ -163,6 +233,23 @@ pub mod widgets {
             assert_eq!(size_of::<Values>(), 24);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 8);
+            let field_offsets = &[
+                offset_of!(Values, events),
+                offset_of!(Values, queue_depth),
+                offset_of!(Values, hits),
+                offset_of!(Values, lookups),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 8 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, events), 0);
             assert_eq!(offset_of!(AtomicValues, events), offset_of!(Values, events));
             assert_eq!(offset_of!(Values, queue_depth), 8);
@@ -247,6 +334,42 @@ pub mod small_status {
         }
     }
 
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 1],
+        /// The 4-byte fields, in layout order.
+        pub narrow: [core::sync::atomic::AtomicU32; 2],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells {
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 1],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
+            }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] =
+        &[crate::pcw::Cell::Wide(0), crate::pcw::Cell::Narrow(0), crate::pcw::Cell::Narrow(1)];
+
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Avg. Wait" (perf_average_timer, standard): Average wait, in seconds.
@@ -309,10 +432,36 @@ pub mod small_status {
 
     impl crate::pcw::CountersetBlock for Values {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
     }
 
     impl crate::pcw::CountersetBlock for AtomicValues {
         type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                size: self.size.load(RELAXED),
+                wait_time: self.wait_time.load(RELAXED),
+                waits: self.waits.load(RELAXED),
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                size: self.wide[0].load(RELAXED),
+                wait_time: self.narrow[0].load(RELAXED),
+                waits: self.narrow[1].load(RELAXED),
+            }
+        }
     }
 
     #[cfg(test)]
@@ -325,6 +474,19 @@ pub mod small_status {
             assert_eq!(size_of::<Values>(), 16);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            assert_eq!(offset_of!(AtomicCells, narrow), 8);
+            let field_offsets =
+                &[offset_of!(Values, size), offset_of!(Values, wait_time), offset_of!(Values, waits)];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 8 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
             assert_eq!(offset_of!(Values, size), 0);
             assert_eq!(offset_of!(AtomicValues, size), offset_of!(Values, size));
             assert_eq!(offset_of!(Values, wait_time), 8);
