@@ -14,7 +14,7 @@ use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
 use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription};
 use crate::pmu::model::{self, Detection};
-use crate::pmu::processor::PerProcessor;
+use crate::session::Processor;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
 /// The PMU client, shared by the Hardware Counters callback, the power callback and the
@@ -43,13 +43,13 @@ impl Driver {
     pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
-        let per_processor: PoolSlice<PerProcessor> =
+        let per_processor: PoolSlice<Processor> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
         let machine = Machine::of(processors.iter().map(|instance| {
             let description =
                 processors::on_processor(instance.group(), instance.number(), describe_this_processor);
             if let Some(state) = per_processor.get(instance.index() as usize) {
-                state.set_core_type(description.core_type);
+                state.pmu.set_core_type(description.core_type);
             }
             description
         }));
@@ -58,7 +58,7 @@ impl Driver {
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
         }
         for core_type in [CoreType::Performance, CoreType::Efficient] {
-            let count = per_processor.iter().filter(|state| state.core_type() == core_type as u8).count();
+            let count = per_processor.iter().filter(|state| state.pmu.core_type() == core_type as u8).count();
             if count > 0 {
                 log_info!("{count} processors of core type {core_type:?}");
             }

@@ -211,6 +211,22 @@ impl<S: Counterset> InstanceSink<S> for PcwBuffer {
         let status = unsafe { PcwAddInstance(self.0, &name, id, count, blocks) };
         if status < 0 { Err(AddInstanceFailed(status)) } else { Ok(()) }
     }
+
+    fn add_block<B: CountersetBlock<Counterset = S>>(
+        &mut self,
+        name: &[u16],
+        id: u32,
+        block: &B,
+    ) -> Result<(), AddInstanceFailed> {
+        let name = unicode_string(name);
+        let data = PCW_DATA { Data: (block as *const B).cast(), Size: core::mem::size_of::<B>() as u32 };
+        // SAFETY: as in `add`. The block may be atomic cells another processor stores into meanwhile:
+        // PCW's copy then takes each 8- and 4-byte cell either before or after a store (aligned
+        // stores of that size are atomic on x64), which a consumer sees as a sample taken a moment
+        // earlier or later.
+        let status = unsafe { PcwAddInstance(self.0, &name, id, 1, &data) };
+        if status < 0 { Err(AddInstanceFailed(status)) } else { Ok(()) }
+    }
 }
 
 /// The kernel's Unicode upcase, which is what perflib's own name matching uses.
@@ -305,8 +321,8 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
     fn refresh(&self) {
         (**self).refresh();
     }
-    fn values(&self, processor_index: u32) -> crate::counters::hardware_counters::Values {
-        (**self).values(processor_index)
+    fn block(&self, processor_index: u32) -> &crate::counters::hardware_counters::AtomicCells {
+        (**self).block(processor_index)
     }
     fn has_core_type(&self, core_type: u8) -> bool {
         (**self).has_core_type(core_type)

@@ -9,9 +9,9 @@ use super::power::PowerListener;
 use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr};
-use crate::pmu::processor::PerProcessor;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
+use crate::session::Processor;
 use crate::session::{Form, Platform, PmuClient};
 use core::fmt;
 
@@ -32,8 +32,9 @@ impl OverflowSink for Client {
     }
 }
 
-// SAFETY: atomics only; all zero is "nothing counted yet", the state `Default` builds.
-unsafe impl Zeroable for PerProcessor {}
+// SAFETY: atomics only; all zero is "nothing counted yet", the state `Default` builds (the client
+// publishes each processor's block, its core type included, before any collect).
+unsafe impl Zeroable for Processor {}
 
 /// The kernel as the session sees it.
 pub struct KernelPlatform {
@@ -102,7 +103,7 @@ impl Msrs for OwnedMsrs {
 impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
-    type Processors = PoolSlice<PerProcessor>;
+    type Processors = PoolSlice<Processor>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
         let request = match form {

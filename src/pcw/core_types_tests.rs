@@ -20,8 +20,9 @@ impl CountSource for PerType {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn values(&self, _processor_index: u32) -> hardware_counters::Values {
-        hardware_counters::Values::default()
+    fn block(&self, _processor_index: u32) -> &hardware_counters::AtomicCells {
+        static ZERO: hardware_counters::AtomicCells = hardware_counters::AtomicCells::new();
+        &ZERO
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {

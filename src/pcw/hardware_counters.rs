@@ -7,20 +7,27 @@
 use super::driver_status::DriverStatus;
 use super::processor_instances::ProcessorInstance;
 use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
-use crate::counters::hardware_counters::{Counterset, Values};
+use crate::counters::hardware_counters::{AtomicCells, Counterset, DESCRIPTORS};
 use crate::counters::hardware_counters_by_core_type;
+use crate::pcw::CountersetBlock;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the per-processor counter blocks come from: the PMU client's snapshots in the driver.
 pub trait CountSource: Sync {
-    /// Brings every processor's counts up to date, once per collect, before [`CountSource::values`].
+    /// Brings every processor's counts up to date, once per collect, before [`CountSource::block`].
     fn refresh(&self) {}
     /// The collect that [`CountSource::refresh`] began has handed every instance to PCW.
     fn collect_done(&self) {}
     /// The counter block of the processor with system index `processor_index`, as of the last
-    /// refresh: counts extended to 64 bits, never decreasing.
-    fn values(&self, processor_index: u32) -> Values;
+    /// refresh: counts extended to 64 bits, never decreasing. PCW copies it as it is, so it is
+    /// atomic: a refresh for another consumer may be storing into it meanwhile.
+    fn block(&self, processor_index: u32) -> &AtomicCells;
+    /// [`CountSource::block`]'s values now (tests compare blocks by value).
+    #[cfg(test)]
+    fn values(&self, processor_index: u32) -> crate::counters::hardware_counters::Values {
+        self.block(processor_index).values()
+    }
     /// Whether some processor's Core Type counter shows `core_type`.
     fn has_core_type(&self, core_type: u8) -> bool;
     /// The sum of the blocks of every processor whose Core Type counter shows `core_type`, as of the
@@ -106,10 +113,14 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
     ) -> Result<(), AddInstanceFailed> {
         let started = (self.clock)();
         let result = collect_refreshed(&self.source, || {
+            let every_counter = query.counter_mask & EVERY_COUNTER == EVERY_COUNTER;
             let mut add = |processor: &ProcessorInstance| {
-                let mut values = self.source.values(processor.index());
-                values.clear_unrequested(query.counter_mask);
-                sink.add(processor.name(), processor.id(), Some(&values))
+                let block = self.source.block(processor.index());
+                if every_counter {
+                    // PCW copies the block itself: nothing to assemble per instance.
+                    return sink.add_block(processor.name(), processor.id(), block);
+                }
+                add_requested(sink, processor, block, query.counter_mask)
             };
             // Every instance (what PDH's wildcard asks for) without a match per instance.
             if query.selects_every_instance() {
@@ -122,6 +133,32 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
         result
     }
 }
+
+/// Adds `processor`'s instance with only the counters in `counter_mask` (the others 0). Kept out of
+/// line: the common query asks for every counter, and this path's copy of the block would otherwise
+/// cost that one registers saved and restored per instance.
+#[inline(never)]
+fn add_requested<K: InstanceSink<Counterset>>(
+    sink: &mut K,
+    processor: &ProcessorInstance,
+    block: &AtomicCells,
+    counter_mask: u64,
+) -> Result<(), AddInstanceFailed> {
+    let mut values = block.values();
+    values.clear_unrequested(counter_mask);
+    sink.add(processor.name(), processor.id(), Some(&values))
+}
+
+/// The counter mask bits of every counter of the counterset.
+const EVERY_COUNTER: u64 = {
+    let mut mask = 0u64;
+    let mut index = 0;
+    while index < DESCRIPTORS.len() {
+        mask |= 1 << DESCRIPTORS[index].id;
+        index += 1;
+    }
+    mask
+};
 
 /// One collect from `source`: brought up to date once, then `collect` hands over the instances, then
 /// the source hears that the collect is done (whatever `collect` returned).

@@ -2,17 +2,48 @@
 //! query count, the status accounting, and many consumers collecting at once.
 
 use super::*;
-use crate::counters::hardware_counters::{Counterset, id};
+use crate::counters::hardware_counters::{Counterset, Values, id};
 use crate::pcw::wildcard::ascii_upcase;
 use std::collections::BTreeSet;
 
 /// Blocks that identify their processor and field: field f of processor i holds i * 1_000_000 + f + 1
-/// (cut to the field's width).
-struct PatternCounts;
+/// (cut to the field's width), for the 72 processors of [`two_groups`].
+struct PatternCounts {
+    blocks: Vec<AtomicCells>,
+}
+
+/// Processor `index`'s pattern.
+fn pattern(index: u32) -> Values {
+    Values::from_fields(|field| u64::from(index) * 1_000_000 + field as u64 + 1)
+}
+
+impl PatternCounts {
+    fn new() -> Self {
+        let blocks = (0..72)
+            .map(|index| {
+                let block = AtomicCells::new();
+                for (field, cell) in crate::counters::hardware_counters::CELLS.iter().enumerate() {
+                    let value = u64::from(index) * 1_000_000 + field as u64 + 1;
+                    match *cell {
+                        crate::pcw::Cell::Wide(i) => {
+                            block.wide[usize::from(i)].store(value, Ordering::Relaxed)
+                        }
+                        crate::pcw::Cell::Narrow(i) => {
+                            block.narrow[usize::from(i)].store(value as u32, Ordering::Relaxed)
+                        }
+                    }
+                }
+                assert_eq!(block.values(), pattern(index), "CELLS places field {index} as Values does");
+                block
+            })
+            .collect();
+        PatternCounts { blocks }
+    }
+}
 
 impl CountSource for PatternCounts {
-    fn values(&self, index: u32) -> Values {
-        Values::from_fields(|field| u64::from(index) * 1_000_000 + field as u64 + 1)
+    fn block(&self, index: u32) -> &AtomicCells {
+        &self.blocks[index as usize]
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {
@@ -41,13 +72,15 @@ fn two_groups() -> Vec<ProcessorInstance> {
 
 fn provider() -> HardwareCounters<Vec<ProcessorInstance>, PatternCounts> {
     let status = Box::leak(Box::new(DriverStatus::new()));
-    HardwareCounters::new(two_groups(), PatternCounts, status, ascii_upcase, clock)
+    HardwareCounters::new(two_groups(), PatternCounts::new(), status, ascii_upcase, clock)
 }
 
 #[derive(Debug, Default)]
 struct Recorder {
     instances: Vec<(String, u32, Option<Values>)>,
     fail_after: Option<usize>,
+    /// Instances whose block was handed over as it is (every counter requested).
+    whole_blocks: usize,
 }
 
 impl InstanceSink<Counterset> for Recorder {
@@ -56,6 +89,17 @@ impl InstanceSink<Counterset> for Recorder {
             return Err(AddInstanceFailed(0xC000_0023_u32 as i32)); // STATUS_BUFFER_TOO_SMALL
         }
         self.instances.push((String::from_utf16(name).unwrap(), id, data.copied()));
+        Ok(())
+    }
+
+    fn add_block<B: crate::pcw::CountersetBlock<Counterset = Counterset>>(
+        &mut self,
+        name: &[u16],
+        id: u32,
+        block: &B,
+    ) -> Result<(), AddInstanceFailed> {
+        self.add(name, id, Some(&block.values()))?;
+        self.whole_blocks += 1;
         Ok(())
     }
 }
@@ -84,7 +128,8 @@ fn collect_reports_every_processor_with_its_counts() {
     assert_eq!(recorder.instances.len(), 72);
     let (name, instance_id, values) = &recorder.instances[40];
     assert_eq!((name.as_str(), *instance_id), ("1,4", 68));
-    assert_eq!(values.unwrap(), PatternCounts.values(40));
+    assert_eq!(values.unwrap(), pattern(40));
+    assert_eq!(recorder.whole_blocks, 72, "every counter requested: each block is handed over as it is");
 }
 
 #[test]
@@ -123,7 +168,7 @@ fn counter_mask_leaves_unrequested_counters_zero() {
     let mask = 1u64 << id::INSTRUCTIONS_PER_SEC;
     let recorder = collect(&provider, &Query { counter_mask: mask, ..Query::ALL });
     let values = recorder.instances[3].2.unwrap();
-    assert_eq!(values.instructions_retired, PatternCounts.values(3).instructions_retired);
+    assert_eq!(values.instructions_retired, pattern(3).instructions_retired);
     assert_eq!(values.core_cycles, 0);
     assert_eq!(values.instructions_retired_scaled, 0);
     assert_eq!(values.overflow_interrupts, 0);
@@ -131,7 +176,7 @@ fn counter_mask_leaves_unrequested_counters_zero() {
     // The IPC counter reads its own numerator; its base is a separate counter the consumer also asks for.
     let ipc = (1u64 << id::INSTRUCTIONS_PER_CYCLE) | (1u64 << id::INSTRUCTIONS_PER_CYCLE_BASE);
     let values = collect(&provider, &Query { counter_mask: ipc, ..Query::ALL }).instances[3].2.unwrap();
-    let full = PatternCounts.values(3);
+    let full = pattern(3);
     assert_eq!(
         (values.instructions_retired_scaled, values.core_cycles_scaled),
         (full.instructions_retired_scaled, full.core_cycles_scaled)
@@ -221,7 +266,7 @@ fn sixteen_consumers_collecting_at_once_each_see_a_consistent_instance_set() {
                     for (name, instance_id, values) in &recorder.instances {
                         let index = index_of_id[instance_id];
                         assert_eq!(String::from_utf16(processors[index].name()).unwrap(), *name);
-                        assert_eq!(values.unwrap(), PatternCounts.values(index as u32));
+                        assert_eq!(values.unwrap(), pattern(index as u32));
                     }
                 }
             });
@@ -242,8 +287,9 @@ impl CountSource for RecordingSource {
     fn refresh(&self) {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
     }
-    fn values(&self, _processor_index: u32) -> Values {
-        Values::default()
+    fn block(&self, _processor_index: u32) -> &AtomicCells {
+        static ZERO: AtomicCells = AtomicCells::new();
+        &ZERO
     }
     fn has_core_type(&self, _core_type: u8) -> bool {
         false

@@ -17,4 +17,4 @@ pub use query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 /// ([`CounterDescriptor`], whose generated tables PcwRegister takes as they are), the
 /// [`CounterBlock`] contract and each counterset's binding ([`Counterset`], [`CountersetBlock`],
 /// [`InstanceKind`]). Declared in crate::counters (counter-manifest's contract).
-pub use crate::counters::{CounterBlock, CounterDescriptor, Counterset, CountersetBlock, InstanceKind};
+pub use crate::counters::{Cell, CounterBlock, CounterDescriptor, Counterset, CountersetBlock, InstanceKind};

@@ -44,7 +44,7 @@ impl Query<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddInstanceFailed(pub i32);
 
-use super::Counterset;
+use super::{Counterset, CountersetBlock};
 
 /// Where a provider puts the instances of counterset `S` it reports: PcwAddInstance in the driver, a
 /// recorder in tests. Only `S`'s data block can be added.
@@ -52,6 +52,17 @@ pub trait InstanceSink<S: Counterset> {
     /// Adds one instance. `data` is `None` for an Enumerate request, where PCW needs only names and
     /// ids (PcwAddInstance with Count 0 and no data).
     fn add(&mut self, name: &[u16], id: u32, data: Option<&S::Values>) -> Result<(), AddInstanceFailed>;
+
+    /// Adds one instance with counter data `block`, which may be an atomic block that is being
+    /// updated meanwhile: PcwAddInstance copies it as it is (a sink that keeps values loads them).
+    fn add_block<B: CountersetBlock<Counterset = S>>(
+        &mut self,
+        name: &[u16],
+        id: u32,
+        block: &B,
+    ) -> Result<(), AddInstanceFailed> {
+        self.add(name, id, Some(&block.values()))
+    }
 }
 
 /// A counterset's answer to PCW's four callback types.

@@ -17,12 +17,14 @@ pub struct FrequencyCounters {
 }
 
 impl FrequencyCounters {
-    /// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles).
-    pub fn read(&self, msrs: &impl Msrs) {
+    /// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles) and
+    /// returns them as (APERF, MPERF).
+    pub fn read(&self, msrs: &impl Msrs) -> (u64, u64) {
         let mperf = msrs.read(msr::IA32_MPERF);
         let aperf = msrs.read(msr::IA32_APERF);
         self.mperf.store(mperf, Ordering::Relaxed);
         self.aperf.store(aperf, Ordering::Relaxed);
+        (aperf, mperf)
     }
 
     /// The last (APERF, MPERF) readings.

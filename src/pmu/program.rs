@@ -170,9 +170,9 @@ impl Programming {
     /// holds: one rdmsr, so that a collect can afford it. Successive turns go round every check.
     #[inline]
     pub fn intact_in_turn(&self, turn: usize, msrs: &impl Msrs) -> bool {
-        match self.checks[..self.len].get(turn) {
-            Some(&(register, mask, value)) => msrs.read(register) & mask == value,
-            None => true,
+        match self.checks.get(turn) {
+            Some(&(register, mask, value)) if turn < self.len => msrs.read(register) & mask == value,
+            _ => true,
         }
     }
 }

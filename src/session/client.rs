@@ -16,12 +16,13 @@
 use super::fields::EventCounts;
 use super::lock::SessionLock;
 use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
+use super::publish::{self, Processor};
 use super::schedule::Schedule;
-use crate::counters::hardware_counters::Values;
+use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
-use crate::pmu::events::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
+use crate::pmu::events::{Assignment, CounterPlan, Event, MAX_ASSIGNMENTS, Wanted, plan_for};
 use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
 use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
@@ -57,6 +58,8 @@ struct Session<P: Platform> {
     status_register: Option<u32>,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
     aperf_mperf: bool,
+    /// The plan's reads without a test per counter, where every slot allows them.
+    held: Option<HeldReads>,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -100,6 +103,9 @@ impl<P: Platform> PmuClient<P> {
             Detection::Usable(_) => no_topdown(machine),
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
+        for processor in processors.iter() {
+            publish::publish_all(&processor.published, &counts_under(processor, None));
+        }
         PmuClient {
             machine,
             platform,
@@ -129,7 +135,7 @@ impl<P: Platform> PmuClient<P> {
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
         let owned = OwnedMask::new(self.pmi_owned.load(Ordering::Acquire)).unwrap_or(OwnedMask::EMPTY);
         if let Some(processor) = self.processors.get(processor as usize) {
-            processor.counters.fold(overflow_bits, owned);
+            processor.pmu.counters.fold(overflow_bits, owned);
         }
     }
 
@@ -203,8 +209,9 @@ impl<P: Platform> PmuClient<P> {
             &ownership,
             &|index, msrs| match self.processors.get(index as usize) {
                 Some(processor) => {
-                    carry_over(processor, previous.as_ref(), &plan);
-                    start_counting(processor, model.vendor, &plan, msrs);
+                    carry_over(&processor.pmu, previous.as_ref(), &plan);
+                    publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
+                    start_counting(&processor.pmu, model.vendor, &plan, msrs);
                 }
                 None => program::start(model.vendor, &plan, msrs),
             },
@@ -224,6 +231,7 @@ impl<P: Platform> PmuClient<P> {
             placements,
             status_register,
             aperf_mperf: model.aperf_mperf,
+            held: HeldReads::of(&plan, &placements),
         });
         drop(session);
         // Active once a collect can read the session.
@@ -262,7 +270,7 @@ impl<P: Platform> PmuClient<P> {
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
             self.read_processor(&open, model.vendor, index, msrs, Check::All);
             if let Some(processor) = self.processors.get(index as usize) {
-                processor.counters.release();
+                processor.pmu.counters.release();
             }
             program::stop_and_clear(model.vendor, &open.plan, msrs);
         });
@@ -286,11 +294,15 @@ impl<P: Platform> PmuClient<P> {
         msrs: &mut P::Msrs,
         check: Check,
     ) {
-        let Some(processor) = self.processors.get(index as usize) else { return };
+        let Some(Processor { pmu: processor, published }) = self.processors.get(index as usize) else {
+            return;
+        };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
-                processor.frequency.read(msrs);
+                let (aperf, mperf) = processor.frequency.read(msrs);
+                publish::frequency(published, aperf, mperf);
             }
+            publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
             let intact = match check {
                 Check::All => session.programming.intact(msrs),
                 Check::OneInTurn => {
@@ -303,9 +315,12 @@ impl<P: Platform> PmuClient<P> {
                 self.status.record_reprogram();
                 return;
             }
-            read_counters(processor, session, msrs);
+            read_counters(processor, published, session, msrs);
             if session.plan.topdown_metrics() {
                 processor.topdown.read(msrs);
+                publish::topdown(published, &processor.topdown.totals());
+            } else if let Some(width) = session.plan.topdown_width() {
+                publish::topdown(published, &topdown_from_events(processor, &session.plan, width));
             }
             processor.counters.publish();
         });
@@ -320,7 +335,7 @@ impl<P: Platform> PmuClient<P> {
             self.read_processor(open, vendor, index, msrs, check)
         });
         let interrupts =
-            self.processors.iter().map(|processor| processor.counters.overflow_interrupts()).sum();
+            self.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
         self.status.set_overflow_interrupts(interrupts);
     }
 
@@ -445,31 +460,136 @@ enum Check {
 /// every counter (rdpmc), then the global status once, then again any counter with a wrap pending
 /// (the protocol of `crate::pmu::fold`); without one, each counter is polled.
 #[inline(always)]
-fn read_counters<P: Platform>(processor: &PerProcessor, session: &Session<P>, msrs: &mut P::Msrs) {
+fn read_counters<P: Platform>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    session: &Session<P>,
+    msrs: &mut P::Msrs,
+) {
     let Some(status_register) = session.status_register else {
         for (slot, assignment) in session.plan.iter().enumerate() {
             let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
-            if let Some(extended) = processor.poll.poll(slot, assignment.width, read) {
-                let _ = processor.counters.report(slot, extended);
+            if let Some(extended) = processor.poll.poll(slot, assignment.width, read)
+                && let Some(count) = processor.counters.report(slot, extended)
+            {
+                publish::event(published, assignment.event, count);
             }
         }
         return;
     };
-    // Index loops over one slice: the iterator adapters cost several instructions per counter here.
     let assignments = session.plan.as_slice();
+    let len = assignments.len();
+    match &session.held {
+        // Every slot placed and readable with rdpmc: no test per counter.
+        Some(held) => read_held(processor, published, len, msrs, status_register, held),
+        None => {
+            let slots = PlannedSlots { assignments, placements: &session.placements };
+            read_held(processor, published, len, msrs, status_register, &slots)
+        }
+    }
+}
+
+/// The interrupts-off read of `len` slots ([`read_counters`]): each counter, then the global status
+/// once, then each counter's report (read again where a wrap is pending). Inlined for each kind of
+/// [`HeldSlots`], so that where every slot has an rdpmc index and a placement, no counter pays a test
+/// for them.
+#[inline(always)]
+fn read_held<M: Msrs>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    len: usize,
+    msrs: &mut M,
+    status_register: u32,
+    slots: &impl HeldSlots,
+) {
+    // Index loops: the iterator adapters cost several instructions per counter here.
     let mut raws = [0u64; SLOTS];
-    for slot in 0..assignments.len() {
-        let assignment = &assignments[slot];
-        raws[slot & (SLOTS - 1)] = msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+    for slot in 0..len {
+        raws[slot & (SLOTS - 1)] = slots.read(msrs, slot);
     }
     let status = msrs.read(status_register);
-    for slot in 0..assignments.len() {
-        let assignment = &assignments[slot];
-        if let Some(at) = session.placements[slot & (SLOTS - 1)] {
-            let read_again = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+    for slot in 0..len {
+        if let Some(at) = slots.placement(slot) {
             let raw = raws[slot & (SLOTS - 1)];
-            let _ = processor.counters.report_held(slot, at, raw, status, read_again);
+            let read_again = || slots.read(msrs, slot);
+            if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
+                publish::event(published, slots.event(slot), count);
+            }
         }
+    }
+}
+
+/// What the interrupts-off reader needs per slot.
+trait HeldSlots {
+    /// Reads slot `slot`'s counter.
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64;
+    /// The slot's placement among the owned counters, if it has one.
+    fn placement(&self, slot: usize) -> Option<Placement>;
+    /// The event the slot counts.
+    fn event(&self, slot: usize) -> Event;
+}
+
+/// Any plan's slots, read from the plan and the session's placements.
+struct PlannedSlots<'a> {
+    assignments: &'a [Assignment],
+    placements: &'a [Option<Placement>; SLOTS],
+}
+
+impl HeldSlots for PlannedSlots<'_> {
+    #[inline(always)]
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
+        let assignment = &self.assignments[slot];
+        msrs.read_counter(assignment.counter_msr, assignment.rdpmc)
+    }
+    #[inline(always)]
+    fn placement(&self, slot: usize) -> Option<Placement> {
+        self.placements[slot & (SLOTS - 1)]
+    }
+    #[inline(always)]
+    fn event(&self, slot: usize) -> Event {
+        self.assignments[slot].event
+    }
+}
+
+/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement
+/// (always on Intel, and on AMD's first six core counters): per slot, the (counter MSR, rdpmc
+/// index), the placement and the event, without an `Option` each.
+struct HeldReads {
+    reads: [(u32, u32); SLOTS],
+    placements: [Placement; SLOTS],
+    events: [Event; SLOTS],
+}
+
+impl HeldSlots for HeldReads {
+    #[inline(always)]
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
+        let (msr, index) = self.reads[slot & (SLOTS - 1)];
+        msrs.read_counter(msr, Some(index))
+    }
+    #[inline(always)]
+    fn placement(&self, slot: usize) -> Option<Placement> {
+        Some(self.placements[slot & (SLOTS - 1)])
+    }
+    #[inline(always)]
+    fn event(&self, slot: usize) -> Event {
+        self.events[slot & (SLOTS - 1)]
+    }
+}
+
+impl HeldReads {
+    fn of(plan: &CounterPlan, placements: &[Option<Placement>; SLOTS]) -> Option<HeldReads> {
+        // Places past the plan's slots are never read; they repeat the first slot's.
+        let mut held = HeldReads {
+            reads: [(0, 0); SLOTS],
+            placements: [placements[0]?; SLOTS],
+            events: [Event::Instructions; SLOTS],
+        };
+        for (slot, assignment) in plan.iter().enumerate() {
+            held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
+            held.placements[slot] = placements[slot]?;
+            held.events[slot] = assignment.event;
+        }
+        Some(held)
     }
 }
 
@@ -508,21 +628,20 @@ impl<P: Platform> CountSource for PmuClient<P> {
         self.schedule.collect_ended(self.platform.now_100ns());
     }
 
-    fn values(&self, processor_index: u32) -> Values {
-        match self.processors.get(processor_index as usize) {
-            Some(processor) => self.counts(processor).values(),
-            None => Values::default(),
-        }
+    fn block(&self, processor_index: u32) -> &AtomicCells {
+        static NO_PROCESSOR: AtomicCells = AtomicCells::new();
+        self.processors.get(processor_index as usize).map_or(&NO_PROCESSOR, |processor| &processor.published)
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {
-        self.processors.iter().any(|processor| processor.core_type() == core_type)
+        self.processors.iter().any(|processor| processor.pmu.core_type() == core_type)
     }
 
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
-        for processor in self.processors.iter().filter(|processor| processor.core_type() == core_type) {
-            sum.accumulate(&self.counts(processor));
+        let last_plan = self.last_plan.read();
+        for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
+            sum.accumulate(&counts_under(processor, last_plan.as_ref()));
         }
         sum.by_core_type_values()
     }
@@ -534,36 +653,40 @@ impl<P: Platform> CountSource for PmuClient<P> {
     }
 }
 
-impl<P: Platform> PmuClient<P> {
-    /// One processor's values as of the last read. Inlined: each collect calls it once per processor,
-    /// and a call would return its 232 bytes through a copy.
-    #[inline(always)]
-    fn counts(&self, processor: &PerProcessor) -> EventCounts {
-        let (aperf, mperf) = processor.frequency.last();
-        let mut counts = EventCounts {
-            overflow_interrupts: processor.counters.overflow_interrupts(),
-            topdown: processor.topdown.totals(),
-            aperf,
-            mperf,
-            core_type: u64::from(processor.core_type()),
-            processors: 1,
-            ..EventCounts::default()
-        };
-        // Between sessions, and while one is being opened or closed, the last plan places the last
-        // values, so counts never drop back to 0 while the counters are released.
-        let last_plan = self.last_plan.read();
-        let plan = last_plan.as_ref();
-        if let Some(plan) = plan {
-            // One load per planned counter: cheaper per processor than a snapshot of every slot.
-            for (slot, assignment) in plan.as_slice().iter().enumerate() {
-                counts.events[assignment.event.index()] = processor.counters.reported(slot);
-            }
+/// One processor's values as of its last read, with `plan` (the last session's, open or closed)
+/// placing the event counts: between sessions, and while one is being opened or closed, the last plan
+/// places the last values, so counts never drop back to 0 while the counters are released.
+fn counts_under(processor: &Processor, plan: Option<&CounterPlan>) -> EventCounts {
+    let pmu = &processor.pmu;
+    let (aperf, mperf) = pmu.frequency.last();
+    let mut counts = EventCounts {
+        overflow_interrupts: pmu.counters.overflow_interrupts(),
+        topdown: pmu.topdown.totals(),
+        aperf,
+        mperf,
+        core_type: u64::from(pmu.core_type()),
+        processors: 1,
+        ..EventCounts::default()
+    };
+    if let Some(plan) = plan {
+        for (slot, assignment) in plan.as_slice().iter().enumerate() {
+            counts.events[assignment.event.index()] = pmu.counters.reported(slot);
         }
-        if let Some(width) = plan.and_then(|plan| plan.topdown_width()) {
+        if let Some(width) = plan.topdown_width() {
             counts.topdown = topdown::from_events(width, |event| counts.events[event.index()]);
         }
-        counts
     }
+    counts
+}
+
+/// Top-down totals from the topdown profile's event counts as just reported on this processor.
+fn topdown_from_events(processor: &PerProcessor, plan: &CounterPlan, width: u8) -> topdown::Topdown {
+    topdown::from_events(width, |event| {
+        plan.as_slice()
+            .iter()
+            .position(|assignment| assignment.event == event)
+            .map_or(0, |slot| processor.counters.reported(slot))
+    })
 }
 
 impl<P: Platform> Drop for PmuClient<P> {

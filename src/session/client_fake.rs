@@ -62,7 +62,7 @@ impl Msrs for FakeMsrs {
 impl Platform for FakePlatform {
     type Ownership = FakeOwnership;
     type Msrs = FakeMsrs;
-    type Processors = Vec<PerProcessor>;
+    type Processors = Vec<Processor>;
 
     fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
         self.asked.lock().unwrap().push(match form {
@@ -118,7 +118,7 @@ impl Platform for FakePlatform {
 pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let processors = (0..PROCESSORS).map(|_| PerProcessor::default()).collect();
+    let processors = (0..PROCESSORS).map(|_| Processor::default()).collect();
     PmuClient::new(fake_platform(answers), detection, processors, status)
 }
 
@@ -142,10 +142,21 @@ pub(super) fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
 }
 
 impl PmuClient<FakePlatform> {
-    /// One collect as PCW's callback makes it: refresh, then (instances handed over) done.
+    /// One collect as PCW's callback makes it: refresh, then (instances handed over) done. Each
+    /// processor's published block must then show its counts (see [`Self::assert_published`]).
     pub(super) fn collect(&self) {
         self.refresh();
+        self.assert_published();
         self.collect_done();
+    }
+    /// What the reads stored field by field into each processor's block is the block of its counts,
+    /// assembled whole.
+    pub(super) fn assert_published(&self) {
+        let last_plan = self.last_plan.read();
+        for (index, processor) in self.processors.iter().enumerate() {
+            let whole = counts_under(processor, last_plan.as_ref()).values();
+            assert_eq!(self.values(index as u32), whole, "processor {index}'s published block");
+        }
     }
     pub(super) fn advance(&self, by: u64) {
         self.platform.now.fetch_add(by, Ordering::SeqCst);

@@ -162,6 +162,7 @@ fn counts_survive_a_release_and_a_new_session() {
     client.advance(3 * SECOND);
     client.tick();
     assert!(!client.owns());
+    client.assert_published();
     assert_eq!(client.values(2).instructions_retired, 7_000, "the release read the last counts");
     client.collect();
     assert!(client.owns());
@@ -226,6 +227,7 @@ fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
     client.advance(3 * SECOND);
     client.tick();
     assert!(!client.owns());
+    client.assert_published();
     assert_eq!(client.values(1).custom_event0, 4_321, "the count stays after the release");
     let instructions = client.values(1).instructions_retired;
     client.collect();
@@ -245,9 +247,9 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
     use crate::counters::{hardware_counters, hardware_counters_by_core_type};
     use crate::pmu::hybrid::{CoreType, Machine};
     let model = SKYLAKE_I7_6700K.model();
-    let processors: Vec<PerProcessor> = (0..PROCESSORS).map(|_| PerProcessor::default()).collect();
+    let processors: Vec<Processor> = (0..PROCESSORS).map(|_| Processor::default()).collect();
     for (index, processor) in processors.iter().enumerate() {
-        processor.set_core_type(if index < PROCESSORS / 2 {
+        processor.pmu.set_core_type(if index < PROCESSORS / 2 {
             CoreType::Performance
         } else {
             CoreType::Efficient

@@ -119,7 +119,7 @@ impl FieldSource {
         panic!("a counter field in the manifest names no event or value the driver has")
     }
 
-    fn read(self, counts: &EventCounts) -> u64 {
+    pub(super) fn read(self, counts: &EventCounts) -> u64 {
         self.value.of(counts) >> self.shift
     }
 }

@@ -7,7 +7,9 @@ mod client;
 pub mod fields;
 mod lock;
 pub mod platform;
+pub mod publish;
 mod schedule;
 
 pub use client::PmuClient;
 pub use platform::{Form, Platform};
+pub use publish::Processor;
