@@ -321,7 +321,7 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
     fn refresh(&self) {
         (**self).refresh();
     }
-    fn block(&self, processor_index: u32) -> &crate::counters::hardware_counters::AtomicCells {
+    fn block(&self, processor_index: u32) -> Option<&crate::counters::hardware_counters::AtomicCells> {
         (**self).block(processor_index)
     }
     fn has_core_type(&self, core_type: u8) -> bool {

@@ -20,9 +20,8 @@ impl CountSource for PerType {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn block(&self, _processor_index: u32) -> &hardware_counters::AtomicCells {
-        static ZERO: hardware_counters::AtomicCells = hardware_counters::AtomicCells::new();
-        &ZERO
+    fn block(&self, _processor_index: u32) -> Option<&hardware_counters::AtomicCells> {
+        None
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {

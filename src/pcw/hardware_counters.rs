@@ -21,12 +21,13 @@ pub trait CountSource: Sync {
     fn collect_done(&self) {}
     /// The counter block of the processor with system index `processor_index`, as of the last
     /// refresh: counts extended to 64 bits, never decreasing. PCW copies it as it is, so it is
-    /// atomic: a refresh for another consumer may be storing into it meanwhile.
-    fn block(&self, processor_index: u32) -> &AtomicCells;
+    /// atomic: a refresh for another consumer may be storing into it meanwhile. `None` for an index
+    /// the source has no processor for (the instance then reads 0).
+    fn block(&self, processor_index: u32) -> Option<&AtomicCells>;
     /// [`CountSource::block`]'s values now (tests compare blocks by value).
     #[cfg(test)]
     fn values(&self, processor_index: u32) -> crate::counters::hardware_counters::Values {
-        self.block(processor_index).values()
+        self.block(processor_index).map(|block| block.values()).unwrap_or_default()
     }
     /// Whether some processor's Core Type counter shows `core_type`.
     fn has_core_type(&self, core_type: u8) -> bool;
@@ -115,12 +116,11 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
         let result = collect_refreshed(&self.source, || {
             let every_counter = query.counter_mask & EVERY_COUNTER == EVERY_COUNTER;
             let mut add = |processor: &ProcessorInstance| {
-                let block = self.source.block(processor.index());
-                if every_counter {
+                match self.source.block(processor.index()) {
                     // PCW copies the block itself: nothing to assemble per instance.
-                    return sink.add_block(processor.name(), processor.id(), block);
+                    Some(block) if every_counter => sink.add_block(processor.name(), processor.id(), block),
+                    block => add_requested(sink, processor, block, query.counter_mask),
                 }
-                add_requested(sink, processor, block, query.counter_mask)
             };
             // Every instance (what PDH's wildcard asks for) without a match per instance.
             if query.selects_every_instance() {
@@ -134,17 +134,18 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
     }
 }
 
-/// Adds `processor`'s instance with only the counters in `counter_mask` (the others 0). Kept out of
+/// Adds `processor`'s instance with only the counters in `counter_mask` (the others 0; all 0 without
+/// a block). Kept out of
 /// line: the common query asks for every counter, and this path's copy of the block would otherwise
 /// cost that one registers saved and restored per instance.
 #[inline(never)]
 fn add_requested<K: InstanceSink<Counterset>>(
     sink: &mut K,
     processor: &ProcessorInstance,
-    block: &AtomicCells,
+    block: Option<&AtomicCells>,
     counter_mask: u64,
 ) -> Result<(), AddInstanceFailed> {
-    let mut values = block.values();
+    let mut values = block.map(|block| block.values()).unwrap_or_default();
     values.clear_unrequested(counter_mask);
     sink.add(processor.name(), processor.id(), Some(&values))
 }

@@ -42,8 +42,8 @@ impl PatternCounts {
 }
 
 impl CountSource for PatternCounts {
-    fn block(&self, index: u32) -> &AtomicCells {
-        &self.blocks[index as usize]
+    fn block(&self, index: u32) -> Option<&AtomicCells> {
+        self.blocks.get(index as usize)
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {
@@ -287,9 +287,8 @@ impl CountSource for RecordingSource {
     fn refresh(&self) {
         self.refreshes.fetch_add(1, Ordering::Relaxed);
     }
-    fn block(&self, _processor_index: u32) -> &AtomicCells {
-        static ZERO: AtomicCells = AtomicCells::new();
-        &ZERO
+    fn block(&self, _processor_index: u32) -> Option<&AtomicCells> {
+        None
     }
     fn has_core_type(&self, _core_type: u8) -> bool {
         false

@@ -881,11 +881,18 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
             plan.unavailable = plan.unavailable.with(event);
         }
     }
+    // Fixed counters are placed first but go in the plan after the general-purpose ones, in counter
+    // order: the plan's slots then follow their global status bits (general-purpose i = bit i, fixed j
+    // = bit 32 + j), so each slot is its counter's overflow slot (crate::pmu::fold's rank of the
+    // status bit among the owned ones).
+    let mut fixed_assignments: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
     if model.vendor == Vendor::Intel {
         for event in wanted.events.iter() {
             let Some(fixed) = event.intel_fixed_counter() else { continue };
             if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
-                plan.push(intel_fixed(model, event, fixed, pmi));
+                if let Some(entry) = fixed_assignments.get_mut(usize::from(fixed)) {
+                    *entry = Some(intel_fixed(model, event, fixed, pmi));
+                }
                 placed = placed.with(event);
             }
         }
@@ -924,7 +931,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         // `fits` guarantees that the k-th most constrained event may use counter k.
         general[counter] = Some(general_purpose(model, *event, *encoding, counter as u8, pmi));
     }
-    for assignment in general.into_iter().flatten() {
+    for assignment in general.into_iter().chain(fixed_assignments).flatten() {
         plan.push(assignment);
     }
     plan

@@ -111,13 +111,14 @@ fn intel_fixed_three(width: u8) -> [Assignment; 3] {
 #[test]
 fn skylake_plan() {
     let plan = plan(&cpus::SKYLAKE_I7_6700K.model());
-    let mut expected = intel_fixed_three(48).to_vec();
-    expected.extend([
+    // General-purpose counters first, then the fixed ones: slots in status bit order.
+    let mut expected = vec![
         a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
         a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
         a(BranchMispredicts, Slot::General(2), 0xC3, 0x188, 0x0053_00C5, Some(2), 2, 48),
         a(Branches, Slot::General(3), 0xC4, 0x189, 0x0053_00C4, Some(3), 3, 48),
-    ]);
+    ];
+    expected.extend(intel_fixed_three(48));
     assert_eq!(assignments(&plan), expected);
     assert_eq!(plan.len(), 7);
     assert_eq!(plan.counted(), EventSet::DEFAULT);
@@ -157,11 +158,11 @@ fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
     assert_eq!(
         assignments(&plan),
         [
-            a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
-            a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
             a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
             a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
             a(Branches, Slot::General(2), 0xC3, 0x188, 0x0053_00C4, Some(2), 2, 48),
+            a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
+            a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
         ]
     );
     assert_eq!(plan.unavailable(), set(&[ReferenceCycles, BranchMispredicts]));
@@ -173,11 +174,11 @@ fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
 #[test]
 fn conroe_plan_uses_the_assumed_fixed_counters_and_drops_the_branch_pair() {
     let plan = plan(&cpus::CONROE_X6800.model());
-    let mut expected = intel_fixed_three(40).to_vec();
-    expected.extend([
+    let mut expected = vec![
         a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 40),
         a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 40),
-    ]);
+    ];
+    expected.extend(intel_fixed_three(40));
     assert_eq!(assignments(&plan), expected);
     assert_eq!(plan.dropped(), set(&[BranchMispredicts, Branches]));
     assert!(plan.unavailable().is_empty());
@@ -350,6 +351,13 @@ fn every_plan_of_the_table_is_consistent() {
             }
             // Instructions and core cycles are always counted on a usable model.
             assert!(counted.contains(Instructions) && counted.contains(CoreCycles), "{}", cpu.name);
+            // Slots follow their status bits, so that each slot is its counter's overflow slot.
+            let bits: Vec<u8> = all.iter().filter_map(|x| x.global_bit).collect();
+            assert!(
+                bits.windows(2).all(|pair| pair[0] < pair[1]),
+                "{}: slots not in status bit order",
+                cpu.name
+            );
         }
     }
 }

@@ -44,21 +44,19 @@ pub const fn counter_mask(width: u8) -> u64 {
 /// Bits of `raw` at or above W are ignored (an MSR read of a W-bit counter returns them as 0 anyway).
 #[cfg(test)]
 pub const fn extend(overflows: u64, raw: u64, pending_overflow: bool, width: u8) -> u64 {
-    extend_with(overflows, raw, pending_overflow, counter_mask(width))
+    let mask = counter_mask(width);
+    extend_with(overflows, raw, pending_overflow, mask, mask.wrapping_add(1))
 }
 
 /// The 64-bit value of a W-bit counter (`overflows * 2^W + raw`, one more wrap when one is pending),
-/// with W given as `mask` = [`counter_mask`]`(W)`, worked out once per counter rather than at every
-/// read. `2^W` is `mask + 1`, which wraps to 0 for W = 64, where `n * 2^64` is indeed 0 modulo 2^64; the
-/// low W bits of the product are 0, so the addition never carries into them. A multiplication rather
-/// than a shift: a shift by 64 is not a shift by 64 on x64 (the count is taken modulo 64), so a shift
-/// needs a branch or a select around it, and one `imul` is cheaper.
+/// with W given as `mask` = [`counter_mask`]`(W)` and `wrap` = `mask + 1` = 2^W, both worked out once
+/// per counter rather than at every read. `wrap` is 0 for W = 64, where `n * 2^64` is indeed 0 modulo
+/// 2^64; the low W bits of the product are 0, so the addition never carries into them. A
+/// multiplication rather than a shift: a shift by 64 is not a shift by 64 on x64 (the count is taken
+/// modulo 64), so a shift needs a branch or a select around it, and one `imul` is cheaper.
 #[inline(always)]
-pub const fn extend_with(overflows: u64, raw: u64, pending_overflow: bool, mask: u64) -> u64 {
-    overflows
-        .wrapping_add(pending_overflow as u64)
-        .wrapping_mul(mask.wrapping_add(1))
-        .wrapping_add(raw & mask)
+pub const fn extend_with(overflows: u64, raw: u64, pending_overflow: bool, mask: u64, wrap: u64) -> u64 {
+    overflows.wrapping_add(pending_overflow as u64).wrapping_mul(wrap).wrapping_add(raw & mask)
 }
 
 /// Events counted between two reads of a W-bit counter, `previous_raw` then `raw`, assuming fewer than

@@ -62,8 +62,9 @@
 //!
 //! # Memory
 //!
-//! `ProcessorCounters` is 256 bytes (208 used, aligned to 64 so that processors never share a cache
-//! line): overflow counts 64, invocation count 8, generation 8, bases 64, published values 64. Overflow counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone
+//! `ProcessorCounters` is 256 bytes (216 used, aligned to 64 so that processors never share a cache
+//! line): overflow counts 64, invocation count 8, invocations already passed on 8, generation 8, bases
+//! 64, published values 64. Overflow counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone
 //! would be 512 bytes): the slot of status bit b is its rank among the owned bits (the number of owned
 //! bits below b), which the handler computes with a popcount instead of a table lookup.
 
@@ -130,13 +131,18 @@ pub struct Placement {
     /// The raw value's mask (the width, [`crate::pmu::extend::counter_mask`]), worked out once so that
     /// each read's extension is a multiplication, a mask and an add.
     mask: u64,
+    /// `mask + 1`: 2^W (0 for W = 64, where `n * 2^64` is 0 modulo 2^64).
+    wrap: u64,
 }
 
 impl Placement {
     /// The placement of the counter with status bit `bit` and width `width`, if `owned` has it.
     pub const fn new(owned: OwnedMask, bit: u8, width: u8) -> Option<Placement> {
         match owned.slot_of(bit) {
-            Some(slot) => Some(Placement { slot, status_bit: 1u64 << (bit & 63), mask: counter_mask(width) }),
+            Some(slot) => {
+                let mask = counter_mask(width);
+                Some(Placement { slot, status_bit: 1u64 << (bit & 63), mask, wrap: mask.wrapping_add(1) })
+            }
             None => None,
         }
     }
@@ -144,7 +150,7 @@ impl Placement {
     /// The extension of this counter's `raw` ([`crate::pmu::extend::extend_with`]).
     #[inline(always)]
     const fn extend(&self, overflows: u64, raw: u64, pending: bool) -> u64 {
-        extend_with(overflows, raw, pending, self.mask)
+        extend_with(overflows, raw, pending, self.mask, self.wrap)
     }
 }
 
@@ -167,6 +173,8 @@ pub struct ProcessorCounters {
     overflows: [AtomicU64; SLOTS],
     /// Overflow handler invocations, ever.
     overflow_interrupts: AtomicU64,
+    /// How many of them [`Self::new_overflow_interrupts`] has already returned.
+    interrupts_passed_on: AtomicU64,
     generation: AtomicU64,
     /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
     base: [AtomicU64; SLOTS],
@@ -184,6 +192,7 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: [const { AtomicU64::new(0) }; SLOTS],
             overflow_interrupts: AtomicU64::new(0),
+            interrupts_passed_on: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             base: [const { AtomicU64::new(0) }; SLOTS],
             reported: [const { AtomicU64::new(0) }; SLOTS],
@@ -196,6 +205,7 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: core::array::from_fn(|_| AtomicU64::new(0)),
             overflow_interrupts: AtomicU64::new(0),
+            interrupts_passed_on: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             base: core::array::from_fn(|_| AtomicU64::new(0)),
             reported: core::array::from_fn(|_| AtomicU64::new(0)),
@@ -328,6 +338,18 @@ impl ProcessorCounters {
     /// Overflow handler invocations on this processor, ever.
     pub fn overflow_interrupts(&self) -> u64 {
         self.overflow_interrupts.load(Ordering::Relaxed)
+    }
+
+    /// The invocations since the last call, for a total kept elsewhere: only the owner's reads on this
+    /// processor call it, with interrupts held off, so a load and (when there are new ones) a store.
+    #[inline(always)]
+    pub fn new_overflow_interrupts(&self) -> u64 {
+        let now = self.overflow_interrupts.load(Ordering::Relaxed);
+        let passed_on = self.interrupts_passed_on.load(Ordering::Relaxed);
+        if now != passed_on {
+            self.interrupts_passed_on.store(now, Ordering::Relaxed);
+        }
+        now.wrapping_sub(passed_on)
     }
 
     /// Overflows delivered to `slot` in this session (`None` when out of range).

@@ -390,3 +390,15 @@ fn a_placements_extension_is_extend() {
         }
     }
 }
+
+#[test]
+fn new_overflow_interrupts_are_passed_on_once() {
+    let counters = ProcessorCounters::new();
+    assert_eq!(counters.new_overflow_interrupts(), 0);
+    counters.fold(0, OwnedMask::EMPTY);
+    counters.fold(0, OwnedMask::EMPTY);
+    assert_eq!(counters.new_overflow_interrupts(), 2);
+    assert_eq!(counters.new_overflow_interrupts(), 0, "already passed on");
+    counters.fold(0, OwnedMask::EMPTY);
+    assert_eq!((counters.new_overflow_interrupts(), counters.overflow_interrupts()), (1, 3));
+}

@@ -17,7 +17,8 @@ pub struct PerProcessor {
     pub poll: PollCounters,
     pub topdown: TopdownCounters,
     pub frequency: FrequencyCounters,
-    /// Which programming check the next collect makes (they take turns: one rdmsr per collect).
+    /// Which programming check the next collect makes (they take turns: one rdmsr per collect; see
+    /// [`crate::pmu::program::Programming::intact_in_turn`]).
     pub check_turn: AtomicUsize,
     /// The processor's [`CoreType`], as a number: set once at load, before the state is shared.
     core_type: AtomicU8,
@@ -33,13 +34,11 @@ impl PerProcessor {
         self.core_type.load(Ordering::Relaxed)
     }
 
-    /// The programming check for this read, of `checks` in all, and the next for the next: the turns
-    /// go round without a division (a turn left over from a programming with more checks restarts at
-    /// 0).
-    pub fn next_check(&self, checks: usize) -> usize {
+    /// The programming check turn of this read, and the next for the next (only this processor's
+    /// reads take turns: a load and a store suffice).
+    pub fn next_check(&self) -> usize {
         let turn = self.check_turn.load(Ordering::Relaxed);
-        let turn = if turn < checks { turn } else { 0 };
-        self.check_turn.store(turn + 1, Ordering::Relaxed);
+        self.check_turn.store(turn.wrapping_add(1), Ordering::Relaxed);
         turn
     }
 }
@@ -51,13 +50,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn programming_checks_go_round_and_restart_when_there_are_fewer() {
+    fn check_turns_count_up_and_wrap() {
         let processor = PerProcessor::default();
-        let turns: Vec<usize> = (0..7).map(|_| processor.next_check(3)).collect();
-        assert_eq!(turns, [0, 1, 2, 0, 1, 2, 0]);
-        assert_eq!(processor.next_check(6), 1);
-        assert_eq!(processor.next_check(1), 0, "a turn past a shorter programming restarts");
-        assert_eq!(processor.next_check(1), 0);
-        assert_eq!(processor.next_check(0), 0, "no checks: turn 0, which checks nothing");
+        let turns: Vec<usize> = (0..4).map(|_| processor.next_check()).collect();
+        assert_eq!(turns, [0, 1, 2, 3]);
+        processor.check_turn.store(usize::MAX, Ordering::Relaxed);
+        assert_eq!((processor.next_check(), processor.next_check()), (usize::MAX, 0));
     }
 }

@@ -128,15 +128,21 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
 pub struct Programming {
     checks: [(u32, u64, u64); MAX_CHECKS],
     len: usize,
+    /// The checks repeated round a power-of-two cycle, for [`Self::intact_in_turn`]; `None` without
+    /// checks.
+    turns: Option<[(u32, u64, u64); TURNS]>,
 }
 
 /// The general-purpose controls, IA32_FIXED_CTR_CTRL and the global control.
 const MAX_CHECKS: usize = super::events::MAX_ASSIGNMENTS + 2;
+/// The length of the cycle of turns: a power of two, so that a turn is any counter masked, with no
+/// comparison and no bounds test; at least [`MAX_CHECKS`], so that every check has a turn in each cycle.
+pub const TURNS: usize = MAX_CHECKS.next_power_of_two();
 
 impl Programming {
     /// The checks for `plan` on `vendor`.
     pub fn of(vendor: Vendor, plan: &CounterPlan) -> Self {
-        let mut programming = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0 };
+        let mut programming = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0, turns: None };
         let mut push = |check| {
             programming.checks[programming.len] = check;
             programming.len += 1;
@@ -152,6 +158,10 @@ impl Programming {
         if let Some(global) = global_registers(vendor, plan) {
             push((global.control, plan.global_ctrl(), plan.global_ctrl()));
         }
+        if programming.len > 0 {
+            let checks = &programming.checks[..programming.len];
+            programming.turns = Some(core::array::from_fn(|turn| checks[turn % checks.len()]));
+        }
         programming
     }
 
@@ -161,18 +171,17 @@ impl Programming {
         self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
     }
 
-    /// How many checks [`Self::intact_in_turn`] goes round.
-    pub fn checks(&self) -> usize {
-        self.len
-    }
-
-    /// Whether check number `turn` (below [`Self::checks`]; any other turn checks nothing) still
-    /// holds: one rdmsr, so that a collect can afford it. Successive turns go round every check.
+    /// Whether the check of turn `turn` (any number: turns go round a cycle of [`TURNS`], in which
+    /// every check has at least one turn and some two) still holds: one rdmsr, so that a collect can
+    /// afford it. Successive turns go round every check.
     #[inline]
     pub fn intact_in_turn(&self, turn: usize, msrs: &impl Msrs) -> bool {
-        match self.checks.get(turn) {
-            Some(&(register, mask, value)) if turn < self.len => msrs.read(register) & mask == value,
-            _ => true,
+        match &self.turns {
+            Some(turns) => {
+                let (register, mask, value) = turns[turn % TURNS];
+                msrs.read(register) & mask == value
+            }
+            None => true,
         }
     }
 }

@@ -154,3 +154,27 @@ fn intact_checks_the_shared_registers_by_the_plans_bits_only() {
     msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0);
     assert!(!Programming::of(model.vendor, &plan).intact(&msrs), "global enables cleared");
 }
+
+#[test]
+fn check_turns_cover_every_check_in_each_cycle_and_catch_a_change_in_one() {
+    let model = skylake();
+    let plan = plan(&model);
+    let programming = Programming::of(model.vendor, &plan);
+    let mut msrs = MsrFile::default();
+    start(model.vendor, &plan, &mut msrs);
+    assert!((0..3 * TURNS).all(|turn| programming.intact_in_turn(turn, &msrs)));
+    // Each register the checks read, cleared alone, is caught by some turn of every cycle.
+    let registers: Vec<u32> = programming.checks[..programming.len].iter().map(|check| check.0).collect();
+    assert!(registers.len() >= 2);
+    for register in registers {
+        let kept = msrs.read(register);
+        msrs.write(register, 0);
+        for cycle in 0..3 {
+            let turns = cycle * TURNS..(cycle + 1) * TURNS;
+            assert!(turns.clone().any(|turn| !programming.intact_in_turn(turn, &msrs)), "{register:#x}");
+        }
+        msrs.write(register, kept);
+    }
+    let nothing = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0, turns: None };
+    assert!(nothing.intact_in_turn(5, &msrs), "no checks: every turn holds");
+}

@@ -52,14 +52,12 @@ struct Session<P: Platform> {
     owned: OwnedMask,
     /// What every read checks is still programmed.
     programming: Programming,
-    /// Each plan slot's placement among the owned counters (`None` where the slot is polled).
-    placements: [Option<Placement>; SLOTS],
-    /// The global status register reads consult, when the overflow handler folds (else polled).
-    status_register: Option<u32>,
+    /// How a read takes the counters.
+    reading: Reading,
+    /// How a read takes the top-down totals.
+    topdown: TopdownReading,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
     aperf_mperf: bool,
-    /// The plan's reads without a test per counter, where every slot allows them.
-    held: Option<HeldReads>,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -217,21 +215,15 @@ impl<P: Platform> PmuClient<P> {
             },
         );
         let programming = Programming::of(model.vendor, &plan);
-        let mut placements = [None; SLOTS];
-        for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
-            *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
-        }
-        let status_register =
-            program::global_status_register(model.vendor, &plan).filter(|_| owned != OwnedMask::EMPTY);
+        let reading = Reading::of(model.vendor, &plan, owned);
         *session = Some(Session {
             ownership,
             plan,
             owned,
             programming,
-            placements,
-            status_register,
+            reading,
+            topdown: TopdownReading::of(&plan),
             aperf_mperf: model.aperf_mperf,
-            held: HeldReads::of(&plan, &placements),
         });
         drop(session);
         // Active once a collect can read the session.
@@ -268,7 +260,7 @@ impl<P: Platform> PmuClient<P> {
         }
         let Some(open) = session.take() else { return };
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor(&open, model.vendor, index, msrs, Check::All);
+            self.read_processor::<true>(&open, model.vendor, index, msrs);
             if let Some(processor) = self.processors.get(index as usize) {
                 processor.pmu.counters.release();
             }
@@ -284,15 +276,15 @@ impl<P: Platform> PmuClient<P> {
     /// Reads processor `index`'s counters into its reported values, or programs them again if they
     /// lost their programming. Runs inside the all-processor call, on that processor, with interrupts
     /// held off for the whole read (so the overflow handler runs before or after it, never inside).
-    /// `check` picks how much of the programming to verify: all of it, or one register in turn (one
-    /// rdmsr per collect; the turns go round every register).
-    fn read_processor(
+    /// `CHECK_ALL` picks how much of the programming to verify: all of it ([`Check::All`]), or one
+    /// register in turn ([`Check::OneInTurn`]: one rdmsr per collect; the turns go round every
+    /// register). A constant, so that a collect's read tests nothing for it.
+    fn read_processor<const CHECK_ALL: bool>(
         &self,
         session: &Session<P>,
         vendor: Vendor,
         index: u32,
         msrs: &mut P::Msrs,
-        check: Check,
     ) {
         let Some(Processor { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
@@ -302,13 +294,15 @@ impl<P: Platform> PmuClient<P> {
                 let (aperf, mperf) = processor.frequency.read(msrs);
                 publish::frequency(published, aperf, mperf);
             }
-            publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
-            let intact = match check {
-                Check::All => session.programming.intact(msrs),
-                Check::OneInTurn => {
-                    let turn = processor.next_check(session.programming.checks());
-                    session.programming.intact_in_turn(turn, msrs)
-                }
+            let new_interrupts = processor.counters.new_overflow_interrupts();
+            if new_interrupts != 0 {
+                publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
+                self.status.add_overflow_interrupts(new_interrupts);
+            }
+            let intact = if CHECK_ALL {
+                session.programming.intact(msrs)
+            } else {
+                session.programming.intact_in_turn(processor.next_check(), msrs)
             };
             if !intact {
                 reprogram(processor, vendor, &session.plan, msrs);
@@ -316,11 +310,8 @@ impl<P: Platform> PmuClient<P> {
                 return;
             }
             read_counters(processor, published, session, msrs);
-            if session.plan.topdown_metrics() {
-                processor.topdown.read(msrs);
-                publish::topdown(published, &processor.topdown.totals());
-            } else if let Some(width) = session.plan.topdown_width() {
-                publish::topdown(published, &topdown_from_events(processor, &session.plan, width));
+            if session.topdown != TopdownReading::None {
+                read_topdown(processor, published, session, msrs);
             }
             processor.counters.publish();
         });
@@ -331,12 +322,16 @@ impl<P: Platform> PmuClient<P> {
         let Some(vendor) = self.model().map(|model| model.vendor) else { return };
         let Some(session) = self.session.try_read() else { return };
         let Some(open) = session.as_ref() else { return };
-        self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor(open, vendor, index, msrs, check)
-        });
-        let interrupts =
-            self.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
-        self.status.set_overflow_interrupts(interrupts);
+        // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
+        // `vendor` itself, not a reference to it).
+        match check {
+            Check::All => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+                self.read_processor::<true>(open, vendor, index, msrs)
+            }),
+            Check::OneInTurn => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+                self.read_processor::<false>(open, vendor, index, msrs)
+            }),
+        }
     }
 
     fn polling(&self) -> bool {
@@ -439,6 +434,8 @@ fn no_topdown(machine: Machine) -> TopdownSource {
 /// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
 /// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
 /// loss and this repair are not counted.
+#[cold]
+#[inline(never)]
 fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     // Stopped first, so that no overflow of the lost programming is folded into the new session.
     program::stop_and_clear(vendor, plan, msrs);
@@ -466,25 +463,112 @@ fn read_counters<P: Platform>(
     session: &Session<P>,
     msrs: &mut P::Msrs,
 ) {
-    let Some(status_register) = session.status_register else {
-        for (slot, assignment) in session.plan.iter().enumerate() {
-            let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
-            if let Some(extended) = processor.poll.poll(slot, assignment.width, read)
-                && let Some(count) = processor.counters.report(slot, extended)
-            {
-                publish::event(published, assignment.event, count);
-            }
-        }
-        return;
-    };
-    let assignments = session.plan.as_slice();
-    let len = assignments.len();
-    match &session.held {
+    match &session.reading {
         // Every slot placed and readable with rdpmc: no test per counter.
-        Some(held) => read_held(processor, published, len, msrs, status_register, held),
-        None => {
-            let slots = PlannedSlots { assignments, placements: &session.placements };
-            read_held(processor, published, len, msrs, status_register, &slots)
+        Reading::Held { status_register, slots } => {
+            // At most SLOTS, as the compiler sees: no slot pays a bounds test.
+            let len = usize::from(slots.len).min(SLOTS);
+            read_held(processor, published, len, msrs, *status_register, slots)
+        }
+        Reading::Placed { status_register, placements } => {
+            read_placed(processor, published, &session.plan, msrs, *status_register, placements)
+        }
+        Reading::Polled => read_polled(processor, published, &session.plan, msrs),
+    }
+}
+
+/// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
+fn read_placed<M: Msrs>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    plan: &CounterPlan,
+    msrs: &mut M,
+    status_register: u32,
+    placements: &[Option<Placement>; SLOTS],
+) {
+    let assignments = plan.as_slice();
+    let slots = PlannedSlots { assignments, placements };
+    read_held(processor, published, assignments.len(), msrs, status_register, &slots)
+}
+
+/// Polls each counter (no overflow interrupt).
+fn read_polled<M: Msrs>(processor: &PerProcessor, published: &AtomicCells, plan: &CounterPlan, msrs: &mut M) {
+    for (slot, assignment) in plan.iter().enumerate() {
+        let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+        if let Some(extended) = processor.poll.poll(slot, assignment.width, read)
+            && let Some(count) = processor.counters.report(slot, extended)
+        {
+            publish::event(published, assignment.event, count);
+        }
+    }
+}
+
+/// Reads and publishes the top-down totals the session has.
+fn read_topdown<P: Platform>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    session: &Session<P>,
+    msrs: &mut P::Msrs,
+) {
+    match session.topdown {
+        TopdownReading::None => {}
+        TopdownReading::PerfMetrics => {
+            processor.topdown.read(msrs);
+            publish::topdown(published, &processor.topdown.totals());
+        }
+        TopdownReading::FromEvents(width) => {
+            publish::topdown(published, &topdown_from_events(processor, &session.plan, width));
+        }
+    }
+}
+
+/// How a read takes a session's counters.
+enum Reading {
+    /// Interrupts held off, the overflow handler folding wraps, and every slot with an rdpmc index
+    /// and a placement (always on Intel): [`HeldReads`].
+    Held { status_register: u32, slots: HeldReads },
+    /// Interrupts held off, the overflow handler folding the wraps of the placed slots (`None` for a
+    /// slot whose status bit the session does not own, which is not read).
+    Placed { status_register: u32, placements: [Option<Placement>; SLOTS] },
+    /// No overflow interrupt: each counter is polled (crate::pmu::poll).
+    Polled,
+}
+
+impl Reading {
+    fn of(vendor: Vendor, plan: &CounterPlan, owned: OwnedMask) -> Reading {
+        let Some(status_register) =
+            program::global_status_register(vendor, plan).filter(|_| owned != OwnedMask::EMPTY)
+        else {
+            return Reading::Polled;
+        };
+        let mut placements = [None; SLOTS];
+        for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
+            *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
+        }
+        match HeldReads::of(plan, &placements) {
+            Some(slots) => Reading::Held { status_register, slots },
+            None => Reading::Placed { status_register, placements },
+        }
+    }
+}
+
+/// How a read takes a session's top-down totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TopdownReading {
+    /// The plan has none.
+    None,
+    /// Fixed counter 3 and IA32_PERF_METRICS ([`CounterPlan::topdown_metrics`]).
+    PerfMetrics,
+    /// From the topdown profile's events, with this many issue slots per cycle.
+    FromEvents(u8),
+}
+
+impl TopdownReading {
+    fn of(plan: &CounterPlan) -> TopdownReading {
+        match (plan.topdown_metrics(), plan.topdown_width()) {
+            (true, _) => TopdownReading::PerfMetrics,
+            (false, Some(width)) => TopdownReading::FromEvents(width),
+            (false, None) => TopdownReading::None,
         }
     }
 }
@@ -551,10 +635,12 @@ impl HeldSlots for PlannedSlots<'_> {
     }
 }
 
-/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement
-/// (always on Intel, and on AMD's first six core counters): per slot, the (counter MSR, rdpmc
-/// index), the placement and the event, without an `Option` each.
+/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement that
+/// is its own overflow slot (always on Intel, and on AMD's first six core counters): per slot, the
+/// (counter MSR, rdpmc index), the placement and the event, without an `Option` each.
 struct HeldReads {
+    /// How many slots the plan has.
+    len: u8,
     reads: [(u32, u32); SLOTS],
     placements: [Placement; SLOTS],
     events: [Event; SLOTS],
@@ -568,7 +654,11 @@ impl HeldSlots for HeldReads {
     }
     #[inline(always)]
     fn placement(&self, slot: usize) -> Option<Placement> {
-        Some(self.placements[slot & (SLOTS - 1)])
+        let mut placement = self.placements[slot & (SLOTS - 1)];
+        // The same value (HeldReads::of checks it), but known to the compiler: the overflow count is
+        // then found by the loop's index, without a load and a mask.
+        placement.slot = slot;
+        Some(placement)
     }
     #[inline(always)]
     fn event(&self, slot: usize) -> Event {
@@ -580,13 +670,15 @@ impl HeldReads {
     fn of(plan: &CounterPlan, placements: &[Option<Placement>; SLOTS]) -> Option<HeldReads> {
         // Places past the plan's slots are never read; they repeat the first slot's.
         let mut held = HeldReads {
+            len: plan.as_slice().len() as u8,
             reads: [(0, 0); SLOTS],
             placements: [placements[0]?; SLOTS],
             events: [Event::Instructions; SLOTS],
         };
         for (slot, assignment) in plan.iter().enumerate() {
             held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
-            held.placements[slot] = placements[slot]?;
+            // Each slot is its own overflow slot: the plan orders its slots by status bit.
+            held.placements[slot] = placements[slot].filter(|placement| placement.slot == slot)?;
             held.events[slot] = assignment.event;
         }
         Some(held)
@@ -628,9 +720,8 @@ impl<P: Platform> CountSource for PmuClient<P> {
         self.schedule.collect_ended(self.platform.now_100ns());
     }
 
-    fn block(&self, processor_index: u32) -> &AtomicCells {
-        static NO_PROCESSOR: AtomicCells = AtomicCells::new();
-        self.processors.get(processor_index as usize).map_or(&NO_PROCESSOR, |processor| &processor.published)
+    fn block(&self, processor_index: u32) -> Option<&AtomicCells> {
+        self.processors.get(processor_index as usize).map(|processor| &processor.published)
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {
