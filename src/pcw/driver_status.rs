@@ -97,11 +97,10 @@ impl DriverStatus {
         self.block.counters_owned.store(counters, Ordering::Relaxed);
     }
 
-    /// Adds `new` overflow interrupts of one processor to the total over every processor (the handler
-    /// counts per processor, so that processors never contend for one cache line at PROFILE_LEVEL;
-    /// each processor's reads pass its new ones on).
-    pub fn add_overflow_interrupts(&self, new: u64) {
-        self.block.overflow_interrupts.fetch_add(new, Ordering::Relaxed);
+    /// Overflow interrupts summed over every processor (the handler counts per processor, so that
+    /// processors never contend for one cache line at PROFILE_LEVEL).
+    pub fn set_overflow_interrupts(&self, total: u64) {
+        self.block.overflow_interrupts.fetch_max(total, Ordering::Relaxed);
     }
 
     pub fn record_ownership_failure(&self) {

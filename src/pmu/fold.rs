@@ -57,15 +57,14 @@
 //! The handler and the readers of one processor share one instruction stream (interrupts are precise),
 //! so the protocol needs no hardware ordering: the fold is a `Relaxed` `lock add`, and the overflow
 //! loads are `Relaxed` (plain moves on x64). Coherence of the single cell is what `o1 == o2` relies on.
-//! Collectors on other processors see published values through `publish`'s `Release` increment of the
-//! generation and `snapshot`'s `Acquire` load of it.
+//! Collectors on other processors read the reported values (each one atomic load, never torn) after
+//! the all-processor call that reported them has returned, which orders them.
 //!
 //! # Memory
 //!
-//! `ProcessorCounters` is 256 bytes (216 used, aligned to 64 so that processors never share a cache
-//! line): overflow counts 64, invocation count 8, invocations already passed on 8, generation 8, bases
-//! 64, published values 64. Overflow counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone
-//! would be 512 bytes): the slot of status bit b is its rank among the owned bits (the number of owned
+//! `ProcessorCounters` is 200 bytes: overflow counts 64 (which a polled session uses for its polled
+//! values instead, crate::pmu::poll), invocation count 8, bases 64, reported values 64. Overflow
+//! counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone would be 512 bytes): the slot of status bit b is its rank among the owned bits (the number of owned
 //! bits below b), which the handler computes with a popcount instead of a table lookup.
 
 #[cfg(loom)]
@@ -154,11 +153,9 @@ impl Placement {
     }
 }
 
-/// What collectors read: one processor's published values.
+/// One processor's reported values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// How many times the owner published; values are at least as new as that publication.
-    pub generation: u64,
     /// The reported (base + extended, monotonic) value of each logical counter.
     pub values: [u64; SLOTS],
     /// Overflow handler invocations on this processor, ever.
@@ -166,16 +163,14 @@ pub struct Snapshot {
 }
 
 /// One processor's overflow counts, reported values and statistics. See the module comment.
-#[repr(C, align(64))]
+#[repr(C)]
 #[derive(Debug)]
 pub struct ProcessorCounters {
-    /// Wraps delivered by the overflow handler in this session, per slot ([`OwnedMask::slot_of`]).
+    /// Wraps delivered by the overflow handler in this session, per slot ([`OwnedMask::slot_of`]); in
+    /// a polled session (no overflow handler), the polled values ([`Self::session_cells`]).
     overflows: [AtomicU64; SLOTS],
     /// Overflow handler invocations, ever.
     overflow_interrupts: AtomicU64,
-    /// How many of them [`Self::new_overflow_interrupts`] has already returned.
-    interrupts_passed_on: AtomicU64,
-    generation: AtomicU64,
     /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
     base: [AtomicU64; SLOTS],
     /// Per logical counter: the last value reported, which collectors read.
@@ -192,8 +187,6 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: [const { AtomicU64::new(0) }; SLOTS],
             overflow_interrupts: AtomicU64::new(0),
-            interrupts_passed_on: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
             base: [const { AtomicU64::new(0) }; SLOTS],
             reported: [const { AtomicU64::new(0) }; SLOTS],
         }
@@ -205,8 +198,6 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: core::array::from_fn(|_| AtomicU64::new(0)),
             overflow_interrupts: AtomicU64::new(0),
-            interrupts_passed_on: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
             base: core::array::from_fn(|_| AtomicU64::new(0)),
             reported: core::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -310,22 +301,13 @@ impl ProcessorCounters {
         Some(if previous > value { previous } else { value })
     }
 
-    /// Makes everything reported so far visible to collectors that then call [`Self::snapshot`]; the
-    /// owner calls it once per collect, after reading its counters.
-    pub fn publish(&self) {
-        self.generation.fetch_add(1, Ordering::Release);
-    }
-
-    /// The published values, for a collector on any processor. Each value is one atomic load (never
-    /// torn) and at least as new as the publication `generation` counts; values reported after it may
-    /// already show.
+    /// The reported values, for a reader on any processor: each value one atomic load (never torn).
     pub fn snapshot(&self) -> Snapshot {
-        let generation = self.generation.load(Ordering::Acquire);
         let mut values = [0; SLOTS];
         for (value, reported) in values.iter_mut().zip(&self.reported) {
             *value = reported.load(Ordering::Relaxed);
         }
-        Snapshot { generation, values, overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed) }
+        Snapshot { values, overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed) }
     }
 
     /// The published value of logical counter `slot` (0 when out of range): [`Self::snapshot`]'s for
@@ -340,16 +322,11 @@ impl ProcessorCounters {
         self.overflow_interrupts.load(Ordering::Relaxed)
     }
 
-    /// The invocations since the last call, for a total kept elsewhere: only the owner's reads on this
-    /// processor call it, with interrupts held off, so a load and (when there are new ones) a store.
-    #[inline(always)]
-    pub fn new_overflow_interrupts(&self) -> u64 {
-        let now = self.overflow_interrupts.load(Ordering::Relaxed);
-        let passed_on = self.interrupts_passed_on.load(Ordering::Relaxed);
-        if now != passed_on {
-            self.interrupts_passed_on.store(now, Ordering::Relaxed);
-        }
-        now.wrapping_sub(passed_on)
+    /// The per-slot cells of the session: the overflow counts of an interrupt-driven one, which a
+    /// polled session (whose overflow handler folds nothing) uses for its polled values instead
+    /// (crate::pmu::poll::PollCounters::over). Both start a session at 0 ([`Self::acquire`]).
+    pub fn session_cells(&self) -> &[AtomicU64; SLOTS] {
+        &self.overflows
     }
 
     /// Overflows delivered to `slot` in this session (`None` when out of range).

@@ -66,8 +66,8 @@ fn fold_counts_owned_bits_and_ignores_the_rest() {
 
 #[test]
 fn memory_per_processor() {
-    assert_eq!(core::mem::size_of::<ProcessorCounters>(), 256);
-    assert_eq!(core::mem::align_of::<ProcessorCounters>(), 64);
+    // The module comment's figure: the processor's whole state must stay within 512 bytes.
+    assert_eq!(core::mem::size_of::<ProcessorCounters>(), 200);
 }
 
 /// Something the scripted hardware does at a point of a read.
@@ -292,7 +292,6 @@ fn reported_values_continue_across_release_and_reacquire() {
     assert_eq!(*reports.last().unwrap(), session_1);
     // Stop, final read, release.
     counters.release();
-    counters.publish();
     assert_eq!(counters.snapshot().values[0], session_1);
 
     // Session 2: another counter set; the event is now on GP counter 1, counting from 0 again.
@@ -309,9 +308,7 @@ fn reported_values_continue_across_release_and_reacquire() {
     reports.push(read(&machine));
     assert_eq!(*reports.last().unwrap(), session_1 + (1 << 48) + 3);
     assert!(reports.windows(2).all(|pair| pair[0] <= pair[1]), "{reports:?}");
-    counters.publish();
     let snapshot = counters.snapshot();
-    assert_eq!(snapshot.generation, 2);
     assert_eq!(snapshot.values[0], session_1 + (1 << 48) + 3);
     assert_eq!(snapshot.overflow_interrupts, 2);
 }
@@ -351,11 +348,8 @@ fn collectors_on_other_processors_see_values_only_grow() {
             let mut looks = 0u64;
             while !done.load(Ordering::Acquire) || looks == 0 {
                 let now = counters.snapshot();
-                assert!(now.generation >= last.generation);
                 for counter in 0..SLOTS {
                     assert!(now.values[counter] >= last.values[counter]);
-                    // Published values are at least as new as their generation (counter k = k * g).
-                    assert!(now.values[counter] >= now.generation * counter as u64);
                 }
                 last = now;
                 looks += 1;
@@ -366,7 +360,6 @@ fn collectors_on_other_processors_see_values_only_grow() {
         for counter in 0..SLOTS {
             counters.report(counter, generation * counter as u64);
         }
-        counters.publish();
     }
     done.store(true, Ordering::Release);
     collector.join().unwrap();
@@ -389,16 +382,4 @@ fn a_placements_extension_is_extend() {
             }
         }
     }
-}
-
-#[test]
-fn new_overflow_interrupts_are_passed_on_once() {
-    let counters = ProcessorCounters::new();
-    assert_eq!(counters.new_overflow_interrupts(), 0);
-    counters.fold(0, OwnedMask::EMPTY);
-    counters.fold(0, OwnedMask::EMPTY);
-    assert_eq!(counters.new_overflow_interrupts(), 2);
-    assert_eq!(counters.new_overflow_interrupts(), 0, "already passed on");
-    counters.fold(0, OwnedMask::EMPTY);
-    assert_eq!((counters.new_overflow_interrupts(), counters.overflow_interrupts()), (1, 3));
 }

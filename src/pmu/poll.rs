@@ -79,23 +79,19 @@ pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
     if ticks > i64::MAX as u128 { i64::MAX } else { ticks as i64 }
 }
 
-/// One processor's polled counters: each slot's 64-bit value at its last poll (see the module comment).
-#[derive(Debug)]
-pub struct PollCounters {
-    extended: [AtomicU64; SLOTS],
+/// One processor's polled counters: each slot's 64-bit value at its last poll (see the module
+/// comment), kept in cells the processor's interrupt-driven sessions use for their overflow counts
+/// (crate::pmu::fold::ProcessorCounters::session_cells): a session either polls or takes overflow
+/// interrupts, and each starts its cells from 0.
+#[derive(Clone, Copy, Debug)]
+pub struct PollCounters<'a> {
+    extended: &'a [AtomicU64; SLOTS],
 }
 
-impl PollCounters {
-    /// All slots at 0, right for counters written 0.
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        PollCounters { extended: [const { AtomicU64::new(0) }; SLOTS] }
-    }
-
-    /// All slots at 0 (loom's atomics have no `const fn new`).
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        PollCounters { extended: core::array::from_fn(|_| AtomicU64::new(0)) }
+impl<'a> PollCounters<'a> {
+    /// Polled counters kept in `cells`.
+    pub fn over(cells: &'a [AtomicU64; SLOTS]) -> Self {
+        PollCounters { extended: cells }
     }
 
     /// Starts `slot` for a counter just written `written` (0 normally; tests start near the wrap):
@@ -131,12 +127,6 @@ impl PollCounters {
     #[cfg(test)]
     pub fn last(&self, slot: usize) -> Option<u64> {
         Some(self.extended.get(slot)?.load(Ordering::Relaxed))
-    }
-}
-
-impl Default for PollCounters {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -38,7 +38,7 @@ fn raw_read_first(polled: &PollCounters, raw: &mut dyn FnMut() -> u64) -> u64 {
 }
 
 struct Machine {
-    polled: PollCounters,
+    cells: [AtomicU64; SLOTS],
     count: AtomicU64,
     processor: Mutex<()>,
     poller: Poller,
@@ -48,14 +48,15 @@ impl Machine {
     /// Polls slot 0, checking the value against the count at the raw read.
     fn poll(&self, mut interrupt_point: impl FnMut()) -> u64 {
         let mut count_at_raw = 0;
-        let value = (self.poller)(&self.polled, &mut || {
+        let polled = PollCounters::over(&self.cells);
+        let value = (self.poller)(&polled, &mut || {
             interrupt_point();
             count_at_raw = self.count.load(SeqCst);
             interrupt_point();
             count_at_raw & counter_mask(W)
         });
         assert_eq!(value, count_at_raw, "poll not exact");
-        let state = self.polled.last(0).unwrap();
+        let state = polled.last(0).unwrap();
         assert!(state <= self.count.load(SeqCst), "state ahead of the counter");
         value
     }
@@ -70,12 +71,12 @@ fn check(poller: Poller) -> usize {
     builder.check(move || {
         counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let machine = Arc::new(Machine {
-            polled: PollCounters::new(),
+            cells: core::array::from_fn(|_| AtomicU64::new(0)),
             count: AtomicU64::new(START),
             processor: Mutex::new(()),
             poller,
         });
-        machine.polled.start(0, START, W).unwrap();
+        PollCounters::over(&machine.cells).start(0, START, W).unwrap();
         let hardware = {
             let machine = Arc::clone(&machine);
             loom::thread::spawn(move || {
@@ -93,12 +94,12 @@ fn check(poller: Poller) -> usize {
         };
 
         let mut held = Some(machine.processor.lock().unwrap());
-        let before = machine.polled.last(0).unwrap();
+        let before = PollCounters::over(&machine.cells).last(0).unwrap();
         let value = machine.poll(|| {
             drop(held.take());
             held = Some(machine.processor.lock().unwrap());
         });
-        assert!(machine.polled.last(0).unwrap() >= before, "state went backwards");
+        assert!(PollCounters::over(&machine.cells).last(0).unwrap() >= before, "state went backwards");
         drop(held);
 
         hardware.join().unwrap();
@@ -106,7 +107,7 @@ fn check(poller: Poller) -> usize {
         assert!(value >= START && collected >= START);
         let last = machine.poll(|| {});
         assert_eq!(last, START + EVENTS);
-        assert_eq!(machine.polled.last(0), Some(START + EVENTS));
+        assert_eq!(PollCounters::over(&machine.cells).last(0), Some(START + EVENTS));
     });
     schedules.load(std::sync::atomic::Ordering::Relaxed)
 }

@@ -6,6 +6,11 @@ use core::time::Duration;
 use proptest::prelude::*;
 use std::cell::Cell;
 
+/// Cells for one processor's polled counters, all 0.
+fn cells() -> [AtomicU64; SLOTS] {
+    core::array::from_fn(|_| AtomicU64::new(0))
+}
+
 #[test]
 fn forty_eight_bits_at_the_maximum_rate_is_hours() {
     // 2^48 / 48e9 = 5864 s: 1.6 hours before a wrap could be missed.
@@ -62,7 +67,8 @@ proptest! {
 
 #[test]
 fn polling_extends_across_wraps() {
-    let counters = PollCounters::new();
+    let cells = cells();
+    let counters = PollCounters::over(&cells);
     // A 48-bit counter started 100 events before its wrap.
     let held = (1 << 48) - 100;
     counters.start(3, held, 48).unwrap();
@@ -78,7 +84,8 @@ fn polling_extends_across_wraps() {
 
 #[test]
 fn slots_out_of_range_are_refused() {
-    let counters = PollCounters::default();
+    let cells = cells();
+    let counters = PollCounters::over(&cells);
     assert_eq!(counters.start(SLOTS, 0, 48), None);
     let called = Cell::new(false);
     assert_eq!(
@@ -98,7 +105,8 @@ fn slots_out_of_range_are_refused() {
 #[test]
 fn an_interrupting_poll_neither_tears_nor_rewinds_the_state() {
     for interrupt_after_raw in [false, true] {
-        let counters = PollCounters::new();
+        let cells = cells();
+        let counters = PollCounters::over(&cells);
         counters.start(0, (1 << 32) - 5, 32).unwrap();
         let truth = Cell::new((1u64 << 32) - 5);
         let interrupt = || {

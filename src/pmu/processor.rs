@@ -4,27 +4,31 @@ use super::fold::ProcessorCounters;
 use super::frequency::FrequencyCounters;
 use super::hybrid::CoreType;
 use super::poll::PollCounters;
-use super::topdown::TopdownCounters;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
-/// One processor's state: the overflow counts and reported values, the polling state used when
-/// there is no overflow interrupt, the top-down totals and the last APERF/MPERF readings. Cache-line aligned so processors never share a line. All zero is
-/// "nothing counted yet" (the pool hands it out zeroed).
-#[repr(C, align(64))]
+/// One processor's state: the overflow counts (or, without an overflow interrupt, the polled values)
+/// and reported values and the last APERF/MPERF readings (the top-down totals are kept where they are
+/// published, crate::session::publish). All zero is "nothing
+/// counted yet" (the pool hands it out zeroed).
+#[repr(C)]
 #[derive(Default)]
 pub struct PerProcessor {
     pub counters: ProcessorCounters,
-    pub poll: PollCounters,
-    pub topdown: TopdownCounters,
     pub frequency: FrequencyCounters,
     /// Which programming check the next collect makes (they take turns: one rdmsr per collect; see
     /// [`crate::pmu::program::Programming::intact_in_turn`]).
-    pub check_turn: AtomicUsize,
+    pub check_turn: AtomicU32,
     /// The processor's [`CoreType`], as a number: set once at load, before the state is shared.
     core_type: AtomicU8,
 }
 
 impl PerProcessor {
+    /// The polled counters of a session without an overflow interrupt (kept in the cells an
+    /// interrupt-driven session counts overflows in).
+    pub fn poll(&self) -> PollCounters<'_> {
+        PollCounters::over(self.counters.session_cells())
+    }
+
     pub fn set_core_type(&self, core_type: CoreType) {
         self.core_type.store(core_type as u8, Ordering::Relaxed);
     }
@@ -39,11 +43,9 @@ impl PerProcessor {
     pub fn next_check(&self) -> usize {
         let turn = self.check_turn.load(Ordering::Relaxed);
         self.check_turn.store(turn.wrapping_add(1), Ordering::Relaxed);
-        turn
+        turn as usize
     }
 }
-
-const _: () = assert!(core::mem::size_of::<PerProcessor>() <= 512, "at most 512 bytes per processor");
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -54,7 +56,7 @@ mod tests {
         let processor = PerProcessor::default();
         let turns: Vec<usize> = (0..4).map(|_| processor.next_check()).collect();
         assert_eq!(turns, [0, 1, 2, 3]);
-        processor.check_turn.store(usize::MAX, Ordering::Relaxed);
-        assert_eq!((processor.next_check(), processor.next_check()), (usize::MAX, 0));
+        processor.check_turn.store(u32::MAX, Ordering::Relaxed);
+        assert_eq!((processor.next_check(), processor.next_check()), (u32::MAX as usize, 0));
     }
 }

@@ -12,7 +12,6 @@
 
 use super::events::{Event, RDPMC_FIXED, RDPMC_PERF_METRICS, msr};
 use super::program::Msrs;
-use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The four level-1 categories, in IA32_PERF_METRICS byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,38 +67,27 @@ pub fn from_events(width: u8, count: impl Fn(Event) -> u64) -> Topdown {
     Topdown { slots, categories: [retiring, bad_speculation, frontend, backend] }
 }
 
-/// One processor's top-down totals. Written only by reads on that processor (which the all-processor
-/// call serialises); a collect running beside another may see the categories of one read with the
-/// slots of the next, for that one sample.
-#[derive(Debug, Default)]
-pub struct TopdownCounters {
-    slots: AtomicU64,
-    categories: [AtomicU64; 4],
+/// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, zeroes both and returns the slots
+/// counted since the last read, split by category: the caller adds them to its totals (the driver
+/// keeps them in the processor's published block). Only while a plan with
+/// [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
+pub fn read_and_zero(msrs: &mut impl Msrs) -> Topdown {
+    let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
+    let metrics = msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS));
+    msrs.write(msr::IA32_FIXED_CTR3, 0);
+    msrs.write(msr::IA32_PERF_METRICS, 0);
+    Topdown { slots, categories: split(slots, metrics) }
 }
 
-impl TopdownCounters {
-    /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, adds them to the totals and zeroes
-    /// both. Only while a plan with [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
-    pub fn read(&self, msrs: &mut impl Msrs) {
-        let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
-        let metrics = msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS));
-        msrs.write(msr::IA32_FIXED_CTR3, 0);
-        msrs.write(msr::IA32_PERF_METRICS, 0);
-        self.add(slots, metrics);
-    }
-
-    fn add(&self, slots: u64, metrics: u64) {
-        for (total, share) in self.categories.iter().zip(split(slots, metrics)) {
-            total.store(total.load(Ordering::Relaxed).wrapping_add(share), Ordering::Relaxed);
+impl Topdown {
+    /// These totals plus `more`, each wrapping at 64 bits.
+    pub fn plus(&self, more: &Topdown) -> Topdown {
+        Topdown {
+            slots: self.slots.wrapping_add(more.slots),
+            categories: core::array::from_fn(|category| {
+                self.categories[category].wrapping_add(more.categories[category])
+            }),
         }
-        let total = self.slots.load(Ordering::Relaxed).wrapping_add(slots);
-        self.slots.store(total, Ordering::Release);
-    }
-
-    /// The totals so far.
-    pub fn totals(&self) -> Topdown {
-        let slots = self.slots.load(Ordering::Acquire);
-        Topdown { slots, categories: self.categories.each_ref().map(|total| total.load(Ordering::Relaxed)) }
     }
 }
 

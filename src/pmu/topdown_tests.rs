@@ -25,20 +25,22 @@ fn split_follows_the_metric_bytes() {
 }
 
 #[test]
-fn a_read_adds_and_zeroes_both_registers() {
-    let counters = TopdownCounters::default();
+fn a_read_returns_the_new_slots_and_zeroes_both_registers() {
     let mut msrs = MsrFile::default();
     msrs.write(msr::IA32_FIXED_CTR3, 2_550);
     msrs.write(msr::IA32_PERF_METRICS, 0x33_33_33_66);
-    counters.read(&mut msrs);
+    let first = read_and_zero(&mut msrs);
     assert_eq!(msrs.read(msr::IA32_FIXED_CTR3), 0);
     assert_eq!(msrs.read(msr::IA32_PERF_METRICS), 0);
     msrs.write(msr::IA32_FIXED_CTR3, 510);
     msrs.write(msr::IA32_PERF_METRICS, 0xFF_00_00_00);
-    counters.read(&mut msrs);
-    let totals = counters.totals();
+    let second = read_and_zero(&mut msrs);
+    assert_eq!((second.slots, second.categories), (510, [0, 0, 0, 510]));
+    let totals = first.plus(&second);
     assert_eq!(totals.slots, 3_060);
     assert_eq!(totals.categories, [1_020, 510, 510, 510 + 510]);
+    let wrapping = Topdown { slots: u64::MAX, categories: [u64::MAX; 4] }.plus(&second);
+    assert_eq!((wrapping.slots, wrapping.categories[3]), (509, 509));
 }
 
 #[test]

@@ -294,11 +294,7 @@ impl<P: Platform> PmuClient<P> {
                 let (aperf, mperf) = processor.frequency.read(msrs);
                 publish::frequency(published, aperf, mperf);
             }
-            let new_interrupts = processor.counters.new_overflow_interrupts();
-            if new_interrupts != 0 {
-                publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
-                self.status.add_overflow_interrupts(new_interrupts);
-            }
+            publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
             let intact = if CHECK_ALL {
                 session.programming.intact(msrs)
             } else {
@@ -313,7 +309,6 @@ impl<P: Platform> PmuClient<P> {
             if session.topdown != TopdownReading::None {
                 read_topdown(processor, published, session, msrs);
             }
-            processor.counters.publish();
         });
     }
 
@@ -332,6 +327,9 @@ impl<P: Platform> PmuClient<P> {
                 self.read_processor::<false>(open, vendor, index, msrs)
             }),
         }
+        let interrupts =
+            self.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
+        self.status.set_overflow_interrupts(interrupts);
     }
 
     fn polling(&self) -> bool {
@@ -441,7 +439,6 @@ fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs:
     program::stop_and_clear(vendor, plan, msrs);
     processor.counters.release();
     start_counting(processor, vendor, plan, msrs);
-    processor.counters.publish();
 }
 
 /// How much of the programming a read verifies.
@@ -495,7 +492,7 @@ fn read_placed<M: Msrs>(
 fn read_polled<M: Msrs>(processor: &PerProcessor, published: &AtomicCells, plan: &CounterPlan, msrs: &mut M) {
     for (slot, assignment) in plan.iter().enumerate() {
         let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
-        if let Some(extended) = processor.poll.poll(slot, assignment.width, read)
+        if let Some(extended) = processor.poll().poll(slot, assignment.width, read)
             && let Some(count) = processor.counters.report(slot, extended)
         {
             publish::event(published, assignment.event, count);
@@ -513,8 +510,8 @@ fn read_topdown<P: Platform>(
     match session.topdown {
         TopdownReading::None => {}
         TopdownReading::PerfMetrics => {
-            processor.topdown.read(msrs);
-            publish::topdown(published, &processor.topdown.totals());
+            let read = topdown::read_and_zero(msrs);
+            publish::topdown(published, &publish::topdown_totals(published).plus(&read));
         }
         TopdownReading::FromEvents(width) => {
             publish::topdown(published, &topdown_from_events(processor, &session.plan, width));
@@ -703,7 +700,7 @@ fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &C
 fn start_counting(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     processor.counters.acquire();
     for (slot, assignment) in plan.iter().enumerate() {
-        let _ = processor.poll.start(slot, 0, assignment.width);
+        let _ = processor.poll().start(slot, 0, assignment.width);
     }
     program::start(vendor, plan, msrs);
 }
@@ -752,7 +749,6 @@ fn counts_under(processor: &Processor, plan: Option<&CounterPlan>) -> EventCount
     let (aperf, mperf) = pmu.frequency.last();
     let mut counts = EventCounts {
         overflow_interrupts: pmu.counters.overflow_interrupts(),
-        topdown: pmu.topdown.totals(),
         aperf,
         mperf,
         core_type: u64::from(pmu.core_type()),
@@ -763,10 +759,19 @@ fn counts_under(processor: &Processor, plan: Option<&CounterPlan>) -> EventCount
         for (slot, assignment) in plan.as_slice().iter().enumerate() {
             counts.events[assignment.event.index()] = pmu.counters.reported(slot);
         }
-        if let Some(width) = plan.topdown_width() {
-            counts.topdown = topdown::from_events(width, |event| counts.events[event.index()]);
-        }
     }
+    // Kept in the block for IA32_PERF_METRICS; derived from the events in the topdown profile; 0 in a
+    // plan with neither (after a topdown profile, say).
+    counts.topdown = match plan {
+        None => publish::topdown_totals(&processor.published),
+        Some(plan) => match TopdownReading::of(plan) {
+            TopdownReading::PerfMetrics => publish::topdown_totals(&processor.published),
+            TopdownReading::FromEvents(width) => {
+                topdown::from_events(width, |event| counts.events[event.index()])
+            }
+            TopdownReading::None => topdown::Topdown::default(),
+        },
+    };
     counts
 }
 

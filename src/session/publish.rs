@@ -18,10 +18,14 @@ use crate::pmu::processor::PerProcessor;
 use crate::pmu::topdown::{Category, Topdown};
 use core::sync::atomic::Ordering;
 
-/// One processor: its PMU state and its published block. Cache-line aligned, like [`PerProcessor`],
-/// so that processors never share a line. All zero is "nothing counted yet" (the pool hands it out
-/// zeroed).
-#[repr(C, align(64))]
+/// One processor: its PMU state and its published block. All zero is "nothing counted yet" (the pool
+/// hands it out zeroed).
+///
+/// Not cache-line aligned, for the memory target (512 bytes of non-paged pool per processor): a line
+/// may hold the end of one processor's block and the start of the next one's counters. Each is
+/// written only on its own processor, the block only by a read (once per collect), so such a line
+/// moves between the two at most once per collect.
+#[repr(C)]
 #[derive(Default)]
 pub struct Processor {
     pub pmu: PerProcessor,
@@ -30,7 +34,13 @@ pub struct Processor {
     pub published: AtomicCells,
 }
 
-const _: () = assert!(core::mem::size_of::<Processor>() <= 768, "at most 768 bytes per processor");
+// The non-paged memory target: at most 512 bytes per processor, its instance (name and id) included.
+const _: () = assert!(
+    core::mem::size_of::<Processor>()
+        + core::mem::size_of::<crate::pcw::processor_instances::ProcessorInstance>()
+        <= 512,
+    "at most 512 bytes of state per processor"
+);
 
 /// The most fields one value fills: its count and its `Scaled` twin.
 const MAX_FIELDS: usize = 2;
@@ -101,6 +111,32 @@ impl Target {
     }
 }
 
+impl Targets {
+    /// Whether one of the fields holds the value itself in 8 bytes (unshifted): the block can then
+    /// keep the value, not only show it.
+    const fn keeps_the_value(&self) -> bool {
+        let mut index = 0;
+        while index < MAX_FIELDS {
+            if let Some(Target { cell: Cell::Wide(_), shift: 0 }) = self.0[index] {
+                return true;
+            }
+            index += 1;
+        }
+        false
+    }
+
+    /// The value a field keeps it in ([`Self::keeps_the_value`]), or 0 if none does.
+    #[inline(always)]
+    fn load(&self, block: &AtomicCells) -> u64 {
+        for target in self.0.iter().flatten() {
+            if let Target { cell: Cell::Wide(index), shift: 0 } = *target {
+                return block.wide.get(usize::from(index)).map_or(0, |cell| cell.load(Ordering::Relaxed));
+            }
+        }
+        0
+    }
+}
+
 /// `==` for [`Value`] in a const fn.
 const fn value_eq(a: Value, b: Value) -> bool {
     match (a, b) {
@@ -167,6 +203,25 @@ pub fn frequency(block: &AtomicCells, aperf: u64, mperf: u64) {
 #[inline(always)]
 pub fn overflow_interrupts(block: &AtomicCells, count: u64) {
     OVERFLOW_INTERRUPTS.store(block, count);
+}
+
+// The block keeps the top-down totals of IA32_PERF_METRICS (see [`topdown_totals`]).
+const _: () = {
+    assert!(TOPDOWN_SLOTS.keeps_the_value(), "the manifest has no 8-byte TopdownSlots field");
+    let mut category = 0;
+    while category < TOPDOWN_CATEGORIES.len() {
+        assert!(TOPDOWN_CATEGORIES[category].keeps_the_value(), "a Topdown<Category>Slots field is missing");
+        category += 1;
+    }
+};
+
+/// The top-down totals the block shows. The block is where the driver keeps the totals of
+/// IA32_PERF_METRICS: each read adds its slots to them ([`crate::pmu::topdown::read_and_zero`]).
+pub fn topdown_totals(block: &AtomicCells) -> Topdown {
+    Topdown {
+        slots: TOPDOWN_SLOTS.load(block),
+        categories: TOPDOWN_CATEGORIES.each_ref().map(|targets| targets.load(block)),
+    }
 }
 
 /// Publishes the top-down totals.
