@@ -13,7 +13,7 @@ use crate::pcw::CountersetBlock;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-/// Where the per-processor counter blocks come from: the PMU client's snapshots in the driver.
+/// Where the per-processor counter blocks come from: the PMU client's published blocks in the driver.
 pub trait CountSource: Sync {
     /// Brings every processor's counts up to date, once per collect, before [`CountSource::block`].
     fn refresh(&self) {}

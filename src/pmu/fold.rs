@@ -15,8 +15,8 @@
 //! - the **reader** on the same processor, inside the all-processor call (IPI_LEVEL 14, which on x64
 //!   is below PROFILE_LEVEL 15) *with interrupts held off* (`cli`), so the handler cannot run during
 //!   a read: it runs, if a counter wrapped meanwhile, right after the reader re-enables interrupts;
-//! - **collectors** on any processor, which read the published values ([`ProcessorCounters::snapshot`])
-//!   after the all-processor call returns.
+//! - **readers of the totals** on any processor ([`ProcessorCounters::snapshot`],
+//!   [`ProcessorCounters::reported`]), after the all-processor call that reported them returns.
 //!
 //! Only code running on the owning processor writes, and code on one processor interleaves only by
 //! interrupting: an interrupt runs to completion between two instructions of what it interrupts. Every

@@ -1,12 +1,12 @@
 //! The PMU client: owns the hardware counters while consumers are active, programs them on every
-//! processor, extends them to exact 64-bit counts and hands per-processor snapshots to the collect
-//! callback. The logic it runs is in `crate::pmu` (model, events, program, fold, poll); the machine
-//! is a [`Platform`].
+//! processor, extends them to exact 64-bit counts and keeps each processor's counter block current for
+//! the collect callback (`super::publish`). The logic it runs is in `crate::pmu` (model, events,
+//! program, fold, poll); the machine is a [`Platform`].
 //!
 //! Concurrency:
 //! * Ownership changes (acquire, release) happen at PASSIVE_LEVEL under the write side of `session`;
-//!   collects take the read side with `try_read` and never wait: during a change they report the last
-//!   snapshots.
+//!   collects take the read side with `try_read` and never wait: during a change they report the
+//!   blocks as the last read left them.
 //! * The overflow handler reaches the per-processor counters through [`PmuClient::fold_overflow`],
 //!   which the platform calls while an ownership with an Overflow descriptor is held.
 //! * Each processor's counters are read and written only on that processor, inside the all-processor
