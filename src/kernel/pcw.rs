@@ -220,10 +220,10 @@ impl<S: Counterset> InstanceSink<S> for PcwBuffer {
     ) -> Result<(), AddInstanceFailed> {
         let name = unicode_string(name);
         let data = PCW_DATA { Data: (block as *const B).cast(), Size: core::mem::size_of::<B>() as u32 };
-        // SAFETY: as in `add`. The block may be atomic cells another processor stores into meanwhile:
-        // PCW's copy then takes each 8- and 4-byte cell either before or after a store (aligned
-        // stores of that size are atomic on x64), which a consumer sees as a sample taken a moment
-        // earlier or later.
+        // SAFETY: as in `add`. The block may be atomic cells another processor stores into meanwhile,
+        // as PcwCreateInstance blocks are updated in place while PCW copies them: integers only, so
+        // any bytes PCW's copy takes are a valid block (CounterBlock's contract), and the driver's
+        // stores are single aligned 8- and 4-byte ones.
         let status = unsafe { PcwAddInstance(self.0, &name, id, 1, &data) };
         if status < 0 { Err(AddInstanceFailed(status)) } else { Ok(()) }
     }
