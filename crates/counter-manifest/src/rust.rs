@@ -48,7 +48,7 @@ fn counter_set(out: &mut Out, set: &CounterSet) {
     out.line(4, &format!("pub const NAME: &str = {:?};", set.name));
     out.doc(4, "[`NAME`] in UTF-16, without a terminator.");
     let units: Vec<String> = set.name.encode_utf16().map(|u| u.to_string()).collect();
-    out.array(4, "pub const NAME_UTF16: &[u16] =", &units, ";");
+    out.array(4, "pub const NAME_UTF16: &[u16] =", &units, ";", Packing::Mixed);
     out.doc(4, "The counterset's GUID.");
     out.line(4, &format!("pub const GUID: &str = {:?};", set.guid));
     out.doc(
@@ -227,25 +227,45 @@ fn cells_struct(out: &mut Out, set: &CounterSet) {
     out.line(4, "}");
     out.blank();
     out.doc(4, "Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.");
-    let cells: Vec<String> = cells(layout).iter().map(|(_, cell)| cell.clone()).collect();
-    out.long_array(4, "pub const CELLS: &[crate::pcw::Cell] =", &cells, ";");
+    let cells: Vec<String> = cells(layout).iter().map(|(_, cell)| cell.constant()).collect();
+    out.array(4, "pub const CELLS: &[crate::pcw::Cell] =", &cells, ";", Packing::OnePerLine);
 }
 
 /// Each field's Rust name and its cell (`crate::pcw::Cell::Wide(i)` or `Narrow(i)`), in layout order.
-fn cells(layout: &Layout) -> Vec<(String, String)> {
+fn cells(layout: &Layout) -> Vec<(String, Cell)> {
     let (mut wide, mut narrow) = (0, 0);
     let mut cells = Vec::new();
     for field in &layout.fields {
         let cell = if field.size == 8 {
             wide += 1;
-            format!("crate::pcw::Cell::Wide({})", wide - 1)
+            Cell { wide: true, index: wide - 1 }
         } else {
             narrow += 1;
-            format!("crate::pcw::Cell::Narrow({})", narrow - 1)
+            Cell { wide: false, index: narrow - 1 }
         };
         cells.push((field.rust_name.clone(), cell));
     }
     cells
+}
+
+/// Where a field is in `AtomicCells`.
+struct Cell {
+    wide: bool,
+    index: usize,
+}
+
+impl Cell {
+    /// The `crate::pcw::Cell` value naming it.
+    fn constant(&self) -> String {
+        let kind = if self.wide { "Wide" } else { "Narrow" };
+        format!("crate::pcw::Cell::{kind}({})", self.index)
+    }
+
+    /// The expression loading it from `self`.
+    fn load(&self) -> String {
+        let array = if self.wide { "wide" } else { "narrow" };
+        format!("self.{array}[{}].load(RELAXED)", self.index)
+    }
 }
 
 fn ids(out: &mut Out, set: &CounterSet) {
@@ -365,18 +385,8 @@ fn binding(out: &mut Out, set: &CounterSet) {
         .iter()
         .map(|f| (f.rust_name.clone(), format!("self.{}.load(RELAXED)", f.rust_name)))
         .collect();
-    let mut cell_loads: Vec<(String, String)> = cells(layout)
-        .into_iter()
-        .map(|(name, cell)| {
-            let (array, index) = cell
-                .trim_start_matches("crate::pcw::Cell::")
-                .trim_end_matches(')')
-                .split_once('(')
-                .expect("Kind(i)");
-            let array = if array == "Wide" { "wide" } else { "narrow" };
-            (name, format!("self.{array}[{index}].load(RELAXED)"))
-        })
-        .collect();
+    let mut cell_loads: Vec<(String, String)> =
+        cells(layout).into_iter().map(|(name, cell)| (name, cell.load())).collect();
     if layout.reserved_tail {
         loads.push(("reserved".to_owned(), "0".to_owned()));
         cell_loads.push(("reserved".to_owned(), "0".to_owned()));
@@ -427,7 +437,7 @@ fn layout_tests(out: &mut Out, set: &CounterSet) {
     }
     let offsets: Vec<String> =
         layout.fields.iter().map(|f| format!("offset_of!(Values, {})", f.rust_name)).collect();
-    out.long_array(12, "let field_offsets =", &offsets, ";");
+    out.array(12, "let field_offsets =", &offsets, ";", Packing::OnePerLine);
     out.line(12, "for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {");
     out.line(16, "let offset = match *cell {");
     out.line(20, "crate::pcw::Cell::Wide(i) => usize::from(i) * 8,");
@@ -512,6 +522,15 @@ fn escape_doc(text: &str) -> String {
     escaped
 }
 
+/// How [`Out::array`] lays out items that do not fit on one line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Packing {
+    /// As many items per line as fit, below max_width (rustfmt's "mixed" layout of short items).
+    Mixed,
+    /// One item per line (rustfmt's layout of items too long to pack).
+    OnePerLine,
+}
+
 /// The generated text, with helpers that lay lines out as rustfmt would.
 #[derive(Default)]
 struct Out {
@@ -583,12 +602,9 @@ impl Out {
         self.line(indent, &format!("}}{tail}"));
     }
 
-    /// `head[item, item, ...]tail` for short items, as rustfmt lays it out: on one line if it fits, else
-    /// on the next line (after `head`'s `=`) if it fits there, else as many items per line as fit
-    /// (rustfmt's "mixed" layout, whose lines stay below max_width).
-    /// An array of items too long for rustfmt to pack several to a line: on one line if it fits, else
-    /// one item per line.
-    fn long_array(&mut self, indent: usize, head: &str, items: &[String], tail: &str) {
+    /// `head[item, item, ...]tail` as rustfmt lays it out: on one line if it fits, else on the next
+    /// line (after `head`'s `=`) if it fits there, else as [`Packing`] says.
+    fn array(&mut self, indent: usize, head: &str, items: &[String], tail: &str, packing: Packing) {
         let list = format!("&[{}]{tail}", items.join(", "));
         if indent + head.len() + 1 + list.chars().count() <= MAX_WIDTH {
             self.line(indent, &format!("{head} {list}"));
@@ -599,22 +615,12 @@ impl Out {
             self.line(indent + 4, &list);
             return;
         }
-        self.line(indent, &format!("{head} &["));
-        for item in items {
-            self.line(indent + 4, &format!("{item},"));
-        }
-        self.line(indent, &format!("]{tail}"));
-    }
-
-    fn array(&mut self, indent: usize, head: &str, items: &[String], tail: &str) {
-        let list = format!("&[{}]{tail}", items.join(", "));
-        if indent + head.len() + 1 + list.chars().count() <= MAX_WIDTH {
-            self.line(indent, &format!("{head} {list}"));
-            return;
-        }
-        if indent + 4 + list.chars().count() <= MAX_WIDTH {
-            self.line(indent, head);
-            self.line(indent + 4, &list);
+        if packing == Packing::OnePerLine {
+            self.line(indent, &format!("{head} &["));
+            for item in items {
+                self.line(indent + 4, &format!("{item},"));
+            }
+            self.line(indent, &format!("]{tail}"));
             return;
         }
         self.line(indent, &format!("{head} &["));
