@@ -2,8 +2,8 @@
 //! the values it changed into the processor's block (atomic cells with the block's layout), and a
 //! collect hands PCW the block as it is, with no per-instance assembly. Which cells a value goes to
 //! comes from the manifest's field names ([`super::fields::SOURCES`]) and the generated cell table
-//! ([`hardware_counters::CELLS`]): for the fixed values at compile time, for a session's events once
-//! per plan.
+//! ([`hardware_counters::CELLS`]), at compile time: an event's stores are reached by one jump on the
+//! event ([`Event::visit`]), each to a constant cell.
 //!
 //! A read stores only what it read; whatever else the block shows (the core type, events of the
 //! current plan that are not read by this path) is written whole by [`publish_all`] when a session
@@ -54,13 +54,13 @@ struct Target {
 
 /// The fields one value fills, in block order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Targets([Option<Target>; MAX_FIELDS]);
+struct Targets([Option<Target>; MAX_FIELDS]);
 
 impl Targets {
     /// The Hardware Counters fields that hold `value` (none, if the manifest shows it nowhere).
     /// Evaluated by the compiler for fixed values; panics there if a value fills more than
     /// [`MAX_FIELDS`] fields.
-    pub const fn of(value: Value) -> Targets {
+    const fn of(value: Value) -> Targets {
         let mut targets = [None; MAX_FIELDS];
         let mut found = 0;
         let mut field = 0;
@@ -81,7 +81,7 @@ impl Targets {
     /// Written out for both places rather than as a loop: with constant targets the compiler then
     /// reduces it to one or two plain stores.
     #[inline(always)]
-    pub fn store(&self, block: &AtomicCells, value: u64) {
+    fn store(&self, block: &AtomicCells, value: u64) {
         let [first, second] = self.0;
         if let Some(target) = first {
             target.store(block, value);
@@ -234,12 +234,8 @@ pub fn topdown(block: &AtomicCells, topdown: &Topdown) {
 
 /// Writes the whole block from `counts`: when a session starts, and at load.
 pub fn publish_all(block: &AtomicCells, counts: &EventCounts) {
-    for (field, cell) in hardware_counters::CELLS.iter().enumerate() {
-        let value = SOURCES[field].read(counts);
-        match *cell {
-            Cell::Wide(index) => block.wide[usize::from(index)].store(value, Ordering::Relaxed),
-            Cell::Narrow(index) => block.narrow[usize::from(index)].store(value as u32, Ordering::Relaxed),
-        }
+    for (source, &cell) in SOURCES.iter().zip(hardware_counters::CELLS) {
+        Target { cell, shift: 0 }.store(block, source.read(counts));
     }
     debug_assert_eq!(block.values(), counts.values());
 }
