@@ -2,7 +2,7 @@
 //! down in.
 
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::platform::{Client, KernelPlatform};
+use crate::kernel::platform::{Client, KernelPlatform, Processor};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
@@ -14,7 +14,6 @@ use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
 use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription};
 use crate::pmu::model::{self, Detection};
-use crate::session::Processor;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
 /// The PMU client, shared by the Hardware Counters callback, the power callback and the
