@@ -11,9 +11,9 @@ use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr};
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
-use crate::session::{Form, Platform, PmuClient};
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::Processor;
+use crate::session::{Form, Platform, PmuClient};
 use core::fmt;
 
 /// The driver's PMU client.

@@ -8,6 +8,7 @@ pub mod fields;
 mod lock;
 pub mod platform;
 pub mod publish;
+mod read;
 mod schedule;
 
 pub use client::PmuClient;

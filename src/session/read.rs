@@ -1,0 +1,258 @@
+//! One processor's read, inside the all-processor call with interrupts held off: how a session reads
+//! its counters ([`Reading`], decided once per session) and its top-down totals ([`TopdownReading`]),
+//! and the read itself, which stores what it reads into the processor's published block
+//! (`super::publish`).
+
+use super::publish;
+use crate::counters::hardware_counters::AtomicCells;
+use crate::pmu::events::{Assignment, CounterPlan, Event};
+use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
+use crate::pmu::model::Vendor;
+use crate::pmu::processor::PerProcessor;
+use crate::pmu::program::{self, Msrs};
+use crate::pmu::topdown;
+
+/// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
+fn read_placed<M: Msrs>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    plan: &CounterPlan,
+    msrs: &mut M,
+    status_register: u32,
+    placements: &[Option<Placement>; SLOTS],
+) {
+    let assignments = plan.as_slice();
+    let slots = PlannedSlots { assignments, placements };
+    read_held(processor, published, assignments.len(), msrs, status_register, &slots)
+}
+
+/// Polls each counter (no overflow interrupt).
+fn read_polled<M: Msrs>(processor: &PerProcessor, published: &AtomicCells, plan: &CounterPlan, msrs: &mut M) {
+    for (slot, assignment) in plan.iter().enumerate() {
+        let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+        if let Some(extended) = processor.poll().poll(slot, assignment.width, read)
+            && let Some(count) = processor.counters.report(slot, extended)
+        {
+            publish::event(published, assignment.event, count);
+        }
+    }
+}
+
+/// How a read takes a session's counters.
+pub(super) enum Reading {
+    /// Interrupts held off, the overflow handler folding wraps, and every slot with an rdpmc index
+    /// and a placement (always on Intel): [`HeldReads`].
+    Held { status_register: u32, slots: HeldReads },
+    /// Interrupts held off, the overflow handler folding the wraps of the placed slots (`None` for a
+    /// slot whose status bit the session does not own, which is not read).
+    Placed { status_register: u32, placements: [Option<Placement>; SLOTS] },
+    /// No overflow interrupt: each counter is polled (crate::pmu::poll).
+    Polled,
+}
+
+impl Reading {
+    /// Reads the plan's counters on this processor, interrupts held off, and publishes their totals:
+    /// with an overflow interrupt, every counter (rdpmc), then the global status once, then again any
+    /// counter with a wrap pending (the protocol of `crate::pmu::fold`); without one, each counter is
+    /// polled.
+    #[inline(always)]
+    pub(super) fn read<M: Msrs>(
+        &self,
+        processor: &PerProcessor,
+        published: &AtomicCells,
+        plan: &CounterPlan,
+        msrs: &mut M,
+    ) {
+        match self {
+            // Every slot placed and readable with rdpmc: no test per counter.
+            Reading::Held { status_register, slots } => {
+                // At most SLOTS, as the compiler sees: no slot pays a bounds test.
+                let len = usize::from(slots.len).min(SLOTS);
+                read_held(processor, published, len, msrs, *status_register, slots)
+            }
+            Reading::Placed { status_register, placements } => {
+                read_placed(processor, published, plan, msrs, *status_register, placements)
+            }
+            Reading::Polled => read_polled(processor, published, plan, msrs),
+        }
+    }
+
+    pub(super) fn of(vendor: Vendor, plan: &CounterPlan, owned: OwnedMask) -> Reading {
+        let Some(status_register) =
+            program::global_status_register(vendor, plan).filter(|_| owned != OwnedMask::EMPTY)
+        else {
+            return Reading::Polled;
+        };
+        let mut placements = [None; SLOTS];
+        for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
+            *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
+        }
+        match HeldReads::of(plan, &placements) {
+            Some(slots) => Reading::Held { status_register, slots },
+            None => Reading::Placed { status_register, placements },
+        }
+    }
+}
+
+/// How a read takes a session's top-down totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TopdownReading {
+    /// The plan has none.
+    None,
+    /// Fixed counter 3 and IA32_PERF_METRICS ([`CounterPlan::topdown_metrics`]).
+    PerfMetrics,
+    /// From the topdown profile's events, with this many issue slots per cycle.
+    FromEvents(u8),
+}
+
+impl TopdownReading {
+    /// Reads and publishes the top-down totals of `plan`.
+    pub(super) fn read<M: Msrs>(
+        self,
+        processor: &PerProcessor,
+        published: &AtomicCells,
+        plan: &CounterPlan,
+        msrs: &mut M,
+    ) {
+        match self {
+            TopdownReading::None => {}
+            TopdownReading::PerfMetrics => {
+                let read = topdown::read_and_zero(msrs);
+                publish::topdown(published, &publish::topdown_totals(published).plus(&read));
+            }
+            TopdownReading::FromEvents(width) => {
+                publish::topdown(published, &topdown_from_events(processor, plan, width));
+            }
+        }
+    }
+
+    pub(super) fn of(plan: &CounterPlan) -> TopdownReading {
+        match (plan.topdown_metrics(), plan.topdown_width()) {
+            (true, _) => TopdownReading::PerfMetrics,
+            (false, Some(width)) => TopdownReading::FromEvents(width),
+            (false, None) => TopdownReading::None,
+        }
+    }
+}
+
+/// The interrupts-off read of `len` slots ([`Reading::read`]): each counter, then the global status
+/// once, then each counter's report (read again where a wrap is pending). Inlined for each kind of
+/// [`HeldSlots`], so that where every slot has an rdpmc index and a placement, no counter pays a test
+/// for them.
+#[inline(always)]
+fn read_held<M: Msrs>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    len: usize,
+    msrs: &mut M,
+    status_register: u32,
+    slots: &impl HeldSlots,
+) {
+    // Index loops: the iterator adapters cost several instructions per counter here.
+    let mut raws = [0u64; SLOTS];
+    for slot in 0..len {
+        raws[slot & (SLOTS - 1)] = slots.read(msrs, slot);
+    }
+    let status = msrs.read(status_register);
+    for slot in 0..len {
+        if let Some(at) = slots.placement(slot) {
+            let raw = raws[slot & (SLOTS - 1)];
+            let read_again = || slots.read(msrs, slot);
+            if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
+                publish::event(published, slots.event(slot), count);
+            }
+        }
+    }
+}
+
+/// What the interrupts-off reader needs per slot.
+trait HeldSlots {
+    /// Reads slot `slot`'s counter.
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64;
+    /// The slot's placement among the owned counters, if it has one.
+    fn placement(&self, slot: usize) -> Option<Placement>;
+    /// The event the slot counts.
+    fn event(&self, slot: usize) -> Event;
+}
+
+/// Any plan's slots, read from the plan and the session's placements.
+struct PlannedSlots<'a> {
+    assignments: &'a [Assignment],
+    placements: &'a [Option<Placement>; SLOTS],
+}
+
+impl HeldSlots for PlannedSlots<'_> {
+    #[inline(always)]
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
+        let assignment = &self.assignments[slot];
+        msrs.read_counter(assignment.counter_msr, assignment.rdpmc)
+    }
+    #[inline(always)]
+    fn placement(&self, slot: usize) -> Option<Placement> {
+        self.placements[slot & (SLOTS - 1)]
+    }
+    #[inline(always)]
+    fn event(&self, slot: usize) -> Event {
+        self.assignments[slot].event
+    }
+}
+
+/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement that
+/// is its own overflow slot (always on Intel, and on AMD's first six core counters): per slot, the
+/// (counter MSR, rdpmc index), the placement and the event, without an `Option` each.
+pub(super) struct HeldReads {
+    /// How many slots the plan has.
+    len: u8,
+    reads: [(u32, u32); SLOTS],
+    placements: [Placement; SLOTS],
+    events: [Event; SLOTS],
+}
+
+impl HeldSlots for HeldReads {
+    #[inline(always)]
+    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
+        let (msr, index) = self.reads[slot & (SLOTS - 1)];
+        msrs.read_counter(msr, Some(index))
+    }
+    #[inline(always)]
+    fn placement(&self, slot: usize) -> Option<Placement> {
+        let mut placement = self.placements[slot & (SLOTS - 1)];
+        // The same value (HeldReads::of checks it), but known to the compiler: the overflow count is
+        // then found by the loop's index, without a load and a mask.
+        placement.slot = slot;
+        Some(placement)
+    }
+    #[inline(always)]
+    fn event(&self, slot: usize) -> Event {
+        self.events[slot & (SLOTS - 1)]
+    }
+}
+
+impl HeldReads {
+    fn of(plan: &CounterPlan, placements: &[Option<Placement>; SLOTS]) -> Option<HeldReads> {
+        // Places past the plan's slots are never read; they repeat the first slot's.
+        let mut held = HeldReads {
+            len: plan.as_slice().len() as u8,
+            reads: [(0, 0); SLOTS],
+            placements: [placements[0]?; SLOTS],
+            events: [Event::Instructions; SLOTS],
+        };
+        for (slot, assignment) in plan.iter().enumerate() {
+            held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
+            // Each slot is its own overflow slot: the plan orders its slots by status bit.
+            held.placements[slot] = placements[slot].filter(|placement| placement.slot == slot)?;
+            held.events[slot] = assignment.event;
+        }
+        Some(held)
+    }
+}
+
+/// Top-down totals from the topdown profile's event counts as just reported on this processor.
+fn topdown_from_events(processor: &PerProcessor, plan: &CounterPlan, width: u8) -> topdown::Topdown {
+    topdown::from_events(width, |event| {
+        plan.as_slice()
+            .iter()
+            .position(|assignment| assignment.event == event)
+            .map_or(0, |slot| processor.counters.reported(slot))
+    })
+}
