@@ -135,9 +135,8 @@ impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> CountersetCa
 }
 
 /// Adds `processor`'s instance with only the counters in `counter_mask` (the others 0; all 0 without
-/// a block). Kept out of
-/// line: the common query asks for every counter, and this path's copy of the block would otherwise
-/// cost that one registers saved and restored per instance.
+/// a block). Kept out of line: the common query asks for every counter, and this path's copy of the
+/// block would otherwise cost that one registers saved and restored per instance.
 #[inline(never)]
 fn add_requested<K: InstanceSink<Counterset>>(
     sink: &mut K,

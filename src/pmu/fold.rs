@@ -64,8 +64,9 @@
 //!
 //! `ProcessorCounters` is 200 bytes: overflow counts 64 (which a polled session uses for its polled
 //! values instead, crate::pmu::poll), invocation count 8, bases 64, reported values 64. Overflow
-//! counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone would be 512 bytes): the slot of status bit b is its rank among the owned bits (the number of owned
-//! bits below b), which the handler computes with a popcount instead of a table lookup.
+//! counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone would be 512 bytes):
+//! the slot of status bit b is its rank among the owned bits (the number of owned bits below b), which
+//! the handler computes with a popcount instead of a table lookup.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

@@ -8,8 +8,8 @@ use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 /// One processor's state: the overflow counts (or, without an overflow interrupt, the polled values)
 /// and reported values and the last APERF/MPERF readings (the top-down totals are kept where they are
-/// published, crate::session::publish). All zero is "nothing
-/// counted yet" (the pool hands it out zeroed).
+/// published, crate::session::publish). All zero is "nothing counted yet" (the pool hands it out
+/// zeroed).
 #[repr(C)]
 #[derive(Default)]
 pub struct PerProcessor {

@@ -17,7 +17,7 @@ use super::fields::EventCounts;
 use super::lock::SessionLock;
 use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
 use super::publish::{self, Processor};
-use super::read::{Reading, TopdownReading};
+use super::read::{Reading, TopdownReading, topdown_from_events};
 use super::schedule::Schedule;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
@@ -535,9 +535,7 @@ fn counts_under(processor: &Processor, plan: Option<&CounterPlan>) -> EventCount
         None => publish::topdown_totals(&processor.published),
         Some(plan) => match TopdownReading::of(plan) {
             TopdownReading::PerfMetrics => publish::topdown_totals(&processor.published),
-            TopdownReading::FromEvents(width) => {
-                topdown::from_events(width, |event| counts.events[event.index()])
-            }
+            TopdownReading::FromEvents(width) => topdown_from_events(pmu, plan, width),
             TopdownReading::None => topdown::Topdown::default(),
         },
     };

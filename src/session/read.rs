@@ -247,8 +247,13 @@ impl HeldReads {
     }
 }
 
-/// Top-down totals from the topdown profile's event counts as just reported on this processor.
-fn topdown_from_events(processor: &PerProcessor, plan: &CounterPlan, width: u8) -> topdown::Topdown {
+/// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
+/// read publishes, and what the counts assembled whole show.
+pub(super) fn topdown_from_events(
+    processor: &PerProcessor,
+    plan: &CounterPlan,
+    width: u8,
+) -> topdown::Topdown {
     topdown::from_events(width, |event| {
         plan.as_slice()
             .iter()
