@@ -46,7 +46,7 @@ pub fn perf_capabilities(model: &crate::pmu::model::PmuModel) -> u64 {
     }
     // SAFETY: PDCM is set, so IA32_PERF_CAPABILITIES exists (Intel SDM Vol. 4, MSR 345H, "If
     // CPUID.01H:ECX[15] = 1").
-    unsafe { read(crate::pmu::events::msr::IA32_PERF_CAPABILITIES) }
+    unsafe { read(crate::pmu::msr::IA32_PERF_CAPABILITIES) }
 }
 
 /// Reads performance counter `index` (RDPMC's ECX) on the current processor.

@@ -78,7 +78,7 @@ use super::extend::{counter_mask, extend_with};
 
 /// Counters a processor can own at once, and so the number of slots in every per-counter array: one
 /// per assignment a counter plan can make (a plan's slot index is an index here).
-pub const SLOTS: usize = super::events::MAX_ASSIGNMENTS;
+pub const SLOTS: usize = super::placement::MAX_ASSIGNMENTS;
 const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
 const _: () = assert!(SLOTS.is_power_of_two(), "slot indexes are masked with SLOTS - 1");
 

@@ -5,7 +5,7 @@
 //! hypervisors reset them, so the driver only ever reads them: consumers use the difference of two
 //! samples, and a reset shows as one sample without a value.
 
-use super::events::msr;
+use super::msr;
 use super::program::Msrs;
 use core::sync::atomic::{AtomicU64, Ordering};
 

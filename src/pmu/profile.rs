@@ -18,11 +18,10 @@
 //! left (after instructions and cycles) are planned, found no counter, and stay at 0 (the plan's
 //! dropped set).
 
-use super::events::Encoding;
+use super::encoding::Encoding;
+use super::events::CUSTOM_EVENTS;
 use super::model::Vendor;
 
-/// Custom events a profile can name (the most general-purpose counters any supported processor has).
-pub const CUSTOM_EVENTS: usize = 8;
 /// The longest `CustomEvents` value read, in bytes (UTF-16, terminators included); longer values are
 /// rejected whole.
 pub const MAX_CUSTOM_EVENTS_BYTES: usize = 2048;

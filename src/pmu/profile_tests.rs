@@ -1,5 +1,5 @@
 use super::*;
-use crate::pmu::events::evtsel_for;
+use crate::pmu::encoding::evtsel_for;
 use proptest::prelude::*;
 
 fn units(text: &str) -> Vec<u16> {

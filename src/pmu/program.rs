@@ -6,8 +6,9 @@
 //! shared registers (IA32_PERF_GLOBAL_CTRL, IA32_FIXED_CTR_CTRL, AMD PerfCntrGlobalCtl) are changed
 //! read-modify-write: bits of counters other clients own are left as they are.
 
-use super::events::{CounterPlan, Slot, msr};
 use super::model::Vendor;
+use super::msr;
+use super::placement::{CounterPlan, Slot};
 
 /// MSR and counter access on the current processor.
 pub trait Msrs {
@@ -134,7 +135,7 @@ pub struct Programming {
 }
 
 /// The general-purpose controls, IA32_FIXED_CTR_CTRL and the global control.
-const MAX_CHECKS: usize = super::events::MAX_ASSIGNMENTS + 2;
+const MAX_CHECKS: usize = super::placement::MAX_ASSIGNMENTS + 2;
 /// The length of the cycle of turns: a power of two, so that a turn is any counter masked, with no
 /// comparison and no bounds test; at least [`MAX_CHECKS`], so that every check has a turn in each cycle.
 pub const TURNS: usize = MAX_CHECKS.next_power_of_two();

@@ -1,7 +1,7 @@
 use super::*;
-use crate::pmu::events::plan;
 use crate::pmu::model::PmuModel;
 use crate::pmu::model::tests::Detect;
+use crate::pmu::placement::plan;
 use std::collections::BTreeMap;
 
 /// An MSR file that records every access.
@@ -95,7 +95,7 @@ fn amd_without_perfmon_v2_uses_no_global_register() {
     let touched: Vec<u32> = msrs.writes.iter().map(|&(msr, _)| msr).collect();
     assert!(!touched.contains(&msr::AMD_PERF_CNTR_GLOBAL_CTL));
     assert!(!touched.contains(&msr::IA32_PERF_GLOBAL_CTRL));
-    assert!(plan.iter().all(|assignment| assignment.control & crate::pmu::events::EVTSEL_EN != 0));
+    assert!(plan.iter().all(|assignment| assignment.control & crate::pmu::encoding::EVTSEL_EN != 0));
 }
 
 #[test]

@@ -10,7 +10,9 @@
 //! owns the counters (it releases them after that long without a reader). Slots counted between the
 //! read and the zeroing (a few instructions) are lost.
 
-use super::events::{Event, RDPMC_FIXED, RDPMC_PERF_METRICS, msr};
+use super::events::Event;
+use super::msr;
+use super::placement::{RDPMC_FIXED, RDPMC_PERF_METRICS};
 use super::program::Msrs;
 
 /// The four level-1 categories, in IA32_PERF_METRICS byte order.
@@ -70,7 +72,7 @@ pub fn from_events(width: u8, count: impl Fn(Event) -> u64) -> Topdown {
 /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, zeroes both and returns the slots
 /// counted since the last read, split by category: the caller adds them to its totals (the driver
 /// keeps them in the processor's published block). Only while a plan with
-/// [`crate::pmu::events::CounterPlan::topdown_metrics`] is programmed.
+/// [`crate::pmu::placement::CounterPlan::topdown_metrics`] is programmed.
 pub fn read_and_zero(msrs: &mut impl Msrs) -> Topdown {
     let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
     let metrics = msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS));

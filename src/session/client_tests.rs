@@ -10,14 +10,14 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     let client = skylake(&[]);
     assert!(client.asked().is_empty(), "nothing owned before a query");
     client.collect();
-    let plan = crate::pmu::events::plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
+    let plan = crate::pmu::placement::plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
     let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
     assert_eq!(client.asked(), [Asked::Listed { counters, overflow_interrupt: true }]);
     assert!(client.owns());
     assert_eq!(client.state(), PmuState::Active as u32);
     for processor in 0..PROCESSORS {
         for assignment in plan.iter() {
-            if let crate::pmu::events::Slot::General(_) = assignment.slot {
+            if let crate::pmu::placement::Slot::General(_) = assignment.slot {
                 assert_eq!(client.msr(processor, assignment.control_msr), assignment.control);
             }
         }
@@ -200,7 +200,8 @@ fn idle_time_counts_from_the_end_of_a_collect() {
 
 #[test]
 fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
-    use crate::pmu::events::{Event, msr};
+    use crate::pmu::events::Event;
+    use crate::pmu::msr;
     use crate::pmu::profile::{REG_MULTI_SZ, REG_SZ};
     let client = skylake(&[]);
     client.set_setting("Profile", REG_SZ, &["custom"]);

@@ -5,9 +5,10 @@
 
 use super::publish;
 use crate::counters::hardware_counters::AtomicCells;
-use crate::pmu::events::{Assignment, CounterPlan, Event};
+use crate::pmu::events::Event;
 use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
 use crate::pmu::model::Vendor;
+use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::processor::PerProcessor;
 use crate::pmu::program::{self, Msrs};
 use crate::pmu::topdown;

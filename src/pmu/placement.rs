@@ -1,0 +1,453 @@
+//! The counter plan: which counter counts which event on every processor of a [`PmuModel`], and
+//! which events go uncounted, with every register the plan names.
+//!
+//! Events the processor cannot count are *unavailable* (Intel: CPUID.0AH marks them, [`PmuModel::
+//! unavailable`]; AMD: no encoding). Intel instructions, core cycles and reference cycles take fixed
+//! counters 0, 1, 2 (those that exist). The remaining events take general-purpose counters in the
+//! order of [`Event::ALL`] (the table's order); those that find none are *dropped*:
+//!
+//! 1. instructions and core cycles: instructions per cycle, the one ratio every consumer wants;
+//! 2. LLC misses before LLC references, branch mispredicts before branches: with instructions, a
+//!    miss or mispredict count alone already gives misses per kilo-instruction, whereas a reference
+//!    or branch count alone only feeds a percentage that also needs its partner;
+//! 3. reference cycles last: on Intel it normally sits on fixed counter 2 and never competes; on AMD
+//!    Zen 4 (6 counters for 7 events) it yields to the branch pair.
+//!
+//! AMD family 15h runs the events of its "CU" group, 060H-07FH (here cycles 76H, L2 requests 7DH and
+//! L2 misses 7EH), only on counters 0-2, while the EX_LS group 0C0H-0CFH (instructions and branches)
+//! may use all six (Linux `amd_get_event_constraints_f15h`: AMD_EVENT_CU -> `amd_f15_PMC20`,
+//! AMD_EVENT_EX_LS -> `amd_f15_PMC50`); the plan honours that by placing the most constrained events
+//! first. The other AMD families are unconstrained for these events (Linux: `unconstrained` before
+//! family 15h; family 17h+ constrains only "pair" and BRS sampling events). Intel architectural events
+//! are taken as unconstrained: the SDM defines them for any IA32_PMCx (not checked against every
+//! model's constraint table or errata).
+//!
+//! HAL counter indices ([`Assignment::hal_index`]): on Intel the IA32_PERF_GLOBAL_CTRL bit number
+//! (GP i = i, fixed j = 32 + j), which is *unverified*: ntddk.h's PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR
+//! and its Microsoft Learn page name a CounterIndex without saying how fixed counters are numbered. On
+//! AMD the counter number.
+
+use super::encoding::{Encoding, evtsel_for, fixed_ctrl_field};
+use super::events::{CUSTOM_EVENTS, Event, EventSet, Group, encoding, topdown_width};
+use super::model::{PmuModel, Vendor};
+use super::msr;
+use super::profile::{Profile, Selection};
+
+/// IA32_PERF_GLOBAL_CTRL/STATUS bit of fixed counter 0.
+const INTEL_FIXED_GLOBAL_BIT0: u8 = 32;
+
+/// What a profile asks the counters for: a set of events, and the custom events' encodings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    pub events: EventSet,
+    pub custom: [Option<Encoding>; CUSTOM_EVENTS],
+}
+
+impl Wanted {
+    /// The default profile.
+    #[cfg(test)]
+    pub const DEFAULT: Wanted = Wanted { events: EventSet::DEFAULT, custom: [None; CUSTOM_EVENTS] };
+
+    /// What `selection` asks for: the published events; with the topdown inputs for `topdown`;
+    /// instructions, both cycle counts and the accepted custom events for `custom`.
+    pub fn of(selection: &Selection) -> Wanted {
+        let events = match selection.profile {
+            Profile::Default => EventSet::DEFAULT,
+            Profile::Topdown => EventSet::TOPDOWN,
+            Profile::Custom => {
+                Event::CUSTOM.iter().zip(&selection.custom).filter(|(_, encoding)| encoding.is_some()).fold(
+                    EventSet::EMPTY
+                        .with(Event::Instructions)
+                        .with(Event::CoreCycles)
+                        .with(Event::ReferenceCycles),
+                    |set, (&event, _)| set.with(event),
+                )
+            }
+        };
+        Wanted { events, custom: selection.custom }
+    }
+
+    /// The encoding `event` is counted with on `model`: the table's, or the profile's for a custom
+    /// event.
+    pub fn encoding(&self, model: &PmuModel, event: Event) -> Option<Encoding> {
+        match event.custom_index() {
+            Some(index) => self.custom[index],
+            None => encoding(model, event),
+        }
+    }
+}
+
+/// The general-purpose counters `encoding` may run on: counters `0..limit` (see the module docs on
+/// AMD family 15h).
+const fn counter_limit(model: &PmuModel, encoding: Encoding) -> u8 {
+    let f15h_cu_event = matches!(model.vendor, Vendor::Amd)
+        && model.family == 0x15
+        && encoding.event >= 0x60
+        && encoding.event <= 0x7F;
+    if f15h_cu_event && model.gp_counters > 3 { 3 } else { model.gp_counters }
+}
+
+/// A kind of counter and its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Intel fixed-function counter j.
+    Fixed(u8),
+    /// General-purpose counter i (Intel IA32_PMCi, AMD PerfCtr i).
+    General(u8),
+}
+
+/// One event on one counter, with everything the PMU client writes and reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub event: Event,
+    pub slot: Slot,
+    /// The counter to read (and zero).
+    pub counter_msr: u32,
+    /// The `rdpmc` index that reads the counter, where there is one: Intel general-purpose counter i
+    /// is i, fixed counter j is 2^30 + j (Intel SDM Vol. 2B, RDPMC); AMD core counter i is i for
+    /// i < 6 (AMD APM Vol. 3, RDPMC: indexes 6 and up read other units' counters).
+    pub rdpmc: Option<u32>,
+    /// The event select (IA32_PERFEVTSELi, AMD PerfEvtSel/PerfCtl) or, for a fixed counter,
+    /// IA32_FIXED_CTR_CTRL, which all fixed counters share.
+    pub control_msr: u32,
+    /// The value to write to `control_msr`; for a fixed counter only this counter's field, already
+    /// shifted (OR the fields of all fixed counters, [`CounterPlan::fixed_ctrl`]).
+    pub control: u64,
+    /// Bit in IA32_PERF_GLOBAL_CTRL/STATUS (Intel: GP i = i, fixed j = 32 + j) or in AMD PerfMonV2's
+    /// PerfCntrGlobalCtl/Status (counter i = i); `None` on AMD without PerfMonV2.
+    pub global_bit: Option<u8>,
+    /// CounterIndex for HalAllocateHardwareCounters' ResourceTypeSingle descriptor: the global bit on
+    /// Intel (unverified, see the module comment), the counter number on AMD.
+    pub hal_index: u32,
+    /// Counter width in bits.
+    pub width: u8,
+}
+
+impl Assignment {
+    /// A placeholder for the unused places of a [`CounterPlan`]; never iterated.
+    const UNUSED: Assignment = Assignment {
+        event: Event::Instructions,
+        slot: Slot::General(0),
+        counter_msr: 0,
+        rdpmc: None,
+        control_msr: 0,
+        control: 0,
+        global_bit: None,
+        hal_index: 0,
+        width: 0,
+    };
+}
+
+/// Most counters a plan uses: the seven events, and one spare.
+pub const MAX_ASSIGNMENTS: usize = 8;
+
+/// Which counter counts which event on every processor of a model, and which events go uncounted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterPlan {
+    /// Fixed counters first (by number), then general-purpose counters (by number).
+    /// The first `len` are the plan's; the rest are [`Assignment::UNUSED`] (no `Option`: the read
+    /// path iterates these once per counter per collect, and unwrapping costs instructions there).
+    assignments: [Assignment; MAX_ASSIGNMENTS],
+    len: usize,
+    unavailable: EventSet,
+    dropped: EventSet,
+    /// Fixed counter 3 and IA32_PERF_METRICS count top-down level 1 ([`PmuModel::topdown_metrics`]);
+    /// they are zeroed at every read, so they are not an [`Assignment`] (which is extended to 64 bits).
+    topdown_metrics: bool,
+    /// Every top-down input the processor has is counted: top-down level 1 comes from them, with
+    /// this many issue slots per cycle.
+    topdown_width: Option<u8>,
+}
+
+/// Fixed counter 3, TOPDOWN.SLOTS.
+const TOPDOWN_FIXED_COUNTER: u8 = 3;
+/// IA32_PERF_GLOBAL_CTRL bit 48, EN_PERF_METRICS.
+pub const GLOBAL_CTRL_EN_PERF_METRICS: u64 = 1 << 48;
+/// RDPMC ECX bit 30: read the fixed counter that ECX bits 29:0 number (Intel SDM Vol. 2B, RDPMC).
+pub const RDPMC_FIXED: u32 = 1 << 30;
+/// RDPMC ECX bit 29: read IA32_PERF_METRICS (Intel SDM Vol. 2B, RDPMC; Linux
+/// `INTEL_PMC_FIXED_RDPMC_METRICS`).
+pub const RDPMC_PERF_METRICS: u32 = 1 << 29;
+/// RDPMC reads AMD core counters 0-5 by number.
+const AMD_RDPMC_CORE_COUNTERS: u32 = 6;
+
+impl CounterPlan {
+    const EMPTY: Self = Self {
+        assignments: [Assignment::UNUSED; MAX_ASSIGNMENTS],
+        len: 0,
+        unavailable: EventSet::EMPTY,
+        dropped: EventSet::EMPTY,
+        topdown_metrics: false,
+        topdown_width: None,
+    };
+
+    fn push(&mut self, assignment: Assignment) {
+        self.assignments[self.len] = assignment;
+        self.len += 1;
+    }
+
+    /// The assignments: fixed counters first, then general-purpose counters, each by number.
+    pub fn iter(&self) -> impl Iterator<Item = &Assignment> {
+        self.as_slice().iter()
+    }
+
+    /// The assignments as a slice (slot i is element i).
+    #[inline(always)]
+    pub fn as_slice(&self) -> &[Assignment] {
+        &self.assignments[..self.len.min(MAX_ASSIGNMENTS)]
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The assignment counting `event`, if it is counted.
+    #[cfg(test)]
+    pub fn get(&self, event: Event) -> Option<&Assignment> {
+        self.iter().find(|assignment| assignment.event == event)
+    }
+
+    /// The events that are counted.
+    pub fn counted(&self) -> EventSet {
+        self.iter().fold(EventSet::EMPTY, |set, assignment| set.with(assignment.event))
+    }
+
+    /// Events this processor cannot count (marked unavailable by CPUID, or no encoding on this vendor).
+    #[cfg(test)]
+    pub fn unavailable(&self) -> EventSet {
+        self.unavailable
+    }
+
+    /// Events the processor could count but that found no free counter.
+    #[cfg(test)]
+    pub fn dropped(&self) -> EventSet {
+        self.dropped
+    }
+
+    /// Whether fixed counter 3 and IA32_PERF_METRICS count top-down level 1 (Intel, PERF_METRICS).
+    pub fn topdown_metrics(&self) -> bool {
+        self.topdown_metrics
+    }
+
+    /// The issue slots per cycle, when top-down level 1 comes from counted input events.
+    pub fn topdown_width(&self) -> Option<u8> {
+        self.topdown_width
+    }
+
+    /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
+    /// this plan's counters (fixed counter 3 included); 0 on AMD without PerfMonV2.
+    pub fn global_ctrl(&self) -> u64 {
+        self.assigned_global_bits() | self.topdown_global_bit()
+    }
+
+    /// The global status bits of the plan's [`Assignment`]s: the counters whose overflows are folded.
+    /// Fixed counter 3 is zeroed at every read and never wraps between two (see `crate::pmu::topdown`).
+    pub fn assigned_global_bits(&self) -> u64 {
+        self.iter().filter_map(|assignment| assignment.global_bit).fold(0, |mask, bit| mask | (1 << bit))
+    }
+
+    /// Fixed counter 3's enable and EN_PERF_METRICS (bit 48), without which IA32_PERF_METRICS does
+    /// not split the slots (Intel SDM Vol. 3B, "Performance Metrics"; Linux
+    /// `GLOBAL_CTRL_EN_PERF_METRICS`).
+    fn topdown_global_bit(&self) -> u64 {
+        if self.topdown_metrics {
+            (1 << (INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER)) | GLOBAL_CTRL_EN_PERF_METRICS
+        } else {
+            0
+        }
+    }
+
+    /// The IA32_FIXED_CTR_CTRL value for this plan's fixed counters (0 when it uses none). Fixed
+    /// counter 3 counts in both modes with no PMI.
+    pub fn fixed_ctrl(&self) -> u64 {
+        let topdown = if self.topdown_metrics { fixed_ctrl_field(TOPDOWN_FIXED_COUNTER, false) } else { 0 };
+        self.iter()
+            .filter(|assignment| matches!(assignment.slot, Slot::Fixed(_)))
+            .fold(topdown, |value, assignment| value | assignment.control)
+    }
+
+    /// The fixed counter numbers the plan uses (fixed counter 3 included).
+    pub fn fixed_counters(&self) -> impl Iterator<Item = u8> + '_ {
+        let topdown = self.topdown_metrics.then_some(TOPDOWN_FIXED_COUNTER);
+        self.iter()
+            .filter_map(|assignment| match assignment.slot {
+                Slot::Fixed(index) => Some(index),
+                Slot::General(_) => None,
+            })
+            .chain(topdown)
+    }
+
+    /// HalAllocateHardwareCounters CounterIndex values of every counter the plan uses.
+    pub fn hal_indexes(&self) -> impl Iterator<Item = u32> + '_ {
+        let topdown =
+            self.topdown_metrics.then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));
+        self.iter().map(|assignment| assignment.hal_index).chain(topdown)
+    }
+}
+
+/// The plan for `model`, with overflow interrupts enabled exactly when the model can deliver them
+/// ([`PmuModel::overflow_interrupt`]).
+#[cfg(test)]
+pub fn plan(model: &PmuModel) -> CounterPlan {
+    plan_with_pmi(model, model.overflow_interrupt)
+}
+
+/// The default profile's plan for `model`, with the INT/PMI bits of every control value set when
+/// `pmi` (a client that could not register an overflow handler polls instead and passes `false`).
+#[cfg(test)]
+pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
+    plan_for(model, &Wanted::DEFAULT, pmi)
+}
+
+/// The plan counting the events of `wanted` that `model` has, by priority.
+pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
+    let mut plan = place(model, wanted, pmi);
+    let inputs = EventSet::of_group(Group::TopdownInputs);
+    let available = inputs
+        .iter()
+        .filter(|&event| wanted.events.contains(event) && encoding(model, event).is_some())
+        .fold(EventSet::EMPTY, EventSet::with);
+    let counted = plan.counted();
+    if counted.contains(Event::CoreCycles)
+        && !available.is_empty()
+        && available.iter().all(|event| counted.contains(event))
+    {
+        plan.topdown_width = topdown_width(model);
+    }
+    plan
+}
+
+fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
+    let mut plan = CounterPlan::EMPTY;
+    plan.topdown_metrics = model.topdown_metrics();
+    let mut placed = EventSet::EMPTY;
+    for event in wanted.events.iter() {
+        if wanted.encoding(model, event).is_none() {
+            plan.unavailable = plan.unavailable.with(event);
+        }
+    }
+    // Fixed counters are placed first but go in the plan after the general-purpose ones, in counter
+    // order: the plan's slots then follow their global status bits (general-purpose i = bit i, fixed j
+    // = bit 32 + j), so each slot is its counter's overflow slot (crate::pmu::fold's rank of the
+    // status bit among the owned ones).
+    let mut fixed_assignments: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    if model.vendor == Vendor::Intel {
+        for event in wanted.events.iter() {
+            let Some(fixed) = event.intel_fixed_counter() else { continue };
+            if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
+                if let Some(entry) = fixed_assignments.get_mut(usize::from(fixed)) {
+                    *entry = Some(intel_fixed(model, event, fixed, pmi));
+                }
+                placed = placed.with(event);
+            }
+        }
+    }
+
+    // General-purpose counters: take events in priority order while the chosen set still fits the
+    // counters' constraints, then place the most constrained first, each on its lowest free counter.
+    let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    let mut chosen_len = 0;
+    for event in wanted.events.iter() {
+        if placed.contains(event) {
+            continue;
+        }
+        let Some(encoding) = wanted.encoding(model, event) else { continue };
+        let candidate = (event, encoding, counter_limit(model, encoding));
+        if chosen_len < MAX_ASSIGNMENTS && fits(&chosen[..chosen_len], candidate.2, model.gp_counters) {
+            chosen[chosen_len] = Some(candidate);
+            chosen_len += 1;
+        } else {
+            plan.dropped = plan.dropped.with(event);
+        }
+    }
+    let chosen = &mut chosen[..chosen_len];
+    // Stable insertion sort by limit, ties kept in priority order (no stable sort in core without alloc;
+    // at most MAX_ASSIGNMENTS elements).
+    let limit = |candidate: &Option<(Event, Encoding, u8)>| candidate.map_or(u8::MAX, |(_, _, limit)| limit);
+    for i in 1..chosen.len() {
+        let mut j = i;
+        while j > 0 && limit(&chosen[j - 1]) > limit(&chosen[j]) {
+            chosen.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let mut general: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    for (counter, (event, encoding, _)) in chosen.iter().flatten().enumerate() {
+        // `fits` guarantees that the k-th most constrained event may use counter k.
+        general[counter] = Some(general_purpose(model, *event, *encoding, counter as u8, pmi));
+    }
+    for assignment in general.into_iter().chain(fixed_assignments).flatten() {
+        plan.push(assignment);
+    }
+    plan
+}
+
+/// Whether the events in `chosen` plus one allowed on counters `0..limit` can each get a distinct
+/// counter among `0..counters`. Allowed sets are prefixes of the counters, so sorted by limit the
+/// k-th event (from 0) must allow counter k.
+fn fits(chosen: &[Option<(Event, Encoding, u8)>], limit: u8, counters: u8) -> bool {
+    let mut limits = [0u8; MAX_ASSIGNMENTS + 1];
+    let mut len = 0;
+    for (_, _, chosen_limit) in chosen.iter().flatten() {
+        limits[len] = *chosen_limit;
+        len += 1;
+    }
+    limits[len] = limit;
+    len += 1;
+    let limits = &mut limits[..len];
+    limits.sort_unstable();
+    len <= usize::from(counters) && limits.iter().enumerate().all(|(k, &limit)| k < usize::from(limit))
+}
+
+fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignment {
+    Assignment {
+        event,
+        slot: Slot::Fixed(fixed),
+        counter_msr: msr::IA32_FIXED_CTR0 + u32::from(fixed),
+        rdpmc: Some(RDPMC_FIXED | u32::from(fixed)),
+        control_msr: msr::IA32_FIXED_CTR_CTRL,
+        control: fixed_ctrl_field(fixed, pmi),
+        global_bit: Some(INTEL_FIXED_GLOBAL_BIT0 + fixed),
+        hal_index: u32::from(INTEL_FIXED_GLOBAL_BIT0 + fixed),
+        width: model.fixed_width,
+    }
+}
+
+fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: u8, pmi: bool) -> Assignment {
+    let index = u32::from(counter);
+    let (counter_msr, control_msr, global_bit) = match model.vendor {
+        Vendor::Intel => (msr::IA32_PMC0 + index, msr::IA32_PERFEVTSEL0 + index, Some(counter)),
+        // PerfMonV2 is defined on the PerfCtrExtCore registers.
+        Vendor::Amd if model.amd_core_extended || model.amd_perfmon_v2 => (
+            msr::AMD_PERF_CTR_CORE0 + 2 * index,
+            msr::AMD_PERF_CTL_CORE0 + 2 * index,
+            model.amd_perfmon_v2.then_some(counter),
+        ),
+        Vendor::Amd => (msr::AMD_PERF_CTR0 + index, msr::AMD_PERF_EVT_SEL0 + index, None),
+    };
+    let rdpmc = match model.vendor {
+        Vendor::Intel => Some(index),
+        Vendor::Amd => (index < AMD_RDPMC_CORE_COUNTERS).then_some(index),
+    };
+    Assignment {
+        event,
+        slot: Slot::General(counter),
+        counter_msr,
+        rdpmc,
+        control_msr,
+        control: evtsel_for(model.vendor, encoding, pmi),
+        global_bit,
+        hal_index: index,
+        width: model.gp_width,
+    }
+}
+
+#[cfg(test)]
+#[path = "placement_tests.rs"]
+mod tests;

@@ -1,0 +1,392 @@
+//! The plan for every processor of the detection table (`model_tests.rs`), as exact register values.
+
+use super::*;
+use crate::pmu::encoding::{EVTSEL_EDGE, EVTSEL_INT, EVTSEL_INV, FIXED_CTRL_PMI, evtsel};
+use crate::pmu::events::intel_encoding;
+use crate::pmu::model::tests::{self as cpus, Detect, TABLE};
+use crate::pmu::model::{Detection, PmuModel};
+use Event::*;
+
+#[allow(clippy::too_many_arguments)]
+const fn a(
+    event: Event,
+    slot: Slot,
+    counter_msr: u32,
+    control_msr: u32,
+    control: u64,
+    global_bit: Option<u8>,
+    hal_index: u32,
+    width: u8,
+) -> Assignment {
+    // RDPMC: Intel fixed j is 2^30 + j and GP i is i; AMD core counters only below 6.
+    let rdpmc = match slot {
+        Slot::Fixed(j) => Some(RDPMC_FIXED | j as u32),
+        Slot::General(i) if counter_msr >= 0xC001_0000 && i >= 6 => None,
+        Slot::General(i) => Some(i as u32),
+    };
+    Assignment { event, slot, counter_msr, rdpmc, control_msr, control, global_bit, hal_index, width }
+}
+
+fn set(events: &[Event]) -> EventSet {
+    events.iter().fold(EventSet::EMPTY, |set, &event| set.with(event))
+}
+
+fn assignments(plan: &CounterPlan) -> Vec<Assignment> {
+    plan.iter().copied().collect()
+}
+
+/// Intel plan with the three fixed counters and architectural events on the first GP counters.
+fn intel_fixed_three(width: u8) -> [Assignment; 3] {
+    [
+        a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, width),
+        a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, width),
+        a(ReferenceCycles, Slot::Fixed(2), 0x30B, 0x38D, 0xB00, Some(34), 34, width),
+    ]
+}
+
+#[test]
+fn skylake_plan() {
+    let plan = plan(&cpus::SKYLAKE_I7_6700K.model());
+    // General-purpose counters first, then the fixed ones: slots in status bit order.
+    let mut expected = vec![
+        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+        a(BranchMispredicts, Slot::General(2), 0xC3, 0x188, 0x0053_00C5, Some(2), 2, 48),
+        a(Branches, Slot::General(3), 0xC4, 0x189, 0x0053_00C4, Some(3), 3, 48),
+    ];
+    expected.extend(intel_fixed_three(48));
+    assert_eq!(assignments(&plan), expected);
+    assert_eq!(plan.len(), 7);
+    assert_eq!(plan.counted(), EventSet::DEFAULT);
+    assert!(plan.unavailable().is_empty() && plan.dropped().is_empty());
+    assert_eq!(plan.global_ctrl(), 0x7_0000_000F);
+    assert_eq!(plan.fixed_ctrl(), 0xBBB);
+}
+
+#[test]
+fn skylake_plan_without_pmi_has_no_interrupt_bits() {
+    let plan = plan_with_pmi(&cpus::SKYLAKE_I7_6700K.model(), false);
+    assert_eq!(plan.fixed_ctrl(), 0x333);
+    assert_eq!(plan.get(LlcMisses).map(|a| a.control), Some(0x0043_412E));
+    for a in plan.iter() {
+        let interrupt_bits = match a.slot {
+            Slot::Fixed(j) => FIXED_CTRL_PMI << (4 * j),
+            Slot::General(_) => EVTSEL_INT,
+        };
+        assert_eq!(a.control & interrupt_bits, 0, "{:?}", a.event);
+    }
+}
+
+#[test]
+fn alder_lake_plans_are_the_same_on_both_core_types_and_without_e_cores() {
+    let skylake = plan(&cpus::SKYLAKE_I7_6700K.model());
+    for cpu in
+        [&cpus::ALDER_LAKE_I9_12900K_P, &cpus::ALDER_LAKE_I9_12900K_E, &cpus::ALDER_LAKE_I9_12900K_P_ONLY]
+    {
+        // 6 or 8 GP counters and 3 or 4 fixed ones: the plan needs 4 and 3.
+        assert_eq!(plan(&cpu.model()), skylake, "{}", cpu.name);
+    }
+}
+
+#[test]
+fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
+    let plan = plan(&cpus::LYNNFIELD_I7_860.model());
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+            a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+            a(Branches, Slot::General(2), 0xC3, 0x188, 0x0053_00C4, Some(2), 2, 48),
+            a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
+            a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
+        ]
+    );
+    assert_eq!(plan.unavailable(), set(&[ReferenceCycles, BranchMispredicts]));
+    assert!(plan.dropped().is_empty());
+    assert_eq!(plan.fixed_ctrl(), 0x0BB);
+    assert_eq!(plan.global_ctrl(), 0x3_0000_0007);
+}
+
+#[test]
+fn conroe_plan_uses_the_assumed_fixed_counters_and_drops_the_branch_pair() {
+    let plan = plan(&cpus::CONROE_X6800.model());
+    let mut expected = vec![
+        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 40),
+        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 40),
+    ];
+    expected.extend(intel_fixed_three(40));
+    assert_eq!(assignments(&plan), expected);
+    assert_eq!(plan.dropped(), set(&[BranchMispredicts, Branches]));
+    assert!(plan.unavailable().is_empty());
+}
+
+#[test]
+fn intel_without_fixed_counters_puts_everything_on_general_purpose_counters_by_priority() {
+    let model = PmuModel { fixed_counters: 0, fixed_width: 0, ..cpus::CONROE_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(Instructions, Slot::General(0), 0xC1, 0x186, 0x0053_00C0, Some(0), 0, 40),
+            a(CoreCycles, Slot::General(1), 0xC2, 0x187, 0x0053_003C, Some(1), 1, 40),
+        ]
+    );
+    assert_eq!(
+        plan.dropped(),
+        set(&[ReferenceCycles, LlcReferences, LlcMisses, Branches, BranchMispredicts])
+    );
+    assert_eq!(plan.fixed_ctrl(), 0);
+}
+
+fn zen_core_plan(pmi: bool, global: bool) -> Vec<Assignment> {
+    let int = if pmi { EVTSEL_INT } else { 0 };
+    let bit = |i: u8| global.then_some(i);
+    vec![
+        a(Instructions, Slot::General(0), 0xC001_0201, 0xC001_0200, 0x0043_00C0 | int, bit(0), 0, 48),
+        a(CoreCycles, Slot::General(1), 0xC001_0203, 0xC001_0202, 0x0043_0076 | int, bit(1), 1, 48),
+        a(LlcMisses, Slot::General(2), 0xC001_0205, 0xC001_0204, 0x0043_0964 | int, bit(2), 2, 48),
+        a(LlcReferences, Slot::General(3), 0xC001_0207, 0xC001_0206, 0x0043_FF60 | int, bit(3), 3, 48),
+        a(BranchMispredicts, Slot::General(4), 0xC001_0209, 0xC001_0208, 0x0043_00C3 | int, bit(4), 4, 48),
+        a(Branches, Slot::General(5), 0xC001_020B, 0xC001_020A, 0x0043_00C2 | int, bit(5), 5, 48),
+    ]
+}
+
+#[test]
+fn zen2_and_zen3_plans_count_six_events_without_reference_cycles() {
+    for cpu in [&cpus::ZEN2_RYZEN9_3950X, &cpus::ZEN3_RYZEN9_5900X] {
+        let plan = plan(&cpu.model());
+        assert_eq!(assignments(&plan), zen_core_plan(false, false), "{}", cpu.name);
+        assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
+        assert!(plan.dropped().is_empty());
+        assert_eq!(plan.global_ctrl(), 0);
+        assert_eq!(plan.fixed_ctrl(), 0);
+    }
+}
+
+#[test]
+fn zen4_plan_uses_perfmon_v2_and_drops_reference_cycles_for_lack_of_a_seventh_counter() {
+    let plan = plan(&cpus::ZEN4_RYZEN9_7950X.model());
+    // Global control, but no INT bit: the AMD HAL calls no client overflow handler.
+    assert_eq!(assignments(&plan), zen_core_plan(false, true));
+    assert!(plan.unavailable().is_empty());
+    assert_eq!(plan.dropped(), set(&[ReferenceCycles]));
+    assert_eq!(plan.global_ctrl(), 0x3F);
+}
+
+#[test]
+fn zen4_with_a_seventh_counter_counts_reference_cycles() {
+    let model = PmuModel { gp_counters: 7, ..cpus::ZEN4_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        plan.get(ReferenceCycles),
+        Some(&a(
+            ReferenceCycles,
+            Slot::General(6),
+            0xC001_020D,
+            0xC001_020C,
+            0x0001_0043_0020,
+            Some(6),
+            6,
+            48
+        ))
+    );
+    assert!(plan.dropped().is_empty() && plan.unavailable().is_empty());
+}
+
+#[test]
+fn amd_legacy_counters_before_perfctr_core() {
+    // *Synthetic*: a family 10h (K10) model, 4 legacy counters.
+    let model =
+        PmuModel { family: 0x10, model: 0x04, gp_counters: 4, amd_core_extended: false, ..cpus::ZEN2_MODEL };
+    let plan = plan(&model);
+    assert_eq!(
+        assignments(&plan),
+        [
+            a(Instructions, Slot::General(0), 0xC001_0004, 0xC001_0000, 0x0043_00C0, None, 0, 48),
+            a(CoreCycles, Slot::General(1), 0xC001_0005, 0xC001_0001, 0x0043_0076, None, 1, 48),
+            a(LlcMisses, Slot::General(2), 0xC001_0006, 0xC001_0002, 0x0043_077E, None, 2, 48),
+            a(LlcReferences, Slot::General(3), 0xC001_0007, 0xC001_0003, 0x0043_077D, None, 3, 48),
+        ]
+    );
+    assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
+    assert_eq!(plan.dropped(), set(&[BranchMispredicts, Branches]));
+}
+
+#[test]
+fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
+    // *Synthetic*: a family 15h (Piledriver) model with PerfCtrExtCore.
+    let model = PmuModel { family: 0x15, model: 0x02, ..cpus::ZEN2_MODEL };
+    let plan = plan(&model);
+    let placed: Vec<(Event, Slot, u64)> = plan.iter().map(|a| (a.event, a.slot, a.control)).collect();
+    assert_eq!(
+        placed,
+        [
+            (CoreCycles, Slot::General(0), 0x0043_0076),
+            (LlcMisses, Slot::General(1), 0x0043_077E),
+            (LlcReferences, Slot::General(2), 0x0043_077D),
+            (Instructions, Slot::General(3), 0x0043_00C0),
+            (BranchMispredicts, Slot::General(4), 0x0043_00C3),
+            (Branches, Slot::General(5), 0x0043_00C2),
+        ]
+    );
+}
+
+#[test]
+fn fits_respects_prefix_constraints() {
+    let e = Some((Instructions, intel_encoding(Instructions, 6, 0x5E).unwrap(), 2));
+    assert!(fits(&[], 1, 4));
+    assert!(fits(&[e], 2, 4));
+    assert!(!fits(&[e, e], 2, 4), "three events limited to counters 0-1");
+    assert!(fits(&[e, e], 4, 4));
+    assert!(
+        !fits(&[e, e, Some((Branches, intel_encoding(Branches, 6, 0x5E).unwrap(), 4))], 4, 3),
+        "more events than counters"
+    );
+    assert!(!fits(&[], 0, 4));
+}
+
+#[test]
+fn every_plan_of_the_table_is_consistent() {
+    for (cpu, detection) in TABLE {
+        let Detection::Usable(model) = detection else { continue };
+        for pmi in [false, true] {
+            let plan = plan_with_pmi(&model, pmi);
+            let all: Vec<Assignment> = assignments(&plan);
+            assert!(!plan.is_empty() && plan.len() == all.len(), "{}", cpu.name);
+            for (i, x) in all.iter().enumerate() {
+                for y in &all[i + 1..] {
+                    assert_ne!(x.slot, y.slot, "{}: shared slot", cpu.name);
+                    assert_ne!(x.event, y.event, "{}: event counted twice", cpu.name);
+                    assert_ne!(x.counter_msr, y.counter_msr, "{}: shared counter", cpu.name);
+                    assert_ne!(x.hal_index, y.hal_index, "{}: shared HAL index", cpu.name);
+                    if x.global_bit.is_some() {
+                        assert_ne!(x.global_bit, y.global_bit, "{}: shared global bit", cpu.name);
+                    }
+                    if !matches!((x.slot, y.slot), (Slot::Fixed(_), Slot::Fixed(_))) {
+                        assert_ne!(x.control_msr, y.control_msr, "{}: shared event select", cpu.name);
+                    }
+                }
+                match x.slot {
+                    Slot::Fixed(j) => assert!(j < model.fixed_counters, "{}", cpu.name),
+                    Slot::General(i) => assert!(i < model.gp_counters, "{}", cpu.name),
+                }
+                let interrupt = match x.slot {
+                    Slot::Fixed(j) => x.control & FIXED_CTRL_PMI << (4 * j) != 0,
+                    Slot::General(_) => x.control & EVTSEL_INT != 0,
+                };
+                assert_eq!(interrupt, pmi, "{}", cpu.name);
+            }
+            // Every event is counted, unavailable or dropped, and only one of these.
+            let counted = plan.counted();
+            for event in EventSet::DEFAULT.iter() {
+                let states = [counted, plan.unavailable(), plan.dropped()]
+                    .iter()
+                    .filter(|s| s.contains(event))
+                    .count();
+                assert_eq!(states, 1, "{}: {event:?}", cpu.name);
+            }
+            // Instructions and core cycles are always counted on a usable model.
+            assert!(counted.contains(Instructions) && counted.contains(CoreCycles), "{}", cpu.name);
+            // Slots follow their status bits, so that each slot is its counter's overflow slot.
+            let bits: Vec<u8> = all.iter().filter_map(|x| x.global_bit).collect();
+            assert!(
+                bits.windows(2).all(|pair| pair[0] < pair[1]),
+                "{}: slots not in status bit order",
+                cpu.name
+            );
+        }
+    }
+}
+
+#[test]
+fn topdown_profile_on_skylake_takes_every_general_purpose_counter() {
+    let model = cpus::SKYLAKE_I7_6700K.model();
+    let plan = plan_for(&model, &topdown(), true);
+    assert_eq!(plan.topdown_width(), Some(4));
+    let general: Vec<Event> = plan
+        .iter()
+        .filter(|assignment| matches!(assignment.slot, Slot::General(_)))
+        .map(|assignment| assignment.event)
+        .collect();
+    assert_eq!(general, [SlotsNotDelivered, SlotsIssued, SlotsRetired, RecoveryCycles]);
+    assert_eq!(
+        plan.dropped(),
+        set(&[LlcMisses, LlcReferences, BranchMispredicts, Branches]),
+        "4 counters: the inputs come first"
+    );
+    // The default profile counts no input.
+    assert_eq!(plan_with_pmi(&model, true).topdown_width(), None);
+}
+
+#[test]
+fn topdown_profile_on_zen4_uses_three_inputs_and_keeps_a_counter() {
+    let model = cpus::ZEN4_RYZEN9_7950X.model();
+    let plan = plan_for(&model, &topdown(), false);
+    assert_eq!(plan.topdown_width(), Some(6));
+    let counted = plan.counted();
+    assert!(
+        counted.contains(SlotsNotDelivered)
+            && counted.contains(SlotsIssued)
+            && counted.contains(SlotsRetired)
+    );
+    assert!(!counted.contains(RecoveryCycles), "AMD has no recovery-cycles event");
+    assert!(counted.contains(LlcMisses), "six counters: instructions, cycles, three inputs, LLC misses");
+    assert_eq!(plan.len(), 6);
+}
+
+#[test]
+fn no_topdown_inputs_where_the_core_has_none() {
+    for cpu in [&cpus::ZEN3_RYZEN9_5900X, &cpus::ALDER_LAKE_I9_12900K_P_ONLY, &cpus::CONROE_X6800] {
+        let plan = plan_for(&cpu.model(), &topdown(), true);
+        assert_eq!(plan.topdown_width(), None, "{}", cpu.name);
+        let default = plan_with_pmi(&cpu.model(), true);
+        assert_eq!(
+            assignments(&plan),
+            assignments(&default),
+            "{}: the topdown profile adds nothing",
+            cpu.name
+        );
+    }
+}
+
+fn topdown() -> Wanted {
+    Wanted { events: EventSet::TOPDOWN, ..Wanted::DEFAULT }
+}
+
+#[test]
+fn the_custom_profile_counts_its_events_after_instructions_and_cycles() {
+    use crate::pmu::profile::{Profile, Selection};
+    let raw = Encoding { event: 0xD1, umask: 0x08, cmask: 1, inv: true, edge: false };
+    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+    selection.custom[0] = Some(raw);
+    selection.custom[1] = Some(Encoding { event: 0xC4, umask: 0, cmask: 0, inv: false, edge: true });
+    for cpu in [&cpus::SKYLAKE_I7_6700K, &cpus::ZEN4_RYZEN9_7950X] {
+        let model = cpu.model();
+        let plan = plan_for(&model, &Wanted::of(&selection), true);
+        let custom = plan.get(Custom0).expect("custom event 0 is counted");
+        assert_eq!(custom.control, evtsel_for(model.vendor, raw, true), "{}", cpu.name);
+        assert_eq!(custom.control & (0xFF << 24), 1 << 24, "cmask");
+        assert_ne!(custom.control & EVTSEL_INV, 0);
+        assert!(plan.get(Custom1).is_some_and(|a| a.control & EVTSEL_EDGE != 0));
+        assert!(plan.get(Custom2).is_none());
+        assert!(plan.counted().contains(Instructions) && plan.counted().contains(CoreCycles));
+        assert!(
+            !plan.counted().contains(LlcMisses),
+            "{}: the custom profile counts no default event",
+            cpu.name
+        );
+    }
+}
+
+/// With fixed counter 3 and IA32_PERF_METRICS, the global control enables fixed counter 3 (bit 35)
+/// and EN_PERF_METRICS (bit 48), without which the hardware does not split the slots.
+#[test]
+fn a_perf_metrics_plan_enables_fixed_counter_3_and_perf_metrics() {
+    let model = cpus::ALDER_LAKE_I9_12900K_P_ONLY
+        .model()
+        .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
+    let plan = plan(&model);
+    assert!(plan.topdown_metrics());
+    assert_eq!(plan.global_ctrl() & !plan.assigned_global_bits(), (1 << 35) | GLOBAL_CTRL_EN_PERF_METRICS);
+    assert_eq!(GLOBAL_CTRL_EN_PERF_METRICS, 1 << 48);
+}
