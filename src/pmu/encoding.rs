@@ -48,7 +48,8 @@ pub const EVTSEL_INV: u64 = 1 << 23;
 /// Bits 31:24: counter mask.
 const EVTSEL_CMASK_SHIFT: u32 = 24;
 
-/// The event select value counting `encoding` on a `vendor` processor, with INT when `pmi`. Only
+/// The event select value counting `encoding` on a `vendor` processor (in the privilege levels it
+/// names), with INT when `pmi`. Only
 /// fields the vendor defines are set: on Intel, event bits past 7 are dropped (bits 35:32 are reserved
 /// there), so no encoding can produce a reserved bit.
 pub const fn evtsel_for(vendor: Vendor, encoding: Encoding, pmi: bool) -> u64 {
@@ -58,7 +59,12 @@ pub const fn evtsel_for(vendor: Vendor, encoding: Encoding, pmi: bool) -> u64 {
     };
     let edge = if encoding.edge { EVTSEL_EDGE } else { 0 };
     let inv = if encoding.inv { EVTSEL_INV } else { 0 };
-    evtsel(event, encoding.umask, pmi) | edge | inv | ((encoding.cmask as u64) << EVTSEL_CMASK_SHIFT)
+    let usr = if encoding.usr { 0 } else { EVTSEL_USR };
+    let os = if encoding.os { 0 } else { EVTSEL_OS };
+    (evtsel(event, encoding.umask, pmi) & !usr & !os)
+        | edge
+        | inv
+        | ((encoding.cmask as u64) << EVTSEL_CMASK_SHIFT)
 }
 
 /// Fixed counter `index`'s field of IA32_FIXED_CTR_CTRL, already shifted: count in OS and user mode,
@@ -68,8 +74,10 @@ pub const fn fixed_ctrl_field(index: u8, pmi: bool) -> u64 {
     (FIXED_CTRL_OS | FIXED_CTRL_USR | pmi) << (FIXED_CTRL_FIELD_BITS as u32 * index as u32)
 }
 
-/// What an event select counts: event number (12 bits on AMD, 8 on Intel), unit mask, and the
-/// counter-mask, invert and edge qualifiers (0 for every table event; a custom event may set them).
+/// What an event select counts: event number (12 bits on AMD, 8 on Intel), unit mask, the
+/// counter-mask, invert and edge qualifiers and the privilege levels (every table event: no
+/// qualifier, both levels; a custom event may set them), and the general-purpose counters it may
+/// run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Encoding {
     pub event: u16,
@@ -77,4 +85,19 @@ pub struct Encoding {
     pub cmask: u8,
     pub inv: bool,
     pub edge: bool,
+    /// Count at CPL > 0 (USR, perf's `:u`).
+    pub usr: bool,
+    /// Count at CPL 0 (OS, perf's `:k`).
+    pub os: bool,
+    /// The general-purpose counters the event may use, bit i for counter i: all for the table's
+    /// events; a custom event restricts it as Intel's event lists restrict some events (the
+    /// "Counter" field of perfmon's JSON files, which Linux turns into event constraints).
+    pub counters: u8,
+}
+
+impl Encoding {
+    /// `event`/`umask` with no qualifier, in both privilege levels, on any counter.
+    pub const fn new(event: u16, umask: u8) -> Self {
+        Encoding { event, umask, cmask: 0, inv: false, edge: false, usr: true, os: true, counters: u8::MAX }
+    }
 }

@@ -85,7 +85,7 @@ pub struct EventInfo {
 }
 
 const fn enc(event: u16, umask: u8) -> Encoding {
-    Encoding { event, umask, cmask: 0, inv: false, edge: false }
+    Encoding::new(event, umask)
 }
 
 const fn intel(arch_event: ArchEvents, event: u8, umask: u8, fixed_counter: Option<u8>) -> IntelEncoding {
@@ -294,8 +294,15 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
 }
 
 /// A set of [`Event`]s.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct EventSet(u32);
+
+/// The events by name, for the debug output.
+impl core::fmt::Debug for EventSet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
 
 const _: () = assert!(Event::COUNT <= u32::BITS as usize, "EventSet holds one bit per event");
 

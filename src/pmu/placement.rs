@@ -77,14 +77,62 @@ impl Wanted {
     }
 }
 
-/// The general-purpose counters `encoding` may run on: counters `0..limit` (see the module docs on
-/// AMD family 15h).
-const fn counter_limit(model: &PmuModel, encoding: Encoding) -> u8 {
+/// General-purpose counters a plan can name: Intel's architectural IA32_PMC0-7 (C1H-C8H) with
+/// IA32_PERFEVTSEL0-7 (186H-18DH) (Intel SDM Vol. 4, "Architectural MSRs"), AMD's six core counters.
+/// A processor that reports more keeps the rest for other software.
+pub const MAX_GENERAL_PURPOSE: usize = 8;
+/// Fixed counters that count table events: 0 instructions, 1 core cycles, 2 reference cycles. Fixed
+/// counter 3 (top-down slots) is zeroed at every read and is not an [`Assignment`].
+const MAX_FIXED_ASSIGNED: usize = 3;
+/// The most counters a plan uses, fixed and general-purpose together: the per-processor state keeps
+/// 24 bytes per counter (`crate::pmu::fold`), and 8 keep it within its memory target. A processor with
+/// 8 general-purpose counters (Ice Lake and later cores, Skylake without hyper-threading) and the
+/// three fixed ones gets 5 general-purpose events; [`place`] drops the rest (the plan's dropped set).
+pub const MAX_ASSIGNMENTS: usize = 8;
+
+/// Every event with a fixed counter has one of fixed counters 0-2 ([`place`] keeps fixed counters in
+/// an array of that size, and leaves the general-purpose counters what [`MAX_ASSIGNMENTS`] has left).
+const _: () = {
+    let mut index = 0;
+    while index < Event::COUNT {
+        if let Some(fixed) = Event::ALL[index].intel_fixed_counter() {
+            assert!((fixed as usize) < MAX_FIXED_ASSIGNED, "a table event on a fixed counter past 2");
+        }
+        index += 1;
+    }
+};
+
+/// The general-purpose counters of `model` that the plan may use: those CPUID reports, within the
+/// registers the plan can name: Intel 8 (see [`MAX_GENERAL_PURPOSE`]); AMD with PerfMonV2 as many as
+/// CPUID.80000022H:EBX[3:0] reports, PerfCtl/PerfCtr pairs from C0010200H on (Linux
+/// `amd_core_pmu_init`), up to 8; with PerfCtrExtCore alone 6 (C0010200H-C001020BH); else the 4
+/// legacy ones (AMD APM Vol. 2, "Performance Monitoring Counters").
+const fn general_purpose_counters(model: &PmuModel) -> u8 {
+    let layout = match model.vendor {
+        Vendor::Intel => MAX_GENERAL_PURPOSE as u8,
+        Vendor::Amd if model.amd_perfmon_v2 => MAX_GENERAL_PURPOSE as u8,
+        Vendor::Amd if model.amd_core_extended => AMD_CORE_COUNTERS,
+        Vendor::Amd => AMD_LEGACY_COUNTERS,
+    };
+    if model.gp_counters < layout { model.gp_counters } else { layout }
+}
+
+/// AMD core counters with PerfCtrExtCore (PerfCtl0-5 / PerfCtr0-5).
+const AMD_CORE_COUNTERS: u8 = 6;
+/// AMD legacy counters (PerfEvtSel0-3 / PerfCtr0-3).
+const AMD_LEGACY_COUNTERS: u8 = 4;
+
+/// The general-purpose counters `encoding` may run on, bit i for counter i: the first `counters`
+/// (those the plan may use) that the encoding allows, and on AMD family 15h only counters 0-2 for a
+/// "CU" event (see the module docs).
+const fn counter_mask(model: &PmuModel, encoding: Encoding, counters: u8) -> u8 {
     let f15h_cu_event = matches!(model.vendor, Vendor::Amd)
         && model.family == 0x15
         && encoding.event >= 0x60
         && encoding.event <= 0x7F;
-    if f15h_cu_event && model.gp_counters > 3 { 3 } else { model.gp_counters }
+    let counters = if f15h_cu_event && counters > 3 { 3 } else { counters };
+    let present = if counters as usize >= MAX_GENERAL_PURPOSE { u8::MAX } else { (1u8 << counters) - 1 };
+    present & encoding.counters
 }
 
 /// A kind of counter and its number.
@@ -138,9 +186,6 @@ impl Assignment {
     };
 }
 
-/// Most counters a plan uses: the seven events, and one spare.
-pub const MAX_ASSIGNMENTS: usize = 8;
-
 /// Which counter counts which event on every processor of a model, and which events go uncounted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterPlan {
@@ -181,9 +226,13 @@ impl CounterPlan {
         topdown_width: None,
     };
 
-    fn push(&mut self, assignment: Assignment) {
-        self.assignments[self.len] = assignment;
+    /// Adds `assignment`, or gives it back when the plan is full (which [`MAX_ASSIGNMENTS`] says
+    /// cannot happen; the caller drops the event rather than write past the storage).
+    fn push(&mut self, assignment: Assignment) -> Result<(), Assignment> {
+        let entry = self.assignments.get_mut(self.len).ok_or(assignment)?;
+        *entry = assignment;
         self.len += 1;
+        Ok(())
     }
 
     /// The assignments: fixed counters first, then general-purpose counters, each by number.
@@ -225,7 +274,6 @@ impl CounterPlan {
     }
 
     /// Events the processor could count but that found no free counter.
-    #[cfg(test)]
     pub fn dropped(&self) -> EventSet {
         self.dropped
     }
@@ -336,7 +384,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // order: the plan's slots then follow their global status bits (general-purpose i = bit i, fixed j
     // = bit 32 + j), so each slot is its counter's overflow slot (crate::pmu::fold's rank of the
     // status bit among the owned ones).
-    let mut fixed_assignments: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    let mut fixed_assignments: [Option<Assignment>; MAX_FIXED_ASSIGNED] = [None; MAX_FIXED_ASSIGNED];
     if model.vendor == Vendor::Intel {
         for event in wanted.events.iter() {
             let Some(fixed) = event.intel_fixed_counter() else { continue };
@@ -349,60 +397,99 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         }
     }
 
-    // General-purpose counters: take events in priority order while the chosen set still fits the
-    // counters' constraints, then place the most constrained first, each on its lowest free counter.
-    let mut chosen: [Option<(Event, Encoding, u8)>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
+    // General-purpose counters: those the model has, within what the fixed counters leave of the
+    // plan's storage. Take events in priority order while the chosen set can still give each a
+    // distinct counter it allows, then place them (see `assign_counters`).
+    let fixed_used = fixed_assignments.iter().flatten().count() as u8;
+    let general = general_purpose_counters(model).min(MAX_ASSIGNMENTS as u8 - fixed_used);
+    let mut chosen: [(Event, Encoding, u8); MAX_GENERAL_PURPOSE] =
+        [(Event::Instructions, Encoding::new(0, 0), 0); MAX_GENERAL_PURPOSE];
     let mut chosen_len = 0;
     for event in wanted.events.iter() {
         if placed.contains(event) {
             continue;
         }
         let Some(encoding) = wanted.encoding(model, event) else { continue };
-        let candidate = (event, encoding, counter_limit(model, encoding));
-        if chosen_len < MAX_ASSIGNMENTS && fits(&chosen[..chosen_len], candidate.2, model.gp_counters) {
-            chosen[chosen_len] = Some(candidate);
+        let candidate = (event, encoding, counter_mask(model, encoding, general));
+        let fits = chosen_len < MAX_GENERAL_PURPOSE && {
+            chosen[chosen_len] = candidate;
+            assign_counters(&mut chosen[..=chosen_len]).is_some()
+        };
+        if fits {
             chosen_len += 1;
         } else {
             plan.dropped = plan.dropped.with(event);
         }
     }
     let chosen = &mut chosen[..chosen_len];
-    // Stable insertion sort by limit, ties kept in priority order (no stable sort in core without alloc;
-    // at most MAX_ASSIGNMENTS elements).
-    let limit = |candidate: &Option<(Event, Encoding, u8)>| candidate.map_or(u8::MAX, |(_, _, limit)| limit);
+    // Most constrained first (ties in priority order), so that with nested constraints each event
+    // takes the lowest counter left that it allows.
+    // (An insertion sort: core has no stable sort without an allocator; at most 8 elements.)
     for i in 1..chosen.len() {
         let mut j = i;
-        while j > 0 && limit(&chosen[j - 1]) > limit(&chosen[j]) {
+        while j > 0 && chosen[j - 1].2.count_ones() > chosen[j].2.count_ones() {
             chosen.swap(j - 1, j);
             j -= 1;
         }
     }
-    let mut general: [Option<Assignment>; MAX_ASSIGNMENTS] = [None; MAX_ASSIGNMENTS];
-    for (counter, (event, encoding, _)) in chosen.iter().flatten().enumerate() {
-        // `fits` guarantees that the k-th most constrained event may use counter k.
-        general[counter] = Some(general_purpose(model, *event, *encoding, counter as u8, pmi));
+    let counters = assign_counters(chosen).unwrap_or_default();
+    let mut general: [Option<Assignment>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];
+    for (&(event, encoding, _), &counter) in chosen.iter().zip(&counters) {
+        if let Some(entry) = general.get_mut(usize::from(counter)) {
+            *entry = Some(general_purpose(model, event, encoding, counter, pmi));
+        }
     }
     for assignment in general.into_iter().chain(fixed_assignments).flatten() {
-        plan.push(assignment);
+        if plan.push(assignment).is_err() {
+            plan.dropped = plan.dropped.with(assignment.event);
+        }
     }
     plan
 }
 
-/// Whether the events in `chosen` plus one allowed on counters `0..limit` can each get a distinct
-/// counter among `0..counters`. Allowed sets are prefixes of the counters, so sorted by limit the
-/// k-th event (from 0) must allow counter k.
-fn fits(chosen: &[Option<(Event, Encoding, u8)>], limit: u8, counters: u8) -> bool {
-    let mut limits = [0u8; MAX_ASSIGNMENTS + 1];
-    let mut len = 0;
-    for (_, _, chosen_limit) in chosen.iter().flatten() {
-        limits[len] = *chosen_limit;
-        len += 1;
+/// A distinct counter for each of `candidates` from its mask, in the candidates' order (augmenting
+/// paths, Kuhn's bipartite matching: at most 8 counters); `None` when there is none.
+fn assign_counters(candidates: &mut [(Event, Encoding, u8)]) -> Option<[u8; MAX_GENERAL_PURPOSE]> {
+    let masks: [u8; MAX_GENERAL_PURPOSE] = core::array::from_fn(|i| candidates.get(i).map_or(0, |c| c.2));
+    let mut owner: [Option<u8>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];
+    for candidate in 0..candidates.len() as u8 {
+        if !augment(candidate, &masks, &mut owner, &mut 0) {
+            return None;
+        }
     }
-    limits[len] = limit;
-    len += 1;
-    let limits = &mut limits[..len];
-    limits.sort_unstable();
-    len <= usize::from(counters) && limits.iter().enumerate().all(|(k, &limit)| k < usize::from(limit))
+    let mut counters = [0u8; MAX_GENERAL_PURPOSE];
+    for (counter, owner) in owner.iter().enumerate() {
+        if let Some(candidate) = owner {
+            counters[usize::from(*candidate)] = counter as u8;
+        }
+    }
+    Some(counters)
+}
+
+/// Finds `candidate` a counter: its lowest free one, else one freed by moving earlier candidates
+/// to other counters they allow. `visited` holds the counters this search has tried (so the depth is
+/// at most [`MAX_GENERAL_PURPOSE`]).
+fn augment(
+    candidate: u8,
+    masks: &[u8; MAX_GENERAL_PURPOSE],
+    owner: &mut [Option<u8>; MAX_GENERAL_PURPOSE],
+    visited: &mut u8,
+) -> bool {
+    let allowed = masks[usize::from(candidate)] & !*visited;
+    let free =
+        (0..MAX_GENERAL_PURPOSE).find(|&counter| allowed & (1 << counter) != 0 && owner[counter].is_none());
+    if let Some(counter) = free {
+        owner[counter] = Some(candidate);
+        return true;
+    }
+    *visited |= allowed;
+    for counter in (0..MAX_GENERAL_PURPOSE).filter(|&counter| allowed & (1 << counter) != 0) {
+        if owner[counter].is_some_and(|other| augment(other, masks, owner, visited)) {
+            owner[counter] = Some(candidate);
+            return true;
+        }
+    }
+    false
 }
 
 fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignment {
@@ -451,3 +538,7 @@ fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: 
 #[cfg(test)]
 #[path = "placement_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "placement_property_tests.rs"]
+mod property_tests;

@@ -232,17 +232,49 @@ fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
 }
 
 #[test]
-fn fits_respects_prefix_constraints() {
-    let e = Some((Instructions, intel_encoding(Instructions, 6, 0x5E).unwrap(), 2));
-    assert!(fits(&[], 1, 4));
-    assert!(fits(&[e], 2, 4));
-    assert!(!fits(&[e, e], 2, 4), "three events limited to counters 0-1");
-    assert!(fits(&[e, e], 4, 4));
-    assert!(
-        !fits(&[e, e, Some((Branches, intel_encoding(Branches, 6, 0x5E).unwrap(), 4))], 4, 3),
-        "more events than counters"
-    );
-    assert!(!fits(&[], 0, 4));
+fn counters_are_matched_to_what_each_event_allows() {
+    let candidate = |mask| (Instructions, intel_encoding(Instructions, 6, 0x5E).unwrap(), mask);
+    let assigned = |masks: &[u8]| {
+        let mut candidates: Vec<_> = masks.iter().map(|&mask| candidate(mask)).collect();
+        assign_counters(&mut candidates).map(|counters| counters[..masks.len()].to_vec())
+    };
+    assert_eq!(assigned(&[]), Some(vec![]));
+    assert_eq!(assigned(&[0b11, 0b01]), Some(vec![1, 0]), "the first moves over for the second");
+    assert_eq!(assigned(&[0b11, 0b11, 0b01]), None, "three events limited to counters 0-1");
+    assert_eq!(assigned(&[0b110, 0b011, 0b101]), Some(vec![1, 0, 2]));
+    assert_eq!(assigned(&[0]), None, "an event allowed nowhere");
+    assert_eq!(assigned(&[0xFF; 8]), Some((0..8).collect()));
+}
+
+#[test]
+fn a_custom_event_restricted_to_some_counters_is_placed_there_or_dropped() {
+    use crate::pmu::profile::{Profile, Selection};
+    let model = cpus::SKYLAKE_I7_6700K.model();
+    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+    selection.custom[0] = Some(Encoding::new(0xA3, 0x04));
+    selection.custom[1] = Some(Encoding { counters: 0b0100, ..Encoding::new(0x48, 0x01) });
+    selection.custom[2] = Some(Encoding { counters: 0b0100, ..Encoding::new(0x48, 0x02) });
+    let plan = plan_for(&model, &Wanted::of(&selection), true);
+    assert_eq!(plan.get(Custom1).map(|a| a.slot), Some(Slot::General(2)));
+    assert_eq!(plan.get(Custom0).map(|a| a.slot), Some(Slot::General(0)));
+    assert!(plan.dropped().contains(Custom2), "counter 2 is taken");
+}
+
+#[test]
+fn an_eight_counter_core_never_plans_past_its_storage() {
+    // An i9-12900K without E-cores has 8 general-purpose counters and 4 fixed: the fixed counters
+    // take three of the plan's places, so five custom events are counted and the rest dropped.
+    use crate::pmu::profile::{Profile, Selection};
+    let model = cpus::ALDER_LAKE_I9_12900K_P_ONLY.model();
+    assert_eq!(model.gp_counters, 8);
+    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+    for (n, slot) in selection.custom.iter_mut().enumerate() {
+        *slot = Some(Encoding::new(0x10 + n as u16, 0x01));
+    }
+    let plan = plan_for(&model, &Wanted::of(&selection), true);
+    assert_eq!(plan.len(), MAX_ASSIGNMENTS);
+    assert_eq!(Event::CUSTOM.iter().filter(|&&event| plan.get(event).is_some()).count(), 5);
+    assert_eq!(plan.dropped(), set(&[Custom5, Custom6, Custom7]));
 }
 
 #[test]
@@ -356,10 +388,10 @@ fn topdown() -> Wanted {
 #[test]
 fn the_custom_profile_counts_its_events_after_instructions_and_cycles() {
     use crate::pmu::profile::{Profile, Selection};
-    let raw = Encoding { event: 0xD1, umask: 0x08, cmask: 1, inv: true, edge: false };
+    let raw = Encoding { cmask: 1, inv: true, ..Encoding::new(0xD1, 0x08) };
     let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
     selection.custom[0] = Some(raw);
-    selection.custom[1] = Some(Encoding { event: 0xC4, umask: 0, cmask: 0, inv: false, edge: true });
+    selection.custom[1] = Some(Encoding { edge: true, ..Encoding::new(0xC4, 0) });
     for cpu in [&cpus::SKYLAKE_I7_6700K, &cpus::ZEN4_RYZEN9_7950X] {
         let model = cpu.model();
         let plan = plan_for(&model, &Wanted::of(&selection), true);

@@ -6,14 +6,19 @@
 //! * `CustomEvents` (REG_MULTI_SZ), read only by the `custom` profile: one raw event per string, in a
 //!   perf-like syntax of comma-separated `key=value` pairs, for example
 //!   `event=0xC4,umask=0x00,cmask=0,inv=0,edge=0,name=branches`. Numbers are decimal or `0x` hex.
-//!   `event` is required; `umask`, `cmask` (0-255), `inv` and `edge` (0 or 1) default to 0; `name`
-//!   (up to 32 characters) only labels the line in debug output. Intel takes 8-bit events (IA32_PERFEVTSELx
-//!   bits 7:0), AMD 12-bit ones (PerfCtl bits 7:0 and 35:32). Nothing else can be set: the user,
-//!   OS, enable and interrupt bits are the driver's, and a line naming any other key is rejected,
+//!   `event` is required; `umask`, `cmask` (0-255), `inv` and `edge` (0 or 1) default to 0; `usr`
+//!   and `os` (0 or 1) default to 1 (count user mode, kernel mode: perf's `:u` and `:k`; not both
+//!   0); `counters` restricts the line to some general-purpose counters (numbers 0-7 and ranges
+//!   joined by `+`, such as `0-3`, for an event Intel's event list allows only there); `name` (up
+//!   to 32 characters) only labels the line in debug output. Intel takes 8-bit events
+//!   (IA32_PERFEVTSELx bits 7:0), AMD 12-bit ones (PerfCtl bits 7:0 and 35:32), except the AMD
+//!   events that need a merged counter pair. Nothing else can be set: the enable and interrupt
+//!   bits are the driver's, and a line naming any other key is rejected,
 //!   so no line can put a reserved bit into an event select (a reserved bit written to an event
 //!   select faults, Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2 "PerfEvtSeln").
 //!
-//! The *i*-th accepted line counts as "Custom Event *i*". A rejected line leaves its counter at 0 and
+//! The list ends at its first empty string, as REG_MULTI_SZ does. The *i*-th accepted line counts as
+//! "Custom Event *i*". A rejected line leaves its counter at 0 and
 //! is counted and explained; the others keep working. Lines beyond the counters the processor has
 //! left (after instructions and cycles) are planned, found no counter, and stay at 0 (the plan's
 //! dropped set).
@@ -81,6 +86,16 @@ pub enum Rejection {
     OutOfRange,
     /// More lines than [`CUSTOM_EVENTS`].
     TooManyEvents,
+    /// `usr=0` and `os=0`: the event would count nothing.
+    CountsNothing,
+    /// An AMD event that needs a pair of counters: the Merge event (FFFH), or one that can count more
+    /// than 15 per cycle and gives no useful count without it (003H, retired SSE/AVX FLOPs; AMD's
+    /// PPRs for families 17h and 19h, "Large Increment per Cycle Events"; Linux
+    /// `amd_is_pair_event_code`). Counting it alone would publish a wrong number.
+    NeedsCounterPair,
+    /// A line after the empty string that ends a REG_MULTI_SZ list (Microsoft Learn, "Registry value
+    /// types": the list ends at the first empty string): not part of the value, so not counted.
+    AfterEndOfList,
 }
 
 /// What the `Parameters` key selects.
@@ -137,7 +152,17 @@ pub fn select(
         }
     };
     let mut next = 0;
-    for (index, line) in units.split(|&unit| unit == 0).filter(|line| !line.is_empty()).enumerate() {
+    let mut ended = false;
+    for (index, line) in units.split(|&unit| unit == 0).enumerate() {
+        // The empty string ends the list: what follows is reported once and not read.
+        if line.is_empty() {
+            ended = true;
+            continue;
+        }
+        if ended {
+            reject("CustomEvents", index + 1, Rejection::AfterEndOfList);
+            break;
+        }
         let parsed =
             if next == CUSTOM_EVENTS { Err(Rejection::TooManyEvents) } else { parse_event(line, vendor) };
         match parsed {
@@ -201,39 +226,76 @@ fn eq_ignore_ascii_case(units: &[u16], text: &str) -> bool {
             .all(|(&unit, byte)| u8::try_from(unit).is_ok_and(|unit| unit.eq_ignore_ascii_case(&byte)))
 }
 
+/// The keys a `CustomEvents` line may name.
+const KEYS: [&str; 9] = ["event", "umask", "cmask", "inv", "edge", "name", "usr", "os", "counters"];
+
 /// One `CustomEvents` line.
 fn parse_event(line: &[u16], vendor: Vendor) -> Result<Encoding, Rejection> {
     let event_bits = match vendor {
         Vendor::Intel => 8,
         Vendor::Amd => 12,
     };
-    let mut seen = [false; 6];
-    let (mut event, mut umask, mut cmask, mut inv, mut edge) = (None, 0u8, 0u8, false, false);
+    let mut seen = [false; KEYS.len()];
+    let mut encoding = Encoding::new(0, 0);
     for pair in line.split(|&unit| unit == u16::from(b',')) {
         let pair = trim(pair);
         let Some(equals) = pair.iter().position(|&unit| unit == u16::from(b'=')) else {
             return Err(Rejection::UnknownKey);
         };
         let (key, value) = (trim(&pair[..equals]), trim(&pair[equals + 1..]));
-        let keys = ["event", "umask", "cmask", "inv", "edge", "name"];
-        let Some(index) = keys.iter().position(|name| eq_ignore_ascii_case(key, name)) else {
+        let Some(index) = KEYS.iter().position(|name| eq_ignore_ascii_case(key, name)) else {
             return Err(Rejection::UnknownKey);
         };
         if core::mem::replace(&mut seen[index], true) {
             return Err(Rejection::DuplicateKey);
         }
-        match index {
-            0 => event = Some(number(value, (1 << event_bits) - 1)? as u16),
-            1 => umask = number(value, 0xFF)? as u8,
-            2 => cmask = number(value, 0xFF)? as u8,
-            3 => inv = number(value, 1)? == 1,
-            4 => edge = number(value, 1)? == 1,
+        match KEYS[index] {
+            "event" => encoding.event = number(value, (1 << event_bits) - 1)? as u16,
+            "umask" => encoding.umask = number(value, 0xFF)? as u8,
+            "cmask" => encoding.cmask = number(value, 0xFF)? as u8,
+            "inv" => encoding.inv = number(value, 1)? == 1,
+            "edge" => encoding.edge = number(value, 1)? == 1,
+            "usr" => encoding.usr = number(value, 1)? == 1,
+            "os" => encoding.os = number(value, 1)? == 1,
+            "counters" => encoding.counters = counters(value)?,
             _ if value.len() > MAX_NAME || value.is_empty() => return Err(Rejection::OutOfRange),
             _ => {}
         }
     }
-    let event = event.ok_or(Rejection::MissingEvent)?;
-    Ok(Encoding { event, umask, cmask, inv, edge })
+    if !seen[0] {
+        return Err(Rejection::MissingEvent);
+    }
+    if !encoding.usr && !encoding.os {
+        return Err(Rejection::CountsNothing);
+    }
+    if vendor == Vendor::Amd && matches!(encoding.event, AMD_MERGE_EVENT | AMD_RETIRED_SSE_AVX_FLOPS) {
+        return Err(Rejection::NeedsCounterPair);
+    }
+    Ok(encoding)
+}
+
+/// AMD PMCxFFF, the Merge event that joins a counter to its even neighbour.
+const AMD_MERGE_EVENT: u16 = 0xFFF;
+/// AMD PMCx003, retired SSE/AVX FLOPs: up to 64 per cycle, counted only with a merged pair.
+const AMD_RETIRED_SSE_AVX_FLOPS: u16 = 0x003;
+
+/// A `counters=` value: general-purpose counter numbers (0-7) and ranges `a-b`, joined by `+` (a
+/// comma would end the key), for example `0-3` or `0+2`, as a mask with bit i for counter i. Intel's
+/// event lists write the same restriction as `"Counter": "0,1,2,3"`.
+fn counters(units: &[u16]) -> Result<u8, Rejection> {
+    let mut mask = 0u8;
+    for part in units.split(|&unit| unit == u16::from(b'+')) {
+        let part = trim(part);
+        let (first, last) = match part.iter().position(|&unit| unit == u16::from(b'-')) {
+            Some(dash) => (number(trim(&part[..dash]), 7)?, number(trim(&part[dash + 1..]), 7)?),
+            None => (number(part, 7)?, number(part, 7)?),
+        };
+        if first > last {
+            return Err(Rejection::OutOfRange);
+        }
+        mask |= ((1u16 << (last + 1)) - (1u16 << first)) as u8;
+    }
+    Ok(mask)
 }
 
 /// A decimal or `0x` hexadecimal number no greater than `max`.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::pmu::encoding::evtsel_for;
+use crate::pmu::encoding::{EVTSEL_OS, EVTSEL_USR, evtsel_for};
 use proptest::prelude::*;
 
 fn units(text: &str) -> Vec<u16> {
@@ -92,9 +92,9 @@ fn valid_lines_become_custom_events_in_order() {
     );
     assert!(rejections.is_empty(), "{rejections:?}");
     let expected = [
-        Encoding { event: 0xC4, umask: 0, cmask: 0, inv: false, edge: false },
-        Encoding { event: 0x3C, umask: 1, cmask: 0, inv: false, edge: false },
-        Encoding { event: 14, umask: 0, cmask: 2, inv: true, edge: true },
+        Encoding::new(0xC4, 0),
+        Encoding::new(0x3C, 1),
+        Encoding { cmask: 2, inv: true, edge: true, ..Encoding::new(14, 0) },
     ];
     assert_eq!(&selection.custom[..3], expected.map(Some));
     assert!(selection.custom[3..].iter().all(Option::is_none));
@@ -106,7 +106,7 @@ fn malformed_lines_are_rejected_and_the_rest_kept() {
         "event=0xC0",                                           // 1: fine
         "event=0x1C0",                                          // 2: 9-bit event on Intel
         "umask=3",                                              // 3: no event
-        "event=0xC4,usr=1",                                     // 4: the driver's bit, not the user's
+        "event=0xC4,en=1",                                      // 4: the driver's bit, not the user's
         "event=0xC4,event=0xC5",                                // 5: twice
         "event=0xC4,cmask=256",                                 // 6: out of range
         "event=0xC4,inv=2",                                     // 7
@@ -146,6 +146,71 @@ fn amd_takes_twelve_bit_events() {
     let (selection, rejections) = custom(&["event=0x1A0,umask=0x1E", "event=0x1000"], Vendor::Amd);
     assert_eq!(selection.custom[0].map(|e| e.event), Some(0x1A0));
     assert_eq!(rejections, [(2, Rejection::OutOfRange)]);
+}
+
+#[test]
+fn usr_and_os_count_one_privilege_level_as_perf_does() {
+    let lines = ["event=0xC0,usr=1,os=0", "event=0xC0,os=0", "event=0xC0,usr=0", "event=0xC0,usr=0,os=0"];
+    let (selection, rejections) = custom(&lines, Vendor::Intel);
+    assert_eq!(rejections, [(4, Rejection::CountsNothing)]);
+    let levels: Vec<(bool, bool)> = selection.custom.iter().flatten().map(|e| (e.usr, e.os)).collect();
+    assert_eq!(levels, [(true, false), (true, false), (false, true)]);
+    let user_only = evtsel_for(Vendor::Intel, selection.custom[0].unwrap(), false);
+    assert_eq!(user_only & (EVTSEL_USR | EVTSEL_OS), EVTSEL_USR);
+    let kernel_only = evtsel_for(Vendor::Amd, selection.custom[2].unwrap(), true);
+    assert_eq!(kernel_only & (EVTSEL_USR | EVTSEL_OS), EVTSEL_OS);
+}
+
+#[test]
+fn counters_restricts_a_line_to_the_counters_it_names() {
+    let lines = [
+        "event=0xC0,counters=0-3",
+        "event=0xC0, counters = 0+2 ",
+        "event=0xC0,counters=7",
+        "event=0xC0,counters=1-1+5-6",
+        "event=0xC0,counters=8",   // 5: no such counter
+        "event=0xC0,counters=3-1", // 6: empty range
+        "event=0xC0,counters=",    // 7
+        "event=0xC0,counters=0,1", // 8: a comma ends the key: "1" is no key=value pair
+    ];
+    let (selection, rejections) = custom(&lines, Vendor::Intel);
+    assert_eq!(
+        rejections,
+        [
+            (5, Rejection::OutOfRange),
+            (6, Rejection::OutOfRange),
+            (7, Rejection::OutOfRange),
+            (8, Rejection::UnknownKey)
+        ]
+    );
+    let masks: Vec<u8> = selection.custom.iter().flatten().map(|e| e.counters).collect();
+    assert_eq!(masks, [0x0F, 0x05, 0x80, 0x62]);
+    assert_eq!(custom(&["event=0xC0"], Vendor::Intel).0.custom[0].unwrap().counters, 0xFF);
+}
+
+#[test]
+fn amd_events_that_need_a_counter_pair_are_refused() {
+    let (selection, rejections) =
+        custom(&["event=0xFFF", "event=0x003,umask=0xFF", "event=0x0C0"], Vendor::Amd);
+    assert_eq!(rejections, [(1, Rejection::NeedsCounterPair), (2, Rejection::NeedsCounterPair)]);
+    assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
+    // Intel's event 03H is an ordinary event (LD_BLOCKS on its cores).
+    assert!(custom(&["event=0x03,umask=0x02"], Vendor::Intel).1.is_empty());
+}
+
+#[test]
+fn the_list_ends_at_its_first_empty_string() {
+    // "event=0xC0\0\0event=0xC5\0\0": the second line follows the list's terminating empty string.
+    let mut units: Vec<u16> = "event=0xC0".encode_utf16().collect();
+    units.extend([0, 0]);
+    units.extend("event=0xC5".encode_utf16());
+    units.extend([0, 0]);
+    let profile = sz("custom");
+    let (selection, rejections) =
+        select_all(Vendor::Intel, value(REG_SZ, &profile), value(REG_MULTI_SZ, &units));
+    assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
+    assert_eq!(selection.custom[1], None, "a line past the end of the list is not programmed");
+    assert_eq!(rejections, [(3, Rejection::AfterEndOfList)]);
 }
 
 #[test]
@@ -191,7 +256,7 @@ const AMD_RESERVED: u64 = 0xFFFF_FC00_0000_0000 | (0xF << 36) | (1 << 21) | (1 <
 proptest! {
     #[test]
     fn no_line_puts_a_reserved_bit_into_an_event_select(
-        line in "[a-z=,0-9xA-F ]{0,40}",
+        line in "[a-z=,+0-9xA-F -]{0,48}",
         amd in any::<bool>(),
         pmi in any::<bool>(),
     ) {
@@ -211,7 +276,7 @@ proptest! {
         let line = format!("event={event:#x},umask={umask},cmask={cmask:#X},inv={inv},edge={edge}");
         let (selection, rejections) = custom(&[&line], Vendor::Intel);
         prop_assert!(rejections.is_empty());
-        let expected = Encoding { event: event as u16, umask: umask as u8, cmask: cmask as u8, inv: inv == 1, edge: edge == 1 };
+        let expected = Encoding { cmask: cmask as u8, inv: inv == 1, edge: edge == 1, ..Encoding::new(event as u16, umask as u8) };
         prop_assert_eq!(selection.custom[0], Some(expected));
     }
 }

@@ -240,6 +240,9 @@ impl<P: Platform> PmuClient<P> {
         self.status.set_pmu_state(PmuState::Active);
         let how = if interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
         self.platform.log(format_args!("PMU owned: {counters} counters, {how}"));
+        if !plan.dropped().is_empty() {
+            self.platform.log(format_args!("no counter left for {:?}: they read 0", plan.dropped()));
+        }
         // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
         // (and polling to do, without an interrupt).
         self.platform.wake_housekeeping();

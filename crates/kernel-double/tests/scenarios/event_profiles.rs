@@ -116,7 +116,7 @@ fn custom_profile_counts_valid_lines_and_rejects_the_rest() {
     let lines = [
         "event=0x0E,umask=0x01,name=uops issued",
         "event=0x1C0",                    // 9 bits on Intel
-        "event=0xC4,usr=1",               // a bit the driver owns
+        "event=0xC4,en=1",                // a bit the driver owns
         "umask=1",                        // no event
         "event=0xA3,umask=0x14,cmask=20", // valid, counts nothing here
         "event=0xC4,cmask=300",           // out of range
