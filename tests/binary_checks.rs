@@ -354,3 +354,32 @@ fn overflow_handler_makes_no_call_and_stays_under_40_instructions_per_bit() {
     assert!(cost.returns >= 1, "the overflow handler never returns: {context}");
     assert!(cost.locked >= 1, "the overflow handler counts nothing atomically: {context}");
 }
+
+/// The most stack the PMU acquisition's own frame may reserve: it runs in a consumer's thread (PCW's
+/// AddCounter or collect), whose x64 kernel stack is 24 KiB, and calls into the kernel from there.
+const ACQUIRE_FRAME_LIMIT: u32 = 1024;
+
+/// The frames of the acquisition and of what it calls in turn, as the image reserves them; the
+/// figures are printed (`--nocapture`).
+#[test]
+fn the_acquisition_reserves_little_of_a_consumer_s_stack() {
+    let image = read(&existing(signed_image()));
+    let pdb = existing(signed_image().with_extension("pdb"));
+    let frames = driver_image_checks::stack_frames(&image, &pdb).expect("the image's frames");
+    let frame = |part: &str| {
+        frames
+            .iter()
+            .find(|frame| frame.name.contains(part))
+            .unwrap_or_else(|| panic!("no function named like {part} in the PDB"))
+    };
+    let acquire = frame("PmuClient<pmupcw::kernel::platform::KernelPlatform>::acquire<");
+    let chain = ["::open<", "client::install<", "placement::plan_for", "::read_selection<"].map(frame);
+    for frame in [acquire].into_iter().chain(chain) {
+        println!("{:>6} bytes  {}", frame.bytes, frame.name);
+    }
+    println!("largest frames of the image:");
+    for frame in frames.iter().take(5) {
+        println!("{:>6} bytes  {}", frame.bytes, frame.name);
+    }
+    assert!(acquire.bytes <= ACQUIRE_FRAME_LIMIT, "acquire reserves {} bytes", acquire.bytes);
+}

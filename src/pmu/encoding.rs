@@ -24,7 +24,6 @@ pub const FIXED_CTRL_USR: u64 = 1 << 1;
 pub const FIXED_CTRL_PMI: u64 = 1 << 3;
 /// Width of one counter's field in IA32_FIXED_CTR_CTRL.
 const FIXED_CTRL_FIELD_BITS: u8 = 4;
-/// Width of one counter's field in IA32_FIXED_CTR_CTRL.
 
 /// The value of an event select register (Intel IA32_PERFEVTSELx, AMD PerfEvtSel/PerfCtl) counting
 /// `event`/`umask` in user and kernel mode, enabled, with INT when `pmi`. `event` bits 11:8 (AMD only)

@@ -384,13 +384,13 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // order: the plan's slots then follow their global status bits (general-purpose i = bit i, fixed j
     // = bit 32 + j), so each slot is its counter's overflow slot (crate::pmu::fold's rank of the
     // status bit among the owned ones).
-    let mut fixed_assignments: [Option<Assignment>; MAX_FIXED_ASSIGNED] = [None; MAX_FIXED_ASSIGNED];
+    let mut fixed_events: [Option<Event>; MAX_FIXED_ASSIGNED] = [None; MAX_FIXED_ASSIGNED];
     if model.vendor == Vendor::Intel {
         for event in wanted.events.iter() {
             let Some(fixed) = event.intel_fixed_counter() else { continue };
             if fixed < model.fixed_counters && !plan.unavailable.contains(event) {
-                if let Some(entry) = fixed_assignments.get_mut(usize::from(fixed)) {
-                    *entry = Some(intel_fixed(model, event, fixed, pmi));
+                if let Some(entry) = fixed_events.get_mut(usize::from(fixed)) {
+                    *entry = Some(event);
                 }
                 placed = placed.with(event);
             }
@@ -400,7 +400,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // General-purpose counters: those the model has, within what the fixed counters leave of the
     // plan's storage. Take events in priority order while the chosen set can still give each a
     // distinct counter it allows, then place them (see `assign_counters`).
-    let fixed_used = fixed_assignments.iter().flatten().count() as u8;
+    let fixed_used = fixed_events.iter().flatten().count() as u8;
     let general = general_purpose_counters(model).min(MAX_ASSIGNMENTS as u8 - fixed_used);
     let mut chosen: [(Event, Encoding, u8); MAX_GENERAL_PURPOSE] =
         [(Event::Instructions, Encoding::new(0, 0), 0); MAX_GENERAL_PURPOSE];
@@ -433,13 +433,15 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         }
     }
     let counters = assign_counters(chosen).unwrap_or_default();
-    let mut general: [Option<Assignment>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];
-    for (&(event, encoding, _), &counter) in chosen.iter().zip(&counters) {
-        if let Some(entry) = general.get_mut(usize::from(counter)) {
-            *entry = Some(general_purpose(model, event, encoding, counter, pmi));
-        }
-    }
-    for assignment in general.into_iter().chain(fixed_assignments).flatten() {
+    // Pushed in counter order (built one at a time: a plan-sized array of assignments here would
+    // double the stack this function needs).
+    let general = (0..MAX_GENERAL_PURPOSE as u8).filter_map(|counter| {
+        let chosen = chosen.iter().zip(&counters).find(|&(_, &assigned)| assigned == counter)?.0;
+        Some(general_purpose(model, chosen.0, chosen.1, counter, pmi))
+    });
+    let fixed = (0..MAX_FIXED_ASSIGNED as u8)
+        .filter_map(|fixed| Some(intel_fixed(model, fixed_events[usize::from(fixed)]?, fixed, pmi)));
+    for assignment in general.chain(fixed) {
         if plan.push(assignment).is_err() {
             plan.dropped = plan.dropped.with(assignment.event);
         }

@@ -23,6 +23,7 @@ use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
+use crate::pmu::events::EventSet;
 use crate::pmu::fold::{OwnedMask, SLOTS};
 use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
@@ -59,6 +60,14 @@ struct Session<P: Platform> {
     topdown: TopdownReading,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
     aperf_mperf: bool,
+}
+
+/// What [`PmuClient::open`] opened, for the status counters and the debug output.
+struct Opened {
+    counters: u32,
+    interrupt: bool,
+    topdown: TopdownSource,
+    dropped: EventSet,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -183,7 +192,35 @@ impl<P: Platform> PmuClient<P> {
         }
         self.schedule.attempted(self.platform.now_100ns());
         self.status.set_profile(selection.profile as u32, selection.rejected);
-        let wanted = plan_for(&model, &wanted_events, model.overflow_interrupt);
+        let Some(opened) = self.open(&mut session, &model, &wanted_events) else { return };
+        drop(session);
+        // Active once a collect can read the session.
+        self.status.set_topdown_source(opened.topdown);
+        self.status.set_counters_owned(opened.counters);
+        self.status.set_pmu_state(PmuState::Active);
+        let how = if opened.interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
+        self.platform.log(format_args!("PMU owned: {} counters, {how}", opened.counters));
+        if !opened.dropped.is_empty() {
+            self.platform.log(format_args!("no counter left for {:?}: they read 0", opened.dropped));
+        }
+        // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
+        // (and polling to do, without an interrupt).
+        self.platform.wake_housekeeping();
+    }
+
+    /// [`Self::acquire`]'s work under the session lock: plan, own, program every processor and
+    /// open the session in `session`. Out of line, with [`Self::read_selection`], so that the plans
+    /// and the session built here and the registry buffers read there are never on the consumer's
+    /// stack at once (acquire runs in the consumer's thread, whose kernel stack is 24 KiB).
+    #[inline(never)]
+    fn open(
+        &self,
+        session: &mut Option<Session<P>>,
+        model: &PmuModel,
+        wanted_events: &Wanted,
+    ) -> Option<Opened> {
+        let model = *model;
+        let wanted = plan_for(&model, wanted_events, model.overflow_interrupt);
         let (ownership, interrupt) = match self.request(&model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
@@ -192,11 +229,11 @@ impl<P: Platform> PmuClient<P> {
                 self.status.set_pmu_state(state);
                 self.platform
                     .log(format_args!("HalAllocateHardwareCounters refused the counters: {error:?}"));
-                return;
+                return None;
             }
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
-        let plan = if interrupt { wanted } else { plan_for(&model, &wanted_events, false) };
+        let plan = if interrupt { wanted } else { plan_for(&model, wanted_events, false) };
         let previous = self.last_plan.write().replace(plan);
         let owned = if interrupt {
             OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
@@ -215,37 +252,19 @@ impl<P: Platform> PmuClient<P> {
                 None => program::start(model.vendor, &plan, msrs),
             },
         );
-        let programming = Programming::of(model.vendor, &plan);
-        let reading = Reading::of(model.vendor, &plan, owned);
-        *session = Some(Session {
-            ownership,
-            plan,
-            owned,
-            programming,
-            reading,
-            topdown: TopdownReading::of(&plan),
-            aperf_mperf: model.aperf_mperf,
-        });
-        drop(session);
-        // Active once a collect can read the session.
-        self.status.set_topdown_source(if plan.topdown_metrics() {
-            TopdownSource::PerfMetrics
-        } else if plan.topdown_width().is_some() {
-            TopdownSource::ProfileEvents
-        } else {
-            no_topdown(self.machine)
-        });
-        let counters = plan.hal_indexes().count();
-        self.status.set_counters_owned(counters as u32);
-        self.status.set_pmu_state(PmuState::Active);
-        let how = if interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
-        self.platform.log(format_args!("PMU owned: {counters} counters, {how}"));
-        if !plan.dropped().is_empty() {
-            self.platform.log(format_args!("no counter left for {:?}: they read 0", plan.dropped()));
-        }
-        // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
-        // (and polling to do, without an interrupt).
-        self.platform.wake_housekeeping();
+        install(session, ownership, &plan, owned, &model);
+        Some(Opened {
+            counters: plan.hal_indexes().count() as u32,
+            interrupt,
+            topdown: if plan.topdown_metrics() {
+                TopdownSource::PerfMetrics
+            } else if plan.topdown_width().is_some() {
+                TopdownSource::ProfileEvents
+            } else {
+                no_topdown(self.machine)
+            },
+            dropped: plan.dropped(),
+        })
     }
 
     /// Stops, clears and frees the counters, keeping every count as the base of the next session.
@@ -343,7 +362,9 @@ impl<P: Platform> PmuClient<P> {
     }
 
     /// The profile the service's Parameters key selects now, with every rejection explained in the
-    /// debug output. PASSIVE_LEVEL.
+    /// debug output. PASSIVE_LEVEL. Out of line: its buffers (2 KiB) leave the stack before the
+    /// session is opened.
+    #[inline(never)]
     fn read_selection(&self, vendor: Vendor) -> Selection {
         let mut profile = [0u16; SETTING_HEADER_UNITS + MAX_PROFILE_BYTES / 2];
         let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
@@ -452,6 +473,27 @@ enum Check {
     All,
     /// One register, in turn: at a collect.
     OneInTurn,
+}
+
+/// Opens the session in `session`: out of line, so that its (large) parts are built on the stack
+/// only after [`PmuClient::open`]'s calls have returned.
+#[inline(never)]
+fn install<P: Platform>(
+    session: &mut Option<Session<P>>,
+    ownership: P::Ownership,
+    plan: &CounterPlan,
+    owned: OwnedMask,
+    model: &PmuModel,
+) {
+    *session = Some(Session {
+        ownership,
+        plan: *plan,
+        owned,
+        programming: Programming::of(model.vendor, plan),
+        reading: Reading::of(model.vendor, plan, owned),
+        topdown: TopdownReading::of(plan),
+        aperf_mperf: model.aperf_mperf,
+    });
 }
 
 /// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last

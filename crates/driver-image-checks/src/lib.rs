@@ -13,10 +13,16 @@
 //! [`handler_cost`] decodes a code section holding one interrupt-time routine and counts its
 //! instructions per loop iteration, calls and locked instructions; [`resident_code_section`] checks
 //! that the section can be neither paged out nor discarded.
+//!
+//! [`stack_frames`] reads how much stack each function reserves, from the image's unwind information
+//! and its PDB's names.
 #![forbid(unsafe_code)]
 
+mod frames;
 mod handler;
 mod resources;
+
+pub use frames::{Frame, stack_frames};
 
 pub use handler::{
     HandlerCost, PAGEABLE_SECTION_PREFIX, handler_cost, resident_code_section, section_listing,
