@@ -40,6 +40,7 @@ mod faulty_pageable_at_dispatch;
 mod faulty_pool_leak;
 mod faulty_pool_overrun;
 mod faulty_spinlock_in_pmi;
+mod hal_profiling_after_release;
 mod hyperv_cpuid_claims_pmu;
 mod hyperv_guest_without_pmu;
 mod idle_without_timers;
