@@ -265,7 +265,7 @@ impl<P: Platform> PmuClient<P> {
             if let Some(processor) = self.processors.get(index as usize) {
                 processor.pmu.counters.release();
             }
-            program::stop_and_clear(model.vendor, &open.plan, msrs);
+            program::release(model.vendor, &open.plan, msrs);
         });
         self.pmi_owned.store(0, Ordering::Release);
         drop(open.ownership);
