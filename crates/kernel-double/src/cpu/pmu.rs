@@ -205,7 +205,8 @@ fn decode(vp: u32, msr: u32) -> Option<Register> {
         let present = processor
             .perf_capabilities
             .is_some_and(|capabilities| capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0);
-        return present.then_some(Register::PerfMetrics);
+        // Under the Microsoft hypervisor an access faults (#GP) whatever the capabilities say.
+        return (present && !cpuid::perf_metrics_intercepted(vp)).then_some(Register::PerfMetrics);
     }
     let kind = processor.kind;
     let index =

@@ -77,7 +77,11 @@ fn run(model: &'static CpuModel) {
     }
     assert_eq!(driver_status()[0], IDLE);
     let released = kernel_double::violations::all();
-    assert_eq!(hal_profiling_failures(), Vec::<String>::new(), "after the driver's idle release: {released:#?}");
+    assert_eq!(
+        hal_profiling_failures(),
+        Vec::<String>::new(),
+        "after the driver's idle release: {released:#?}"
+    );
     for vp in 0..PROCESSORS {
         assert!(pmu::at_power_on(vp), "processor {vp}'s PMU not given back at its power-on values");
     }

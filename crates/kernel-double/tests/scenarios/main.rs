@@ -43,6 +43,7 @@ mod faulty_spinlock_in_pmi;
 mod hal_profiling_after_release;
 mod hyperv_cpuid_claims_pmu;
 mod hyperv_guest_without_pmu;
+mod hyperv_perf_metrics;
 mod idle_without_timers;
 mod irql_checks;
 mod kernel_build_1903;
