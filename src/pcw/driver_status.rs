@@ -37,6 +37,9 @@ pub enum TopdownSource {
     /// Some core types of a hybrid processor have fixed counter 3 with IA32_PERF_METRICS, but not all,
     /// and the driver programs only what every core type has.
     NotOnEveryCoreType = 4,
+    /// Fixed counter 3 with IA32_PERF_METRICS is reported, but under a hypervisor that no public source
+    /// says passes IA32_PERF_METRICS through (an intercepted access is a #GP): not used.
+    NotUnderHypervisor = 5,
 }
 
 /// The resident status block and the operations on it.

@@ -419,12 +419,13 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// Why a usable PMU gives no top-down: only some core types could, or none can.
+/// Why a usable PMU gives no top-down: only some core types could, a hypervisor is in the way, or
+/// none can.
 fn no_topdown(machine: Machine) -> TopdownSource {
-    if machine.topdown_metrics_on_some {
-        TopdownSource::NotOnEveryCoreType
-    } else {
-        TopdownSource::Unavailable
+    match machine.detection {
+        _ if machine.topdown_metrics_on_some => TopdownSource::NotOnEveryCoreType,
+        Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
+        _ => TopdownSource::Unavailable,
     }
 }
 

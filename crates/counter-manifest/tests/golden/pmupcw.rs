@@ -1467,7 +1467,10 @@ pub mod driver_status {
         /// General-purpose events of the topdown profile. 3 Unavailable: no usable PMU (see PMU State). 4
         /// Unavailable: a hybrid processor whose performance cores have fixed counter 3 with
         /// IA32_PERF_METRICS but whose efficient cores do not; the driver programs only what every core type
-        /// has.
+        /// has. 5 Unavailable: the processor reports fixed counter 3 with IA32_PERF_METRICS, but runs under a
+        /// hypervisor (the Hyper-V root partition with memory integrity on, or a guest) that no public source
+        /// says passes IA32_PERF_METRICS through; an intercepted access would bug check, so the driver does
+        /// not use it.
         pub const TOPDOWN_SOURCE: u16 = 9;
         /// "Active Profile" (perf_counter_rawcount, standard): The event profile of the current (or last)
         /// acquisition, from the service's Parameters\\Profile value, read at each acquisition: 0 default
