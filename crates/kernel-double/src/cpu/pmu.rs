@@ -135,7 +135,8 @@ static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
 
 fn pmu() -> &'static Pmu {
     PMU.get_or_init(|| {
-        let processors = (0..topology::processor_count())
+        // Hot-added processors too: their PMU exists before they start.
+        let processors = (0..topology::possible_count())
             .map(|vp| {
                 let model = cpuid::model_of(vp);
                 let kind = model.pmu;
