@@ -114,6 +114,11 @@ impl DriverStatus {
         self.block.allocation_failures.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The processors active now that were not when the driver loaded, which it leaves alone.
+    pub fn set_processors_not_monitored(&self, processors: u32) {
+        self.block.processors_not_monitored.store(processors, Ordering::Relaxed);
+    }
+
     /// Counts one processor whose counters had lost their programming and were programmed again.
     /// Lock-free: called inside the all-processor call.
     pub fn record_reprogram(&self) {

@@ -307,3 +307,21 @@ fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
     assert_eq!(global & ((1 << 35) | (1 << 48)), 0, "{global:#x}");
     assert_ne!(global, 0, "the other counters are enabled");
 }
+
+#[test]
+fn a_processor_added_after_load_is_left_alone_and_counted() {
+    // The platform runs workers on 4 processors; the client was made for the 3 active at load.
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let processors: Vec<Processor> = (0..PROCESSORS - 1).map(|_| Processor::default()).collect();
+    let client =
+        PmuClient::new(fake_platform(&[]), Detection::Usable(SKYLAKE_I7_6700K.model()), processors, status);
+    client.collect();
+    assert!(client.owns());
+    assert_eq!(status.block().processors_not_monitored.load(Ordering::Relaxed), 1);
+    let added = PROCESSORS - 1;
+    let untouched = || client.platform.msrs[added].lock().unwrap().is_empty();
+    assert!(untouched(), "the added processor was programmed");
+    assert_ne!(client.msr(0, 0x38F), 0, "the processors known at load are");
+    client.release();
+    assert!(untouched(), "the added processor was written at release");
+}
