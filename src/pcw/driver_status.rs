@@ -37,6 +37,9 @@ pub enum TopdownSource {
     /// Some core types of a hybrid processor have fixed counter 3 with IA32_PERF_METRICS, but not all,
     /// and the driver programs only what every core type has.
     NotOnEveryCoreType = 4,
+    /// Fixed counter 3 with IA32_PERF_METRICS is reported, but under a hypervisor that no public source
+    /// says passes IA32_PERF_METRICS through (an intercepted access is a #GP): not used.
+    NotUnderHypervisor = 5,
 }
 
 /// The resident status block and the operations on it.
@@ -109,6 +112,11 @@ impl DriverStatus {
 
     pub fn record_allocation_failure(&self) {
         self.block.allocation_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The processors active now that were not when the driver loaded, which it leaves alone.
+    pub fn set_processors_not_monitored(&self, processors: u32) {
+        self.block.processors_not_monitored.store(processors, Ordering::Relaxed);
     }
 
     /// Counts one processor whose counters had lost their programming and were programmed again.

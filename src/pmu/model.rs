@@ -171,6 +171,9 @@ pub struct PmuModel {
     /// `CPUID.06H:ECX[0]` (Intel: hardware coordination feedback; AMD: EffFreq): IA32_MPERF (0xE7)
     /// and IA32_APERF (0xE8) count, and may be read.
     pub aperf_mperf: bool,
+    /// Bare metal or which hypervisor (`CPUID.1:ECX[31]` and leaf 0x40000000): a hypervisor decides
+    /// which MSRs the partition may touch, and reports others as the hardware does.
+    pub host: Host,
 }
 
 /// IA32_PERF_CAPABILITIES bit 15: PERF_METRICS available (Intel SDM Vol. 3B, "Performance Monitoring
@@ -187,9 +190,23 @@ impl PmuModel {
         self
     }
 
-    /// Fixed counter 3 and IA32_PERF_METRICS give top-down level 1 without a general-purpose counter.
+    /// Fixed counter 3 and IA32_PERF_METRICS give top-down level 1 without a general-purpose counter:
+    /// on bare metal only ([`Self::perf_metrics_withheld`]).
     pub const fn topdown_metrics(&self) -> bool {
-        self.topdown_slots && self.perf_metrics
+        self.topdown_slots && self.perf_metrics && matches!(self.host, Host::BareMetal)
+    }
+
+    /// Fixed counter 3 and IA32_PERF_METRICS are reported, but a hypervisor is present, and no public
+    /// source says any hypervisor passes IA32_PERF_METRICS (0x329, and RDPMC of it) through, the
+    /// Microsoft hypervisor included (root partition with memory integrity on, or a guest). The HAL
+    /// does not arbitrate it, and IA32_PERF_CAPABILITIES[15] may be passed through from the hardware
+    /// while the hypervisor intercepts the register: an access would be a #GP, a bug check in kernel
+    /// mode. So the driver does not use it there, and says so. The other MSRs the HAL does not
+    /// arbitrate (IA32_PERF_CAPABILITIES, IA32_APERF/MPERF) are enumerated by CPUID bits the hypervisor
+    /// itself answers, which hypervisors clear when they do not implement the registers (ACRN pull
+    /// request 8177 removes CPUID.06H:ECX[0] and injects #GP on APERF/MPERF).
+    pub const fn perf_metrics_withheld(&self) -> bool {
+        self.topdown_slots && self.perf_metrics && !matches!(self.host, Host::BareMetal)
     }
 }
 
@@ -245,9 +262,12 @@ pub const AMD_CORE_EXTENDED_COUNTERS: u8 = 6;
 /// Intel fixed counters the plan knows: instructions, core cycles, reference cycles.
 const INTEL_KNOWN_FIXED_COUNTERS: u8 = 3;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Host {
+/// What the processor runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
     BareMetal,
+    /// The Microsoft hypervisor (leaf 0x40000000 "Microsoft Hv"): Hyper-V's root partition (Windows
+    /// with VBS or memory integrity) or a guest.
     Microsoft,
     OtherHypervisor,
 }
@@ -288,6 +308,7 @@ pub fn detect<R: CpuIdReader>(reader: R) -> Detection {
         Ok(mut model) => {
             model.aperf_mperf =
                 cpuid.get_thermal_power_info().is_some_and(|info| info.has_hw_coord_feedback());
+            model.host = host;
             if vendor == Vendor::Intel {
                 model.perf_capabilities = features.as_ref().is_some_and(|f| f.has_pdcm());
                 model.topdown_slots = intel_topdown_slots(&reader, &model);
@@ -337,6 +358,7 @@ fn intel<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) ->
         perf_capabilities: false,
         perf_metrics: false,
         aperf_mperf: false,
+        host: Host::BareMetal,
     })
 }
 
@@ -400,6 +422,7 @@ fn amd<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> R
         perf_capabilities: false,
         perf_metrics: false,
         aperf_mperf: false,
+        host: Host::BareMetal,
     })
 }
 

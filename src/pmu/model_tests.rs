@@ -57,6 +57,7 @@ const INTEL_BASE: PmuModel = PmuModel {
     perf_capabilities: true,
     perf_metrics: false,
     aperf_mperf: false,
+    host: Host::BareMetal,
 };
 
 const AMD_BASE: PmuModel = PmuModel {
@@ -76,6 +77,7 @@ const AMD_BASE: PmuModel = PmuModel {
     perf_capabilities: false,
     perf_metrics: false,
     aperf_mperf: false,
+    host: Host::BareMetal,
 };
 
 pub(crate) const SKYLAKE_MODEL: PmuModel =
@@ -101,7 +103,10 @@ pub(crate) const LYNNFIELD_MODEL: PmuModel = PmuModel {
 pub(crate) const CONROE_MODEL: PmuModel =
     PmuModel { model: 0x0F, version: 2, gp_counters: 2, gp_width: 40, fixed_width: 40, ..INTEL_BASE };
 pub(crate) const HYPERV_ROOT_XEON_W1290P_MODEL: PmuModel =
-    PmuModel { model: 0xA5, version: 4, gp_counters: 4, ..INTEL_BASE };
+    PmuModel { model: 0xA5, version: 4, gp_counters: 4, host: Host::Microsoft, ..INTEL_BASE };
+/// The i9-12900K's P-cores under Hyper-V: as on bare metal, but for the host.
+pub(crate) const HYPERV_ALDER_LAKE_P_ONLY_MODEL: PmuModel =
+    PmuModel { host: Host::Microsoft, ..ALDER_LAKE_P_ONLY_MODEL };
 pub(crate) const ZEN2_MODEL: PmuModel = PmuModel { model: 0x71, ..AMD_BASE };
 pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, ..AMD_BASE };
 pub(crate) const ZEN5_8_COUNTERS_MODEL: PmuModel = PmuModel {
@@ -116,7 +121,7 @@ pub(crate) const ZEN4_MODEL: PmuModel =
     PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
-pub(crate) const TABLE: [(&Cpu, Detection); 23] = [
+pub(crate) const TABLE: [(&Cpu, Detection); 25] = [
     (&SKYLAKE_I7_6700K, Detection::Usable(SKYLAKE_MODEL)),
     (&ALDER_LAKE_I9_12900K_P, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_E, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
@@ -131,13 +136,15 @@ pub(crate) const TABLE: [(&Cpu, Detection); 23] = [
     (&ZEN4_RYZEN9_7950X, Detection::Usable(ZEN4_MODEL)),
     (&ZEN5_SYNTHETIC_8_COUNTERS, Detection::Usable(ZEN5_8_COUNTERS_MODEL)),
     (&HYPERV_ROOT_XEON_W1290P, Detection::Usable(HYPERV_ROOT_XEON_W1290P_MODEL)),
+    (&HYPERV_ROOT_ALDER_LAKE_P_ONLY, Detection::Usable(HYPERV_ALDER_LAKE_P_ONLY_MODEL)),
+    (&HYPERV_GUEST_ALDER_LAKE_P_ONLY_PMU, Detection::Usable(HYPERV_ALDER_LAKE_P_ONLY_MODEL)),
     (&HYPERV_XEON_X7560, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_ROOT_EPYC_7401P, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_GUEST_NO_PMU, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_GUEST_PMU_BIT_LEAF_A_ZERO, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&KVM_GUEST_NO_PMU, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&KVM_GUEST_ZEN2_NO_PERFCTR_CORE, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
-    (&KVM_GUEST_ZEN2, Detection::Usable(ZEN2_MODEL)),
+    (&KVM_GUEST_ZEN2, Detection::Usable(PmuModel { host: Host::OtherHypervisor, ..ZEN2_MODEL })),
     (&ZHAOXIN_KX6000, Detection::Unusable(Unusable::UnknownVendor)),
     (&INTEL_ONE_FIXED_NO_GP, Detection::Unusable(Unusable::TooFewCounters)),
 ];
@@ -147,6 +154,20 @@ fn every_processor_of_the_table_is_detected_as_documented() {
     for (cpu, expected) in TABLE {
         assert_eq!(cpu.detect(), expected, "{}", cpu.name);
     }
+}
+
+#[test]
+fn perf_metrics_are_used_on_bare_metal_only() {
+    let read = || PERF_CAPABILITIES_PERF_METRICS;
+    let bare_metal = ALDER_LAKE_I9_12900K_P_ONLY.model().with_perf_capabilities(read);
+    assert!(bare_metal.topdown_metrics() && !bare_metal.perf_metrics_withheld());
+    for partition in [&HYPERV_ROOT_ALDER_LAKE_P_ONLY, &HYPERV_GUEST_ALDER_LAKE_P_ONLY_PMU] {
+        let model = partition.model().with_perf_capabilities(read);
+        assert!(model.perf_metrics, "{}: IA32_PERF_CAPABILITIES says it exists", partition.name);
+        assert!(!model.topdown_metrics() && model.perf_metrics_withheld(), "{}", partition.name);
+    }
+    // Without PERF_METRICS reported, nothing is withheld.
+    assert!(!HYPERV_ROOT_ALDER_LAKE_P_ONLY.model().with_perf_capabilities(|| 0).perf_metrics_withheld());
 }
 
 #[test]
@@ -184,7 +205,10 @@ fn the_fixed_counter_quirk_applies_to_bare_metal_only() {
             hypervisor(0x40000001, KVM),
         ],
     };
-    assert_eq!(CONROE_UNDER_KVM.model(), PmuModel { fixed_counters: 0, fixed_width: 0, ..CONROE_MODEL });
+    assert_eq!(
+        CONROE_UNDER_KVM.model(),
+        PmuModel { fixed_counters: 0, fixed_width: 0, host: Host::OtherHypervisor, ..CONROE_MODEL }
+    );
 }
 
 #[test]

@@ -118,6 +118,33 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
 }
 
+/// The plan's global enable bits that are set at power-on, which the HAL relies on: Intel's
+/// general-purpose enables (IA32_PERF_GLOBAL_CTRL bits 0-31 are 1 at reset, the fixed counters' and
+/// EN_PERF_METRICS 0: Intel SDM Vol. 3B, "Architectural Performance Monitoring Version 2"), every AMD
+/// PerfMonV2 enable (PerfCntrGlobalCtl resets to all core counters enabled: AMD PPR for family 19h,
+/// MSR C000_0301).
+fn power_on_enables(vendor: Vendor, plan: &CounterPlan) -> u64 {
+    const INTEL_GENERAL_PURPOSE_ENABLES: u64 = 0xFFFF_FFFF;
+    match vendor {
+        Vendor::Intel => plan.global_ctrl() & INTEL_GENERAL_PURPOSE_ENABLES,
+        Vendor::Amd => plan.global_ctrl(),
+    }
+}
+
+/// Stops and clears the plan's counters ([`stop_and_clear`]), then gives the PMU back as the HAL
+/// expects it: the plan's global enables at their power-on values. The HAL never sets a
+/// general-purpose enable; it programs its own counters through their event selects alone and takes
+/// a cleared enable for a foreign modification (observed in decompiled Windows 10/11 HAL builds,
+/// `EmonIsModifiedByBadActorInternal`), so a release that left them clear would stop WPR/xperf PMC
+/// sampling until a reboot. With their event selects zero the counters stay stopped.
+pub fn release(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    stop_and_clear(vendor, plan, msrs);
+    if let Some(global) = global_registers(vendor, plan) {
+        let control = msrs.read(global.control);
+        msrs.write(global.control, control | power_on_enables(vendor, plan));
+    }
+}
+
 /// What [`start`] leaves in the registers a resume or a foreign tool can undo: every general-purpose
 /// control, the plan's IA32_FIXED_CTR_CTRL fields and its global enable bits, as (MSR, mask, value)
 /// checks worked out once per session, so that each read costs one rdmsr and one compare per check.

@@ -178,3 +178,45 @@ fn check_turns_cover_every_check_in_each_cycle_and_catch_a_change_in_one() {
     let nothing = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0, turns: None };
     assert!(nothing.intact_in_turn(5, &msrs), "no checks: every turn holds");
 }
+
+#[test]
+fn release_gives_back_the_power_on_enables_and_only_the_plans() {
+    let model = skylake();
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    let power_on = (1u64 << model.gp_counters) - 1;
+    let foreign = 1u64 << 35; // fixed counter 3, another client's
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, power_on | foreign);
+    start(model.vendor, &plan, &mut msrs);
+    release(model.vendor, &plan, &mut msrs);
+    // The plan's general-purpose enables back at 1, its fixed counters' at 0, the foreign bit kept.
+    let plan_gp = plan.global_ctrl() & 0xFFFF_FFFF;
+    assert_ne!(plan_gp, 0);
+    assert_eq!(msrs.values[&msr::IA32_PERF_GLOBAL_CTRL], power_on | foreign);
+    assert_eq!(msrs.values[&msr::IA32_FIXED_CTR_CTRL], 0);
+    for assignment in plan.iter() {
+        assert_eq!(msrs.values[&assignment.counter_msr], 0);
+        if let Slot::General(_) = assignment.slot {
+            assert_eq!(msrs.values[&assignment.control_msr], 0, "{:?} stopped", assignment.event);
+        }
+    }
+    // Even where the enables were found clear: the HAL relies on their power-on values.
+    msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, 0);
+    start(model.vendor, &plan, &mut msrs);
+    release(model.vendor, &plan, &mut msrs);
+    assert_eq!(msrs.values[&msr::IA32_PERF_GLOBAL_CTRL], plan_gp);
+}
+
+#[test]
+fn amd_perfmon_v2_release_gives_back_every_planned_enable() {
+    let model = crate::pmu::model::tests::ZEN4_RYZEN9_7950X.model();
+    assert!(model.amd_perfmon_v2);
+    let plan = plan(&model);
+    let mut msrs = MsrFile::default();
+    let power_on = (1u64 << model.gp_counters) - 1;
+    msrs.values.insert(msr::AMD_PERF_CNTR_GLOBAL_CTL, power_on);
+    start(model.vendor, &plan, &mut msrs);
+    release(model.vendor, &plan, &mut msrs);
+    assert_eq!(msrs.values[&msr::AMD_PERF_CNTR_GLOBAL_CTL], power_on);
+    assert!(plan.iter().all(|assignment| msrs.values[&assignment.control_msr] == 0));
+}

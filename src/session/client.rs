@@ -33,7 +33,7 @@ use crate::pmu::processor::PerProcessor;
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 /// Why the counters could not be had.
@@ -241,6 +241,9 @@ impl<P: Platform> PmuClient<P> {
             OwnedMask::EMPTY
         };
         self.pmi_owned.store(owned.bits(), Ordering::Release);
+        // A processor added after load (the broadcast reaches every active processor) has no instance
+        // and no state here: it is left alone, and counted.
+        let not_monitored = AtomicU32::new(0);
         self.platform.on_every_processor(
             &ownership,
             &|index, msrs| match self.processors.get(index as usize) {
@@ -249,9 +252,12 @@ impl<P: Platform> PmuClient<P> {
                     publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
                     start_counting(&processor.pmu, model.vendor, &plan, msrs);
                 }
-                None => program::start(model.vendor, &plan, msrs),
+                None => {
+                    not_monitored.fetch_add(1, Ordering::Relaxed);
+                }
             },
         );
+        self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
         install(session, ownership, &plan, owned, &model);
         Some(Opened {
             counters: plan.hal_indexes().count() as u32,
@@ -284,10 +290,11 @@ impl<P: Platform> PmuClient<P> {
         let Some(open) = session.take() else { return };
         self.platform.on_every_processor(&open.ownership, &|index, msrs| {
             self.read_processor::<true>(&open, model.vendor, index, msrs);
+            // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
                 processor.pmu.counters.release();
+                program::release(model.vendor, &open.plan, msrs);
             }
-            program::stop_and_clear(model.vendor, &open.plan, msrs);
         });
         self.pmi_owned.store(0, Ordering::Release);
         drop(open.ownership);
@@ -443,12 +450,13 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// Why a usable PMU gives no top-down: only some core types could, or none can.
+/// Why a usable PMU gives no top-down: only some core types could, a hypervisor is in the way, or
+/// none can.
 fn no_topdown(machine: Machine) -> TopdownSource {
-    if machine.topdown_metrics_on_some {
-        TopdownSource::NotOnEveryCoreType
-    } else {
-        TopdownSource::Unavailable
+    match machine.detection {
+        _ if machine.topdown_metrics_on_some => TopdownSource::NotOnEveryCoreType,
+        Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
+        _ => TopdownSource::Unavailable,
     }
 }
 

@@ -94,10 +94,16 @@ fn the_counters_go_back_after_the_hysteresis_without_activity_whatever_the_adds(
     assert!(!client.owns(), "not released after the hysteresis");
     assert_eq!(client.state(), PmuState::Idle as u32);
     assert_eq!(client.status.block().counters_owned.load(Ordering::Relaxed), 0);
-    // Every register is 0 but IA32_PERF_GLOBAL_OVF_CTRL, a write-only clear register.
+    // Every register is 0 but IA32_PERF_GLOBAL_OVF_CTRL, a write-only clear register, and
+    // IA32_PERF_GLOBAL_CTRL, whose general-purpose enables are back at their power-on 1 (the HAL
+    // relies on them), its fixed counters' at 0.
     for processor in 0..PROCESSORS {
         let file = client.platform.msrs[processor].lock().unwrap();
-        assert!(file.iter().all(|(&msr, &value)| value == 0 || msr == 0x390), "left programmed: {file:x?}");
+        let expected = |msr: u32| if msr == 0x38F { 0xF } else { 0 };
+        assert!(
+            file.iter().all(|(&msr, &value)| value == expected(msr) || msr == 0x390),
+            "not as at power-on: {file:x?}"
+        );
     }
     assert_eq!(client.next_tick(), None, "nothing owned: sleep until woken");
 }
@@ -280,4 +286,43 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
     }
     assert_eq!(client.core_type_values(0).processors, 0, "no uniform processors here");
     assert!(client.has_core_type(1) && client.has_core_type(2) && !client.has_core_type(0));
+}
+
+#[test]
+fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
+    use crate::pmu::msr;
+    use crate::pmu::model::tests::HYPERV_ROOT_ALDER_LAKE_P_ONLY;
+    let model = HYPERV_ROOT_ALDER_LAKE_P_ONLY
+        .model()
+        .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let processors: Vec<Processor> = (0..PROCESSORS).map(|_| Processor::default()).collect();
+    let client = PmuClient::new(fake_platform(&[]), Detection::Usable(model), processors, status);
+    let topdown_source = || status.block().topdown_source.load(Ordering::Relaxed);
+    assert_eq!(topdown_source(), TopdownSource::NotUnderHypervisor as u32);
+    client.collect();
+    assert_eq!(status.pmu_state(), PmuState::Active as u32);
+    assert_eq!(topdown_source(), TopdownSource::NotUnderHypervisor as u32, "after the acquisition too");
+    // Neither fixed counter 3 nor EN_PERF_METRICS is enabled.
+    let global = client.msr(0, msr::IA32_PERF_GLOBAL_CTRL);
+    assert_eq!(global & ((1 << 35) | (1 << 48)), 0, "{global:#x}");
+    assert_ne!(global, 0, "the other counters are enabled");
+}
+
+#[test]
+fn a_processor_added_after_load_is_left_alone_and_counted() {
+    // The platform runs workers on 4 processors; the client was made for the 3 active at load.
+    let status = Box::leak(Box::new(DriverStatus::new()));
+    let processors: Vec<Processor> = (0..PROCESSORS - 1).map(|_| Processor::default()).collect();
+    let client =
+        PmuClient::new(fake_platform(&[]), Detection::Usable(SKYLAKE_I7_6700K.model()), processors, status);
+    client.collect();
+    assert!(client.owns());
+    assert_eq!(status.block().processors_not_monitored.load(Ordering::Relaxed), 1);
+    let added = PROCESSORS - 1;
+    let untouched = || client.platform.msrs[added].lock().unwrap().is_empty();
+    assert!(untouched(), "the added processor was programmed");
+    assert_ne!(client.msr(0, 0x38F), 0, "the processors known at load are");
+    client.release();
+    assert!(untouched(), "the added processor was written at release");
 }

@@ -78,6 +78,21 @@ pub unsafe fn wrmsr(msr: u32, value: u64) {
     };
 }
 
+/// `rdmsr`.
+///
+/// # Safety
+/// Kernel mode; the MSR must exist.
+#[inline(always)]
+pub unsafe fn rdmsr(msr: u32) -> u64 {
+    let (low, high): (u32, u32);
+    // SAFETY: by the contract.
+    unsafe {
+        core::arch::asm!("rdmsr", in("ecx") msr, out("eax") low, out("edx") high,
+            options(nostack, preserves_flags))
+    };
+    u64::from(high) << 32 | u64::from(low)
+}
+
 /// Sets the IRQL with `mov cr8` (KeRaiseIrql / KeLowerIrql inline on x64), returning the previous one.
 ///
 /// # Safety

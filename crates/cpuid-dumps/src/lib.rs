@@ -252,6 +252,44 @@ pub const HYPERV_ROOT_XEON_W1290P: Cpu = Cpu {
     ],
 };
 
+/// *Synthetic*: the i9-12900K with its E-cores disabled (ALDER_LAKE_I9_12900K_P_ONLY: 8 GP, 4 fixed with
+/// top-down slots) in the Hyper-V root partition (Windows with memory integrity on): leaf 1 ECX with
+/// the hypervisor bit 31 set, and the hypervisor leaves of HYPERV_ROOT_XEON_W1290P (CreatePartitions and
+/// PerformanceMonitorsAvailable set). A processor that reports PERF_METRICS in IA32_PERF_CAPABILITIES
+/// under a hypervisor.
+pub const HYPERV_ROOT_ALDER_LAKE_P_ONLY: Cpu = Cpu {
+    name: "synthetic: i9-12900K P-cores, Hyper-V root with PMU",
+    leaves: &[
+        basic(0x20, INTEL),
+        (0x1, 0, [0x00090672, 0x00800800, 0xFFFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DFCFF7, 0x00000002, 0x00000409, 0x00000003]),
+        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+        hypervisor(0x4000000B, MICROSOFT_HV),
+        (0x4000_0001, 0, HV_INTERFACE),
+        (0x4000_0003, 0, [0x00003FFF, 0x002BB9FF, 0x00000002, 0x19FFFBF6]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
+/// *Synthetic*: HYPERV_ROOT_ALDER_LAKE_P_ONLY as a Hyper-V guest given the PMU (the host ran
+/// `Set-VMProcessor -Perfmon pmu`): CreatePartitions (0x40000003 EBX bit 0) clear as in a child
+/// partition, PerformanceMonitorsAvailable set.
+pub const HYPERV_GUEST_ALDER_LAKE_P_ONLY_PMU: Cpu = Cpu {
+    name: "synthetic: i9-12900K P-cores, Hyper-V guest with PMU",
+    leaves: &[
+        basic(0x20, INTEL),
+        (0x1, 0, [0x00090672, 0x00800800, 0xFFFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DFCFF7, 0x00000002, 0x00000409, 0x00000003]),
+        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+        hypervisor(0x4000000B, MICROSOFT_HV),
+        (0x4000_0001, 0, HV_INTERFACE),
+        (0x4000_0003, 0, [0x00003FFF, 0x002BB9FE, 0x00000002, 0x19FFFBF6]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
 /// Xeon X7560 (Beckton, 06_2EH) under Hyper-V, GenuineIntel00206E6_Beckton_CPUID2.txt: "Microsoft
 /// Hv", 0x40000003 EDX 3BB3 (bit 2 clear), leaf 0xA all zero.
 pub const HYPERV_XEON_X7560: Cpu = Cpu {

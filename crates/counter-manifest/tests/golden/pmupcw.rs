@@ -1300,7 +1300,7 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 56 bytes, the 8-byte
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 64 bytes, the 8-byte
     /// fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1329,6 +1329,10 @@ pub mod driver_status {
         pub active_profile: u32,
         /// Field `RejectedCustomEvents`, offset 52: read by counter 11 (RejectedCustomEvents).
         pub rejected_custom_events: u32,
+        /// Field `ProcessorsNotMonitored`, offset 56: read by counter 12 (ProcessorsNotMonitored).
+        pub processors_not_monitored: u32,
+        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
+        pub reserved: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1351,6 +1355,8 @@ pub mod driver_status {
         pub topdown_source: core::sync::atomic::AtomicU32,
         pub active_profile: core::sync::atomic::AtomicU32,
         pub rejected_custom_events: core::sync::atomic::AtomicU32,
+        pub processors_not_monitored: core::sync::atomic::AtomicU32,
+        pub reserved: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1372,6 +1378,8 @@ pub mod driver_status {
                 topdown_source: core::sync::atomic::AtomicU32::new(0),
                 active_profile: core::sync::atomic::AtomicU32::new(0),
                 rejected_custom_events: core::sync::atomic::AtomicU32::new(0),
+                processors_not_monitored: core::sync::atomic::AtomicU32::new(0),
+                reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1384,8 +1392,8 @@ pub mod driver_status {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 2],
-        /// The 4-byte fields, in layout order.
-        pub narrow: [core::sync::atomic::AtomicU32; 10],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 12],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -1397,7 +1405,7 @@ pub mod driver_status {
         pub const fn new() -> Self {
             AtomicCells {
                 wide: [const { core::sync::atomic::AtomicU64::new(0) }; 2],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 10],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 12],
             }
         }
     }
@@ -1422,6 +1430,7 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(7),
         crate::pcw::Cell::Narrow(8),
         crate::pcw::Cell::Narrow(9),
+        crate::pcw::Cell::Narrow(10),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1467,7 +1476,10 @@ pub mod driver_status {
         /// General-purpose events of the topdown profile. 3 Unavailable: no usable PMU (see PMU State). 4
         /// Unavailable: a hybrid processor whose performance cores have fixed counter 3 with
         /// IA32_PERF_METRICS but whose efficient cores do not; the driver programs only what every core type
-        /// has.
+        /// has. 5 Unavailable: the processor reports fixed counter 3 with IA32_PERF_METRICS, but runs under a
+        /// hypervisor (the Hyper-V root partition with memory integrity on, or a guest) that no public source
+        /// says passes IA32_PERF_METRICS through; an intercepted access would bug check, so the driver does
+        /// not use it.
         pub const TOPDOWN_SOURCE: u16 = 9;
         /// "Active Profile" (perf_counter_rawcount, standard): The event profile of the current (or last)
         /// acquisition, from the service's Parameters\\Profile value, read at each acquisition: 0 default
@@ -1479,6 +1491,11 @@ pub mod driver_status {
         /// field, more events than the 8 custom counters); the debug output says which and why. Rejected
         /// lines count nothing; everything else keeps working.
         pub const REJECTED_CUSTOM_EVENTS: u16 = 11;
+        /// "Processors Not Monitored" (perf_counter_rawcount, standard): Processors that became active after
+        /// the driver loaded (dynamic processor addition), as the last acquisition of the counters found
+        /// them. The driver has instances and counters only for the processors active when it loaded and
+        /// leaves these alone (nothing programmed, nothing read); restart the service to count them.
+        pub const PROCESSORS_NOT_MONITORED: u16 = 12;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1495,12 +1512,13 @@ pub mod driver_status {
         CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 44, size: 4 },
         CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 48, size: 4 },
         CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 52, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 56, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_0000_0fff == 0x0000_0000_0000_0fff {
+            if counter_mask & 0x0000_0000_0000_1fff == 0x0000_0000_0000_1fff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1539,6 +1557,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0000_0800 == 0 {
                 self.rejected_custom_events = 0;
             }
+            if counter_mask & 0x0000_0000_0000_1000 == 0 {
+                self.processors_not_monitored = 0;
+            }
         }
     }
 
@@ -1556,6 +1577,7 @@ pub mod driver_status {
         "TopdownSource",
         "ActiveProfile",
         "RejectedCustomEvents",
+        "ProcessorsNotMonitored",
     ];
 
     impl Values {
@@ -1576,6 +1598,8 @@ pub mod driver_status {
                 topdown_source: value(9) as u32,
                 active_profile: value(10) as u32,
                 rejected_custom_events: value(11) as u32,
+                processors_not_monitored: value(12) as u32,
+                reserved: 0,
             }
         }
     }
@@ -1619,6 +1643,8 @@ pub mod driver_status {
                 topdown_source: self.topdown_source.load(RELAXED),
                 active_profile: self.active_profile.load(RELAXED),
                 rejected_custom_events: self.rejected_custom_events.load(RELAXED),
+                processors_not_monitored: self.processors_not_monitored.load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1641,6 +1667,8 @@ pub mod driver_status {
                 topdown_source: self.narrow[7].load(RELAXED),
                 active_profile: self.narrow[8].load(RELAXED),
                 rejected_custom_events: self.narrow[9].load(RELAXED),
+                processors_not_monitored: self.narrow[10].load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1652,7 +1680,7 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 56);
+            assert_eq!(size_of::<Values>(), 64);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
@@ -1672,6 +1700,7 @@ pub mod driver_status {
                 offset_of!(Values, topdown_source),
                 offset_of!(Values, active_profile),
                 offset_of!(Values, rejected_custom_events),
+                offset_of!(Values, processors_not_monitored),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -1713,6 +1742,13 @@ pub mod driver_status {
                 offset_of!(AtomicValues, rejected_custom_events),
                 offset_of!(Values, rejected_custom_events),
             );
+            assert_eq!(offset_of!(Values, processors_not_monitored), 56);
+            assert_eq!(
+                offset_of!(AtomicValues, processors_not_monitored),
+                offset_of!(Values, processors_not_monitored),
+            );
+            assert_eq!(offset_of!(Values, reserved), 60);
+            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1754,6 +1790,11 @@ pub mod driver_status {
                     id::REJECTED_CUSTOM_EVENTS,
                     offset_of!(Values, rejected_custom_events),
                     size_of_val(&values.rejected_custom_events),
+                ),
+                (
+                    id::PROCESSORS_NOT_MONITORED,
+                    offset_of!(Values, processors_not_monitored),
+                    size_of_val(&values.processors_not_monitored),
                 ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());

@@ -174,6 +174,27 @@ pub static HYPERV_GUEST_NO_PMU: CpuModel = CpuModel {
     other_cores: None,
 };
 
+/// *Synthetic*: the Alder Lake P-cores of [`ALDER_LAKE_P`] in the Hyper-V root partition, with the
+/// PMU passed through and IA32_PERF_CAPABILITIES as the hardware reports it (PERF_METRICS set), but
+/// IA32_PERF_METRICS intercepted (see [`perf_metrics_intercepted`]).
+pub static HYPERV_ROOT_ALDER_LAKE: CpuModel = CpuModel {
+    name: "synthetic: Alder Lake P-cores, Hyper-V root with PMU",
+    leaves: dumps::HYPERV_ROOT_ALDER_LAKE_P_ONLY.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
+};
+
+/// *Synthetic*: [`HYPERV_ROOT_ALDER_LAKE`] as a Hyper-V guest given the PMU (`Set-VMProcessor
+/// -Perfmon pmu`).
+pub static HYPERV_GUEST_ALDER_LAKE_PMU: CpuModel = CpuModel {
+    name: "synthetic: Alder Lake P-cores, Hyper-V guest with PMU",
+    leaves: dumps::HYPERV_GUEST_ALDER_LAKE_P_ONLY_PMU.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
+};
+
 /// *Synthetic*: the i7-6700K with leaf 0xA all zero on bare metal, a machine with no architectural PMU
 /// at all.
 pub static NO_PMU: CpuModel = CpuModel {
@@ -212,6 +233,17 @@ pub fn model_of(vp: u32) -> &'static CpuModel {
 pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
     let vp = super::current_if_any().map_or(0, super::Kpcr::processor_index);
     cpuid_on(vp, leaf, subleaf)
+}
+
+/// Whether processor `vp` runs under the Microsoft hypervisor (CPUID.1:ECX[31] and leaf 0x40000000
+/// "Microsoft Hv") and so has IA32_PERF_METRICS (0x329) intercepted: no public source says the
+/// hypervisor implements that MSR, in the root partition or a guest, and an MSR it does not implement
+/// raises #GP in the partition (QEMU commit e7ca549fc8ca, "WHPX: register for unrecognized MSR exits":
+/// MSRs "that the Windows Hypervisor doesn't implement" cause "a GP to be returned to the guest").
+/// IA32_PERF_CAPABILITIES may still report PERF_METRICS, as the hardware does.
+pub fn perf_metrics_intercepted(vp: u32) -> bool {
+    let signature = cpuid_on(vp, 0x4000_0000, 0);
+    cpuid_on(vp, 1, 0)[2] & (1 << 31) != 0 && signature[1..] == dumps::MICROSOFT_HV
 }
 
 /// CPUID(leaf, subleaf) as processor `vp` answers it.

@@ -34,6 +34,8 @@ pub fn pmu_owned() -> bool {
     PMU_OWNED.load(Ordering::SeqCst)
 }
 
+const IA32_PERF_METRICS: u32 = 0x329;
+
 /// Whether `msr` is a performance-monitoring register of any processor the double knows: Intel
 /// architectural perfmon with up to 8 general and 4 fixed counters, AMD's core counters (legacy and
 /// PerfCtrExtCore) and PerfMonV2's global registers.
@@ -59,6 +61,12 @@ pub fn check_exists(processor: u32, msr: u32) -> Result<(), String> {
     let model = super::cpuid::model_of(processor).name;
     if super::frequency::is_frequency_msr(msr) && !super::frequency::present(processor) {
         return Err(format!("does not exist without CPUID.06H:ECX[0] on {model} (#GP)"));
+    }
+    if msr == IA32_PERF_METRICS && super::cpuid::perf_metrics_intercepted(processor) {
+        return Err(format!(
+            "IA32_PERF_METRICS is intercepted by the Microsoft hypervisor on {model}, which does not \
+             implement it (#GP), whatever IA32_PERF_CAPABILITIES[15] says"
+        ));
     }
     if is_any_pmu_msr(msr) && !super::pmu::is_pmu_msr(processor, msr) {
         return Err(format!("does not exist on {model} (#GP)"));

@@ -135,7 +135,8 @@ static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
 
 fn pmu() -> &'static Pmu {
     PMU.get_or_init(|| {
-        let processors = (0..topology::processor_count())
+        // Hot-added processors too: their PMU exists before they start.
+        let processors = (0..topology::possible_count())
             .map(|vp| {
                 let model = cpuid::model_of(vp);
                 let kind = model.pmu;
@@ -152,6 +153,7 @@ fn pmu() -> &'static Pmu {
                     pmu: Mutex::new(VpPmu {
                         gp: vec![Counter::default(); usize::from(gp)],
                         fixed: vec![Counter::default(); usize::from(fixed)],
+                        global_ctrl: power_on_global_ctrl(kind),
                         ..VpPmu::default()
                     }),
                     pmi: AtomicU8::new(PMI_NONE),
@@ -204,7 +206,8 @@ fn decode(vp: u32, msr: u32) -> Option<Register> {
         let present = processor
             .perf_capabilities
             .is_some_and(|capabilities| capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0);
-        return present.then_some(Register::PerfMetrics);
+        // Under the Microsoft hypervisor an access faults (#GP) whatever the capabilities say.
+        return (present && !cpuid::perf_metrics_intercepted(vp)).then_some(Register::PerfMetrics);
     }
     let kind = processor.kind;
     let index =
@@ -402,14 +405,37 @@ fn reserved_bits(vp: u32, register: Register) -> u64 {
     !valid
 }
 
+/// The global control's value at power-on: Intel IA32_PERF_GLOBAL_CTRL with every general-purpose
+/// counter's enable bit set and the fixed counters' (and EN_PERF_METRICS) clear (Intel SDM Vol. 3B,
+/// "Architectural Performance Monitoring Version 2", IA32_PERF_GLOBAL_CTRL reset value, so that
+/// version 1 software keeps working; Linux commit de120e1d692d quotes it); AMD PerfCntrGlobalCtl with
+/// every core counter enabled (AMD PPR for family 19h, MSR C000_0301 reset value, as quoted in LKML
+/// "KVM: x86/svm/pmu: Set PerfMonV2 global control bits correctly", 2024); 0 where there is no such
+/// register.
+fn power_on_global_ctrl(kind: PmuKind) -> u64 {
+    match kind {
+        PmuKind::Intel { gp, .. } => mask(gp),
+        PmuKind::Amd { counters, perfmon_v2: true } => mask(counters),
+        PmuKind::Amd { perfmon_v2: false, .. } | PmuKind::None => 0,
+    }
+}
+
+/// The global control's power-on enable bits that are clear on `vp` now (see
+/// [`power_on_global_ctrl`]). The Windows HAL never sets them: it programs its own counters through
+/// their event selects and relies on the power-on enables, and takes a cleared one for a foreign
+/// modification (observed in decompiled Windows 10/11 HAL builds, `EmonIsModifiedByBadActorInternal`),
+/// so a client must give them back set.
+pub fn power_on_enables_cleared(vp: u32) -> u64 {
+    let power_on = power_on_global_ctrl(processor(vp).kind);
+    power_on & !lock(vp).global_ctrl
+}
+
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
 /// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
-/// "Architectural Performance Monitoring": the registers' reset values), except that
-/// IA32_PERF_GLOBAL_CTRL comes up with every general-purpose counter's enable bit set and the fixed
-/// counters' clear ("Architectural Performance Monitoring Version 2", so that version 1 software keeps
-/// working). The HAL re-arms its interrupt but reprograms no client's counters (observed in
-/// decompiled Windows 10/11 HAL builds). Counting events are kept: what the driver read stays what
-/// was counted.
+/// "Architectural Performance Monitoring": the registers' reset values), the global control as
+/// [`power_on_global_ctrl`] says. The HAL re-arms its interrupt but reprograms no client's counters
+/// (observed in decompiled Windows 10/11 HAL builds). Counting events are kept: what the driver read
+/// stays what was counted.
 pub fn power_on_reset() {
     let Some(pmu) = PMU.get() else { return };
     for vp in 0..pmu.processors.len() as u32 {
@@ -421,10 +447,7 @@ pub fn power_on_reset() {
         state.fixed_ctrl = 0;
         state.global_status = 0;
         state.metrics = [0; 4];
-        state.global_ctrl = match pmu.processors[vp as usize].kind {
-            PmuKind::Intel { gp, .. } => (1u64 << gp) - 1,
-            _ => 0,
-        };
+        state.global_ctrl = power_on_global_ctrl(pmu.processors[vp as usize].kind);
     }
 }
 
@@ -787,12 +810,15 @@ pub fn counter_of(vp: u32, event: usize) -> Option<u32> {
     programmed_counters(vp).into_iter().find_map(|(msr, counting)| (counting == event).then_some(msr))
 }
 
-/// Whether every PMU register of `vp` is zero (what a release must leave behind).
-pub fn all_zero(vp: u32) -> bool {
+/// Whether every PMU register of `vp` is at its power-on value (what a release must leave behind):
+/// counters, controls and status zero, the global control's power-on enables set and nothing else
+/// in it (see [`power_on_global_ctrl`]).
+pub fn at_power_on(vp: u32) -> bool {
+    let power_on = power_on_global_ctrl(processor(vp).kind);
     let state = lock(vp);
     state.gp.iter().chain(&state.fixed).all(|counter| counter.value == 0 && counter.control == 0)
         && state.fixed_ctrl == 0
-        && state.global_ctrl == 0
+        && state.global_ctrl == power_on
         && state.global_status == 0
         && state.metrics == [0; 4]
 }

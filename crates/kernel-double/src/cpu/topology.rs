@@ -1,9 +1,21 @@
 //! The virtual machine's processors: a count per processor group, 4 processors in group 0 by default.
+//!
+//! **Hot add.** A machine can start processors after boot (dynamic processor addition, Windows Server):
+//! [`reserve_hot_add`] names how many may come, and [`hot_add`] starts one while the driver runs. It
+//! becomes active at once with the next system index, in the last group while that group has room
+//! (else a new one): from then on KeQueryActiveProcessorCountEx counts it, KeGetProcessorNumberFromIndex
+//! names it, and KeIpiGenericCall runs on it ("runs on all processors": learn.microsoft.com,
+//! KeIpiGenericCall; "the number of active logical processors", KeQueryActiveProcessorCountEx, which
+//! changes when a processor is added: KeRegisterProcessorChangeCallback). Nothing tells a driver that
+//! registered no processor change callback.
 
 use crate::poison::IgnorePoison;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 static GROUPS: RwLock<Vec<u8>> = RwLock::new(Vec::new());
+/// Processors that may still be hot-added.
+static SPARE: AtomicU32 = AtomicU32::new(0);
 
 /// Most processors in one group (Windows' limit).
 pub const MAX_GROUP_SIZE: u32 = 64;
@@ -27,9 +39,40 @@ fn split(processors: u32, per_group: u32) -> Vec<u8> {
     groups
 }
 
+/// Lets `spare` more processors be hot-added later ([`hot_add`]). Call before loading the driver: the
+/// virtual processors' state is sized for every processor that may become active.
+pub fn reserve_hot_add(spare: u32) {
+    SPARE.store(spare, Ordering::SeqCst);
+}
+
+/// Starts one reserved processor: it is active from now on, with the next system index (returned),
+/// in the last group if that has room, else in a new group. Panics if none is left to add.
+pub fn hot_add() -> u32 {
+    SPARE
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |spare| spare.checked_sub(1))
+        .expect("no processor was reserved for hot add");
+    let mut configured = GROUPS.write().ignore_poison();
+    if configured.is_empty() {
+        *configured = groups_or_default(&configured);
+    }
+    match configured.last_mut() {
+        Some(last) if u32::from(*last) < MAX_GROUP_SIZE => *last += 1,
+        _ => configured.push(1),
+    }
+    configured.iter().map(|&count| u32::from(count)).sum::<u32>() - 1
+}
+
+/// Every processor that is active or may still be hot-added: what per-processor state is sized for.
+pub fn possible_count() -> u32 {
+    processor_count() + SPARE.load(Ordering::SeqCst)
+}
+
+fn groups_or_default(groups: &[u8]) -> Vec<u8> {
+    if groups.is_empty() { vec![4] } else { groups.to_vec() }
+}
+
 fn groups() -> Vec<u8> {
-    let groups = GROUPS.read().ignore_poison();
-    if groups.is_empty() { vec![4] } else { groups.clone() }
+    groups_or_default(&GROUPS.read().ignore_poison())
 }
 
 /// Active processors in `group`, or in every group for ALL_PROCESSOR_GROUPS (0xFFFF).

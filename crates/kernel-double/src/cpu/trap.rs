@@ -193,10 +193,14 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             let ecx = registers[libc::REG_RCX as usize] as u32;
             let processor = kpcr.processor_index();
             let value = pmu::read_pmc(processor, ecx).unwrap_or_else(|| {
+                // ECX bit 29 reads IA32_PERF_METRICS (Intel SDM Vol. 2B, RDPMC), intercepted like the MSR.
+                let intercepted = ecx & (1 << 29) != 0 && cpuid::perf_metrics_intercepted(processor);
+                let why =
+                    if intercepted { "is intercepted by the Microsoft hypervisor" } else { "does not exist" };
                 violations::record(
                     "rdpmc",
                     loader::rva_of(rip),
-                    format!("counter {ecx:#x} does not exist on processor {processor} (#GP)"),
+                    format!("counter {ecx:#x} {why} on processor {processor} (#GP)"),
                 );
                 0
             });

@@ -27,7 +27,7 @@
 use super::enter;
 use super::faults::FaultPlan;
 use crate::cpu::cpuid;
-use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu};
+use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
@@ -208,11 +208,31 @@ pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
             pmu::set_overflow_handler(None);
             *owner = None;
             msr::set_pmu_owned(false);
+            check_enables_given_back(&call);
             STATUS_SUCCESS
         }
         _ => {
             call.violation(format!("free of {handle:#x}, which does not own the counters"));
             STATUS_INVALID_HANDLE
+        }
+    }
+}
+
+/// The HAL's view of the PMU a client gives back: it never sets the global control's power-on
+/// enable bits (IA32_PERF_GLOBAL_CTRL's general-purpose enables, AMD PerfCntrGlobalCtl's), programs
+/// its own counters through their event selects alone, and takes a cleared enable bit for a foreign
+/// modification (observed in decompiled Windows 10/11 HAL builds, `EmonIsModifiedByBadActorInternal`):
+/// a client that leaves one clear stops every later HAL user (WPR/xperf PMC sampling) on that counter
+/// until the processor is reset. Each processor whose enables the client left clear is a violation.
+fn check_enables_given_back(call: &super::Call) {
+    for vp in 0..topology::processor_count() {
+        let cleared = pmu::power_on_enables_cleared(vp);
+        if cleared != 0 {
+            call.violation(format!(
+                "processor {vp}: the counters were given back with global control enable bits {cleared:#x} \
+                 cleared, which are set at power-on and which the HAL never sets: it takes them for a \
+                 foreign modification and its own profiling counts nothing on those counters"
+            ));
         }
     }
 }

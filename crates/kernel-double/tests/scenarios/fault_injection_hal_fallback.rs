@@ -67,7 +67,7 @@ fn fault_injection_hal_fallback() {
         assert!(driver.unload());
         assert!(msr::writes().iter().all(|write| write.pmu_owned), "{what}");
         for vp in 0..PROCESSORS {
-            assert!(pmu::all_zero(vp), "{what}: processor {vp}'s PMU left programmed");
+            assert!(pmu::at_power_on(vp), "{what}: processor {vp}'s PMU left programmed");
         }
         assert_clean();
         eprintln!("{what}: whole-PMU fallback, polled, exact across a wrap");

@@ -61,7 +61,8 @@ fn write_cr8(irql: u64) {
 extern "win64" fn program(_context: usize) -> usize {
     wrmsr(IA32_PERFEVTSEL0, INSTRUCTIONS_EVTSEL);
     wrmsr(IA32_A_PMC0, (1 << 48) - 2);
-    wrmsr(IA32_PERF_GLOBAL_CTRL, 1);
+    // Read-modify-write: the other general-purpose enables stay at their power-on 1.
+    wrmsr(IA32_PERF_GLOBAL_CTRL, rdmsr(IA32_PERF_GLOBAL_CTRL) | 1);
     0
 }
 

@@ -48,6 +48,9 @@ fn intel_architectural_semantics() {
     assert_eq!(rdmsr(IA32_PMC0, 0), 0x1234_5678_9ABC, "masked to 48 bits");
     wrmsr(IA32_A_PMC0, 0);
 
+    // IA32_PERF_GLOBAL_CTRL comes up with every general-purpose enable set and the fixed ones clear.
+    assert_eq!(rdmsr(IA32_PERF_GLOBAL_CTRL, 0), 0xF, "power-on value");
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 0);
     // Counting needs EN, a privilege level and the global enable.
     wrmsr(IA32_PERFEVTSEL0, INSTRUCTIONS_EVTSEL);
     pmu::step(0, 10);
@@ -91,8 +94,16 @@ fn intel_architectural_semantics() {
     assert_eq!(rdmsr(IA32_FIXED_CTR1, 0), 0);
     cpu::current().set_processor(0);
 
+    // Given back with general-purpose enables 1-3 clear: the HAL's view of a foreign modification.
     // SAFETY: the handle just allocated.
     assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    let found = violations::take();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("processor 0") && found[0].message.contains("bits 0xe cleared"),
+        "{}",
+        found[0]
+    );
     wrmsr(IA32_PERF_GLOBAL_CTRL, 0);
     let found = violations::take();
     assert_eq!(found.len(), 1, "{found:?}");

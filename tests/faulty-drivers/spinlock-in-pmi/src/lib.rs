@@ -77,7 +77,8 @@ pub unsafe extern "system" fn DriverEntry(driver: *mut u8, _registry_path: *cons
     unsafe {
         wrmsr(IA32_FIXED_CTR0, 0);
         wrmsr(IA32_FIXED_CTR_CTRL, 0xB);
-        wrmsr(IA32_PERF_GLOBAL_CTRL, 1 << 32);
+        // Read-modify-write: the general-purpose enables stay at their power-on 1, as the HAL expects.
+        wrmsr(IA32_PERF_GLOBAL_CTRL, rdmsr(IA32_PERF_GLOBAL_CTRL) | 1 << 32);
         set_unload(driver, unload);
     }
     STATUS_SUCCESS
@@ -86,7 +87,7 @@ pub unsafe extern "system" fn DriverEntry(driver: *mut u8, _registry_path: *cons
 unsafe extern "system" fn unload(_driver: *mut u8) {
     // SAFETY: still the owner; then the counters go back to the HAL.
     unsafe {
-        wrmsr(IA32_PERF_GLOBAL_CTRL, 0);
+        wrmsr(IA32_PERF_GLOBAL_CTRL, rdmsr(IA32_PERF_GLOBAL_CTRL) & !(1 << 32));
         wrmsr(IA32_FIXED_CTR_CTRL, 0);
         wrmsr(IA32_FIXED_CTR0, 0);
         HalFreeHardwareCounters(HANDLE.load(Ordering::Relaxed));

@@ -46,3 +46,36 @@ pub fn set_other_client_owns(owns: bool) {
         (_, current) => panic!("cannot change ownership from {current:?}"),
     }
 }
+
+/// The HAL's own use of a general-purpose counter, as its profile interface serves WPR/xperf PMC
+/// sampling while no client holds counters: it zeroes counter `counter` of processor `vp`, writes its
+/// event select to count unhalted core cycles in both rings (Intel IA32_PERFEVTSELx 0x3C with USR,
+/// OS and EN; AMD PerfCtl 0x76 likewise), never touching the global control (it relies on the
+/// power-on enables, observed in decompiled Windows 10/11 HAL builds), runs `units` of work there,
+/// reads the counter, then clears the select and the counter again. Returns what the counter
+/// counted: `units` times the core-cycle rate where the processor's PMU was given back as the HAL
+/// expects, 0 where a client left the counter's global enable clear. Panics while a client owns the
+/// counters (the HAL's arbiter would not let the profile interface have them) or if the model has no
+/// such counter.
+pub fn hal_profile(vp: u32, counter: u32, units: u64) -> u64 {
+    const USR_OS_EN: u64 = (1 << 16) | (1 << 17) | (1 << 22);
+    assert_eq!(owner(), None, "the HAL profiles only while no client owns the counters");
+    let (select, count, event) = match crate::cpu::cpuid::model_of(vp).pmu {
+        cpuid::PmuKind::Intel { .. } => (0x186 + counter, 0xC1 + counter, 0x3C),
+        cpuid::PmuKind::Amd { .. } => (0xC001_0200 + 2 * counter, 0xC001_0201 + 2 * counter, 0x76),
+        cpuid::PmuKind::None => panic!("processor {vp} has no counters"),
+    };
+    let write = |msr: u32, value: u64| {
+        pmu::write(vp, msr, value)
+            .unwrap_or_else(|| panic!("MSR {msr:#x} is not a counter register of processor {vp}"))
+            .unwrap_or_else(|why| panic!("the HAL's own write faulted: {why}"));
+    };
+    write(select, 0);
+    write(count, 0);
+    write(select, event | USR_OS_EN);
+    pmu::step(vp, units);
+    let counted = pmu::read(vp, count).expect("a counter register");
+    write(select, 0);
+    write(count, 0);
+    counted
+}
