@@ -290,8 +290,8 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
 
 #[test]
 fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
-    use crate::pmu::msr;
     use crate::pmu::model::tests::HYPERV_ROOT_ALDER_LAKE_P_ONLY;
+    use crate::pmu::msr;
     let model = HYPERV_ROOT_ALDER_LAKE_P_ONLY
         .model()
         .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
