@@ -30,7 +30,7 @@ const EVENT_FIELDS: [(&str, usize); 7] = [
 ];
 /// The events every profile publishes with the custom profile: instructions and both cycle counts.
 const CUSTOM_PROFILE_EVENTS: usize = 3;
-/// `Scaled` fields hold the count shifted right by this (slots: by 16), as 32-bit values.
+/// `Scaled` fields hold the count shifted right by this (slots: by 16).
 const RATIO_SCALE_SHIFT: u32 = 10;
 const TOPDOWN_SCALE_SHIFT: u32 = 16;
 
@@ -49,13 +49,14 @@ fn counts() -> Counts {
     (0..topology::processor_count()).map(|vp| std::array::from_fn(|event| pmu::counted(vp, event))).collect()
 }
 
-/// Runs `case` on a fresh load of the driver: collects `rounds` times with work in between and
-/// checks every property (panicking on the first that fails).
+/// Runs `case` on a fresh load of the driver: collects `rounds` times after work, then once more
+/// after every counter of the first and last processors has wrapped, and checks every property
+/// (panicking on the first that fails).
 pub fn run(case: &Case, expect: Expect, rounds: u32) {
     let processors = topology::processor_count();
     let usable = (0..processors).all(|vp| cpuid::model_of(vp).pmu != PmuKind::None);
     case.apply();
-    let before = counts();
+    let cell = Cell { case, expect, usable, before: counts() };
     let mut driver = common::load();
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS, "DriverEntry");
     let set = Counterset::open(&consumer::manifest(), HARDWARE_COUNTERS).unwrap();
@@ -71,32 +72,66 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
     } else {
         assert_ne!(status[PMU_STATE], ACTIVE, "PMU State without a PMU");
     }
-    for round in 1..=u64::from(rounds) {
+    let work = |round: u64| {
         for vp in 0..processors {
             pmu::step(vp, 1_000 * round * (1 + u64::from(vp % 7)));
         }
-        let sample = consumer::sample(&set).expect("collect");
-        let truth: Counts = counts()
-            .iter()
-            .zip(&before)
-            .map(|(now, then)| std::array::from_fn(|e| now[e] - then[e]))
-            .collect();
-        let source = common::driver_status()[TOPDOWN_SOURCE];
-        if usable {
-            assert_eq!(source, expected_topdown_source(case, expect), "Top-down Source");
-        }
-        let reading = Reading { set: &set, sample: &sample, case, expect, source };
-        for vp in 0..processors {
-            reading.check_block(vp, &truth[vp as usize], usable);
-        }
-        if usable {
-            check_custom_capacity(case, &truth);
+    };
+    for round in 1..=u64::from(rounds) {
+        work(round);
+        cell.collect_and_check(&set);
+    }
+    // Each counter of the first and last processors one event short of its wrap, and a collect (a
+    // poller must see a counter between its last value and the wrap, as it would a real one, which
+    // counts that far only over many poll periods); then work that wraps every one of them.
+    for vp in [0, processors - 1] {
+        for (msr, event) in pmu::programmed_counters(vp) {
+            // Fixed counter 3 is zeroed at every read, with IA32_PERF_METRICS: it never wraps.
+            if event != pmu::TOPDOWN_SLOTS {
+                pmu::preload(vp, msr, u64::MAX);
+            }
         }
     }
+    cell.collect_and_check(&set);
+    work(1);
+    cell.collect_and_check(&set);
     assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "RemoveCounter");
     assert!(driver.unload(), "DriverUnload");
     check_msr_accesses(usable);
     common::assert_clean();
+}
+
+/// A cell being run.
+struct Cell<'a> {
+    case: &'a Case,
+    expect: Expect,
+    /// Every processor has a PMU.
+    usable: bool,
+    /// The virtual PMU's counts when the cell began.
+    before: Counts,
+}
+
+impl Cell<'_> {
+    /// Collects every processor's block and checks it against the counts since the cell began.
+    fn collect_and_check(&self, set: &Counterset) {
+        let sample = consumer::sample(set).expect("collect");
+        let truth: Counts = counts()
+            .iter()
+            .zip(&self.before)
+            .map(|(now, then)| std::array::from_fn(|e| now[e] - then[e]))
+            .collect();
+        let source = common::driver_status()[TOPDOWN_SOURCE];
+        if self.usable {
+            assert_eq!(source, expected_topdown_source(self.case, self.expect), "Top-down Source");
+        }
+        let reading = Reading { set, sample: &sample, case: self.case, expect: self.expect, source };
+        for (vp, truth) in (0..).zip(&truth) {
+            reading.check_block(vp, truth, self.usable);
+        }
+        if self.usable {
+            check_custom_capacity(self.case, &truth);
+        }
+    }
 }
 
 /// One collect of a cell, with what it is checked against.
@@ -126,7 +161,9 @@ impl Reading<'_> {
                 None => (counter.field.as_str(), false),
             };
             let Some((count, shift)) = self.expected(name, truth) else { continue };
-            let expected = if scaled { u64::from((count >> shift) as u32) } else { count };
+            // A field is as wide as its counter type: a 32-bit base keeps the low 32 bits.
+            let width = 8 * u32::from(counter.descriptor.size);
+            let expected = if scaled { (count >> shift) & (u64::MAX >> (64 - width)) } else { count };
             assert_eq!(value, expected, "processor {instance}: {} (field {})", counter.name, counter.field);
             compared += 1;
         }

@@ -4,7 +4,8 @@
 //! (`cell.rs`): no bug check; no access to a PMU register the model lacks (a #GP on hardware: Intel
 //! SDM Vol. 3B, "Counter Coalescence": with CPUID.0AH reporting 4 counters, IA32_PMC4-7 do not
 //! exist); every count field of every processor's Hardware Counters block equal to the virtual PMU's
-//! ground truth; the profile applied as documented; unload clean.
+//! ground truth, also after every counter of two processors has wrapped; the profile applied as
+//! documented; unload clean.
 //!
 //! One test per model. The processor count is fixed per process (the virtual PMU is built once) and
 //! a bug check aborts the process, so the test runs each processor count in a child process (this
