@@ -93,6 +93,10 @@ pub(crate) const ALDER_LAKE_P_ONLY_MODEL: PmuModel = PmuModel {
     aperf_mperf: true,
     ..INTEL_BASE
 };
+pub(crate) const SKYLAKE_NO_HT_MODEL: PmuModel = PmuModel { gp_counters: 8, ..SKYLAKE_MODEL };
+/// Ice Lake client and Sapphire Rapids: the same architectural PMU as the Alder Lake P-cores.
+pub(crate) const ICE_LAKE_MODEL: PmuModel = PmuModel { model: 0x7E, ..ALDER_LAKE_P_ONLY_MODEL };
+pub(crate) const SAPPHIRE_RAPIDS_MODEL: PmuModel = PmuModel { model: 0x8F, ..ALDER_LAKE_P_ONLY_MODEL };
 pub(crate) const LYNNFIELD_MODEL: PmuModel = PmuModel {
     model: 0x1E,
     version: 3,
@@ -121,8 +125,11 @@ pub(crate) const ZEN4_MODEL: PmuModel =
     PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
-pub(crate) const TABLE: [(&Cpu, Detection); 25] = [
+pub(crate) const TABLE: [(&Cpu, Detection); 28] = [
     (&SKYLAKE_I7_6700K, Detection::Usable(SKYLAKE_MODEL)),
+    (&SKYLAKE_I5_6400T, Detection::Usable(SKYLAKE_NO_HT_MODEL)),
+    (&ICE_LAKE_I7_1065G7, Detection::Usable(ICE_LAKE_MODEL)),
+    (&SAPPHIRE_RAPIDS_W9_3475X, Detection::Usable(SAPPHIRE_RAPIDS_MODEL)),
     (&ALDER_LAKE_I9_12900K_P, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_E, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_P_ONLY, Detection::Usable(ALDER_LAKE_P_ONLY_MODEL)),

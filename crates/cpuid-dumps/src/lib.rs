@@ -106,6 +106,64 @@ pub const ALDER_LAKE_I9_12900K_P_ONLY: Cpu = Cpu {
     ],
 };
 
+/// Core i5-6400T (Skylake-S, 06_5EH, 4 cores without Hyper-Threading), GenuineIntel00506E3_Skylake_CPUID.txt.
+/// Leaf 0xA 07300804/0/0/603: the i7-6700K's core and leaf 0xA but 8 GP counters, because no second
+/// logical processor shares the core (Intel SDM Vol. 3B, "Counter Coalescence": a core's eight
+/// general-purpose counters are split four and four between two logical processors, and all eight
+/// are visible, CPUID.0AH:EAX[15:8] = 8, when the core is not shared; an i7-6700K with Hyper-Threading
+/// off in its firmware is such a core). GenuineIntel00506E3_Skylake_CPUID4.txt (Pentium G4400, no
+/// Hyper-Threading either) reports the same leaf 0xA. Leaf 6 000007F5/2/9/0: ECX[0], IA32_APERF and
+/// IA32_MPERF.
+pub const SKYLAKE_I5_6400T: Cpu = Cpu {
+    name: "Core i5-6400T (Skylake, no Hyper-Threading)",
+    leaves: &[
+        basic(0x16, INTEL),
+        (0x1, 0, [0x000506E3, 0x00100800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x000007F5, 0x00000002, 0x00000009, 0x00000000]),
+        (0x7, 0, [0x00000000, 0x029C67AF, 0x00000000, 0x00000000]),
+        (0xA, 0, [0x07300804, 0x00000000, 0x00000000, 0x00000603]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
+/// Core i7-1065G7 (Ice Lake-U, Sunny Cove, 06_7EH), GenuineIntel00706E5_IceLakeY_CPUID.txt. Leaf 0xA
+/// 08300805/0/F/8604: version 5, 8 GP x 48 (per logical processor, with Hyper-Threading on), EBX
+/// vector length 8 with bit 7 (top-down slots) clear, 4 fixed x 48. Leaf 7 EDX BC000410: bit 15
+/// (Hybrid) clear. Leaf 6 0007AFF5/2/9/0: ECX[0], IA32_APERF and IA32_MPERF. The Tiger Lake
+/// (GenuineIntel00806C1_TigerLake_01_CPUID.txt) and Rocket Lake (GenuineIntel00A0671_RocketLake_01_CPUID.txt)
+/// dumps report the same leaf 0xA.
+pub const ICE_LAKE_I7_1065G7: Cpu = Cpu {
+    name: "Core i7-1065G7 (Ice Lake client)",
+    leaves: &[
+        basic(0x1B, INTEL),
+        (0x1, 0, [0x000706E5, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF]),
+        (0x6, 0, [0x0007AFF5, 0x00000002, 0x00000009, 0x00000000]),
+        (0x7, 0, [0x00000000, 0xF2BF27EF, 0x40405F4E, 0xBC000410]),
+        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
+/// Xeon w9-3475X (Sapphire Rapids, Golden Cove server cores, 06_8FH), brand string from leaves
+/// 0x80000002-4, GenuineIntel00806F8_SapphireRapids_06_CPUID.txt. Leaf 0xA 08300805/0/F/8604 as on
+/// Ice Lake: 8 GP x 48, 4 fixed x 48 with top-down slots. Leaf 7 EDX FFDD4430: bit 15 (Hybrid) clear.
+/// Leaf 6 0045CEF7/2/9/0: ECX[0], IA32_APERF and IA32_MPERF. The w7-2475X dump
+/// (GenuineIntel00806F8_SapphireRapids_05_CPUID.txt) has the same leaves.
+pub const SAPPHIRE_RAPIDS_W9_3475X: Cpu = Cpu {
+    name: "Xeon w9-3475X (Sapphire Rapids)",
+    leaves: &[
+        basic(0x20, INTEL),
+        (0x1, 0, [0x000806F8, 0x00800800, 0x7FFEFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x0045CEF7, 0x00000002, 0x00000009, 0x00000000]),
+        (0x7, 0, [0x00000002, 0xF3BFBFFB, 0xBB417FEE, 0xFFDD4430]),
+        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
 /// Core i7 860 (Lynnfield, 06_1EH), GenuineIntel00106E5_Lynnfield_CPUID.txt. Leaf 0xA
 /// 07300403/44/0/603: version 3, and EBX 44H marks reference cycles (bit 2) and branch mispredicts
 /// (bit 6) unavailable.

@@ -8,15 +8,22 @@
 //! ```text
 //! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] [--cpu-model MODEL]
 //!            [--kernel-build BUILD] [--consumer pdh|registry|unbalanced]
+//!            [--profile default|topdown|custom] [--custom-event LINE]...
 //! ```
 //! The consumer announces itself as PDH does (`pdh`, the default: one AddCounter per counterset
 //! before the samples, one RemoveCounter after), as a registry consumer does (`registry`:
 //! HKEY_PERFORMANCE_DATA and WMI's raw classes only collect, never AddCounter), or unpaired
 //! (`unbalanced`: two AddCounters, three RemoveCounters), since PCW promises no pairing.
-//! MODEL is one of the double's CPU models: `skylake` (the default), `alder-lake` (performance cores
-//! only), `alder-lake-hybrid` (16 performance-core threads, then efficient cores; 24 processors
-//! unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type reporting its
-//! own leaf 0xA), `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
+//! MODEL is one of the double's CPU models (`kernel_double::cpu::cpuid::MODELS`): `skylake` (the
+//! default), `skylake-no-ht` (8 general-purpose counters), `ice-lake`, `alder-lake` (performance cores
+//! only), `sapphire-rapids`, `alder-lake-hybrid` (16 performance-core threads, then efficient cores;
+//! 24 processors unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type
+//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 256
+//! processors, in groups of 64. `--profile` and
+//! `--custom-event` set the service's Parameters values before DriverEntry, as
+//! `Install-Pmupcw.ps1 -Profile ... -CustomEvents ...` does: `Profile` (REG_SZ) and `CustomEvents`
+//! (REG_MULTI_SZ, one line per `--custom-event`, e.g. `event=0xC4,umask=0x00,name=branches`; read only
+//! by the custom profile). BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
 //! 1903) or later, by default 26100; it decides what ntoskrnl.exe exports
 //! (`kernel_double::kernel_build`). The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
@@ -40,6 +47,7 @@ fn main() {
 mod run {
     use kernel_double::consumer::{self, Counterset, Sample, csv, perf_object};
     use kernel_double::control::pcw;
+    use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
     use kernel_double::cpu::cpuid::{self, CpuModel};
     use kernel_double::cpu::{pmu, topology};
     use kernel_double::driver::Driver;
@@ -60,6 +68,10 @@ mod run {
         model: &'static CpuModel,
         kernel_build: u32,
         consumer: ConsumerMode,
+        /// The Parameters key's `Profile`, if given.
+        profile: Option<String>,
+        /// The Parameters key's `CustomEvents` lines.
+        custom_events: Vec<String>,
     }
 
     /// How the consumer announces its query (see the module docs).
@@ -82,25 +94,17 @@ mod run {
     }
 
     fn model(name: &str) -> &'static CpuModel {
-        match name {
-            "skylake" => &cpuid::SKYLAKE,
-            "alder-lake" => &cpuid::ALDER_LAKE_P,
-            "alder-lake-hybrid" => &cpuid::ALDER_LAKE_HYBRID,
-            "hybrid-own-leaf-a" => &cpuid::HYBRID_OWN_LEAF_A,
-            "zen4" => &cpuid::ZEN4,
-            "zen5" => &cpuid::ZEN5,
-            "hyperv-no-pmu" => &cpuid::HYPERV_GUEST_NO_PMU,
-            "no-pmu" => &cpuid::NO_PMU,
-            other => usage(&format!("unknown CPU model {other:?}")),
-        }
+        cpuid::model_named(name).unwrap_or_else(|| usage(&format!("unknown CPU model {name:?}")))
     }
 
     fn usage(why: &str) -> ! {
+        let models: Vec<&str> = cpuid::MODELS.iter().map(|(name, _)| *name).collect();
         eprintln!("pmupcw-run: {why}");
         eprintln!(
             "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
-             [--cpu-model skylake|alder-lake|alder-lake-hybrid|hybrid-own-leaf-a|zen4|zen5|hyperv-no-pmu|no-pmu] [--kernel-build BUILD (>= {})] \
-             [--consumer pdh|registry|unbalanced]",
+             [--cpu-model {}] [--kernel-build BUILD (>= {})] [--consumer pdh|registry|unbalanced] \
+             [--profile default|topdown|custom] [--custom-event \"event=0xC4,umask=0x00,name=x\"]...",
+            models.join("|"),
             kernel_build::WINDOWS_10_1903
         );
         std::process::exit(2);
@@ -118,6 +122,8 @@ mod run {
             model: &cpuid::SKYLAKE,
             kernel_build: kernel_build::WINDOWS_11_24H2,
             consumer: ConsumerMode::Pdh,
+            profile: None,
+            custom_events: Vec::new(),
         };
         let mut arguments = std::env::args().skip(1);
         while let Some(argument) = arguments.next() {
@@ -131,7 +137,7 @@ mod run {
                 "--driver" => options.driver = PathBuf::from(value()),
                 "--samples" => options.samples = number(value()).max(1) as usize,
                 "--interval-ms" => options.interval = Duration::from_millis(number(value())),
-                "--processors" => options.processors = Some(number(value()).clamp(1, 128) as u32),
+                "--processors" => options.processors = Some(number(value()).clamp(1, 256) as u32),
                 "--cpu-model" => options.model = model(&value()),
                 "--kernel-build" => {
                     options.kernel_build = u32::try_from(number(value()))
@@ -149,6 +155,14 @@ mod run {
                         other => usage(&format!("unknown consumer {other:?}")),
                     }
                 }
+                "--profile" => {
+                    let profile = value();
+                    if !["default", "topdown", "custom"].contains(&profile.as_str()) {
+                        usage(&format!("unknown profile {profile:?}"));
+                    }
+                    options.profile = Some(profile);
+                }
+                "--custom-event" => options.custom_events.push(value()),
                 "--help" | "-h" => usage("help"),
                 other => usage(&format!("unknown argument {other:?}")),
             }
@@ -179,6 +193,7 @@ mod run {
             topology::processor_count(),
             options.kernel_build
         );
+        set_parameters(&options);
         let manifest_path = options.driver.with_file_name("pmupcw.man");
         let manifest = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => consumer::parse_manifest(&manifest_path.display().to_string(), &text),
@@ -216,6 +231,20 @@ mod run {
         failed |= !report.is_clean();
         println!("# result: {}", if failed { "FAIL" } else { "PASS" });
         i32::from(failed)
+    }
+
+    /// Writes `--profile` and `--custom-event` into the service's Parameters key, which the driver
+    /// reads at each acquisition of the counters.
+    fn set_parameters(options: &Options) {
+        if let Some(profile) = &options.profile {
+            registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz(profile));
+            println!("# Parameters: Profile {profile:?}");
+        }
+        if !options.custom_events.is_empty() {
+            let lines: Vec<&str> = options.custom_events.iter().map(String::as_str).collect();
+            registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
+            println!("# Parameters: CustomEvents {lines:?}");
+        }
     }
 
     /// The query: returns true if something failed.

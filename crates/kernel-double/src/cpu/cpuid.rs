@@ -83,6 +83,61 @@ pub static ALDER_LAKE_P: CpuModel = CpuModel {
     other_cores: None,
 };
 
+/// Core i5-6400T (Skylake-S without Hyper-Threading): the i7-6700K's core, whose eight general-purpose
+/// counters all belong to its one logical processor (Intel SDM Vol. 3B, "Counter Coalescence"), as on
+/// an i7-6700K with Hyper-Threading off: perfmon version 4, 8 GP x 48 bits, 3 fixed x 48 bits.
+pub static SKYLAKE_NO_HT: CpuModel = CpuModel {
+    name: "Core i5-6400T (Skylake without Hyper-Threading, perfmon v4, 8 GP)",
+    leaves: dumps::SKYLAKE_I5_6400T.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 3, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
+    other_cores: None,
+};
+
+/// Core i7-1065G7 (Ice Lake client, Sunny Cove): perfmon version 5, 8 GP x 48 bits, 4 fixed x 48 bits
+/// and IA32_PERF_METRICS (Linux commit "perf/x86/intel: Generic support for hardware TopDown metrics",
+/// 2020, written for Ice Lake, the first core with it).
+pub static ICE_LAKE: CpuModel = CpuModel {
+    name: "Core i7-1065G7 (Ice Lake, perfmon v5, 8 GP)",
+    leaves: dumps::ICE_LAKE_I7_1065G7.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
+};
+
+/// Xeon w9-3475X (Sapphire Rapids, Golden Cove without efficient cores): perfmon version 5, 8 GP x 48
+/// bits, 4 fixed x 48 bits and IA32_PERF_METRICS, as on Ice Lake (Linux `intel_pmu_init` gives
+/// Sapphire Rapids the top-down metric events).
+pub static SAPPHIRE_RAPIDS: CpuModel = CpuModel {
+    name: "Xeon w9-3475X (Sapphire Rapids, perfmon v5, 8 GP)",
+    leaves: dumps::SAPPHIRE_RAPIDS_W9_3475X.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
+};
+
+/// Every model of the double by the name `pmupcw-run --cpu-model` takes, which the configuration
+/// matrix scenario runs too (tests/scenarios/config_matrix.rs).
+pub static MODELS: [(&str, &CpuModel); 12] = [
+    ("skylake", &SKYLAKE),
+    ("skylake-no-ht", &SKYLAKE_NO_HT),
+    ("ice-lake", &ICE_LAKE),
+    ("alder-lake", &ALDER_LAKE_P),
+    ("sapphire-rapids", &SAPPHIRE_RAPIDS),
+    ("alder-lake-hybrid", &ALDER_LAKE_HYBRID),
+    ("hybrid-own-leaf-a", &HYBRID_OWN_LEAF_A),
+    ("zen3", &ZEN3),
+    ("zen4", &ZEN4),
+    ("zen5", &ZEN5),
+    ("hyperv-no-pmu", &HYPERV_GUEST_NO_PMU),
+    ("no-pmu", &NO_PMU),
+];
+
+/// The model named `name` in [`MODELS`].
+pub fn model_named(name: &str) -> Option<&'static CpuModel> {
+    MODELS.iter().find(|(known, _)| *known == name).map(|(_, model)| *model)
+}
+
 /// Ryzen 9 7950X (Zen 4, family 19h model 61h): PerfCtrExtCore and PerfMonV2 with 6 core counters.
 pub static ZEN4: CpuModel = CpuModel {
     name: "Ryzen 9 7950X (Zen 4, PerfMonV2)",

@@ -347,7 +347,9 @@ pub(crate) fn write(vp: u32, msr: u32, value: u64) -> Option<Result<(), String>>
         }
         Register::Control(i) => state.gp[i].control = value,
         Register::Fixed(i) => state.fixed[i].value = value & mask(fixed_width),
-        Register::FixedCtrl | Register::GlobalCtrl if value & reserved_bits(vp, register) != 0 => {
+        Register::FixedCtrl | Register::GlobalCtrl | Register::ClearStatus
+            if value & reserved_bits(vp, register) != 0 =>
+        {
             let bits = value & reserved_bits(vp, register);
             return Some(Err(format!(
                 "write of {value:#x} to {register:?} sets bits {bits:#x} of counters this processor lacks (#GP)"
@@ -383,14 +385,19 @@ fn reserved_control_bits(kind: PmuKind) -> u64 {
     }
 }
 
-/// The reserved bits of Intel's IA32_FIXED_CTR_CTRL (4 per fixed counter the processor has) and
+/// The reserved bits of Intel's IA32_FIXED_CTR_CTRL (4 per fixed counter the processor has),
 /// IA32_PERF_GLOBAL_CTRL (one enable per general-purpose counter from bit 0, per fixed counter from
-/// bit 32, and bit 48 for IA32_PERF_METRICS where it exists): WRMSR raises #GP when it sets a reserved
-/// bit (Intel SDM Vol. 2B, WRMSR; Vol. 3B, "Architectural Performance Monitoring Version 2" and
-/// "Performance Metrics"). A hybrid processor's cores differ, so a value one core takes can fault on
-/// another. AMD's registers are not checked.
-/// IA32_PERF_GLOBAL_CTRL bit 48, EN_PERF_METRICS.
+/// bit 32, and bit 48 for IA32_PERF_METRICS where it exists) and IA32_PERF_GLOBAL_OVF_CTRL (the same
+/// counter bits, and the status bits 55-63 of version 4): WRMSR raises #GP when it sets a reserved
+/// bit (Intel SDM Vol. 2B, WRMSR; Vol. 3B, "Architectural Performance Monitoring Version 2",
+/// "Performance Metrics", and "Counter Coalescence": with 4 counters reported, setting bits 7:4 of
+/// IA32_PERF_GLOBAL_CTRL or IA32_PERF_GLOBAL_OVF_CTRL raises #GP). A hybrid processor's cores differ,
+/// so a value one core takes can fault on another. AMD's registers are not checked.
+/// IA32_PERF_GLOBAL_CTRL bit 48, EN_PERF_METRICS (in the status registers: PERF_METRICS overflow).
 const EN_PERF_METRICS: u64 = 1 << 48;
+/// IA32_PERF_GLOBAL_STATUS bits 55-63 of version 4 (ToPA PMI, LBR and counter freeze, ASCI, uncore,
+/// DS buffer, CondChgd), which IA32_PERF_GLOBAL_STATUS_RESET (OVF_CTRL) may clear.
+const GLOBAL_STATUS_V4_BITS: u64 = 0x1FF << 55;
 
 fn reserved_bits(vp: u32, register: Register) -> u64 {
     let PmuKind::Intel { gp, fixed, .. } = processor(vp).kind else { return 0 };
@@ -399,6 +406,10 @@ fn reserved_bits(vp: u32, register: Register) -> u64 {
         Register::GlobalCtrl => {
             let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { EN_PERF_METRICS } else { 0 };
             mask(gp) | (mask(fixed) << 32) | metrics
+        }
+        Register::ClearStatus => {
+            let metrics = if decode(vp, IA32_PERF_METRICS).is_some() { EN_PERF_METRICS } else { 0 };
+            mask(gp) | (mask(fixed) << 32) | metrics | GLOBAL_STATUS_V4_BITS
         }
         _ => u64::MAX,
     };

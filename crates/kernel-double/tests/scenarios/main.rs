@@ -13,6 +13,7 @@ mod faulty_support;
 
 mod bug_check;
 mod concurrent_collects;
+mod config_matrix;
 mod consumer_modes;
 mod consumer_properties;
 mod consumer_total_ratios;

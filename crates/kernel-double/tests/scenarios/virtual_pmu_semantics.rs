@@ -3,8 +3,8 @@
 //! legacy IA32_PMCx writes sign-extended from bit 31 and IA32_A_PMCx full-width writes; a counter
 //! counts only with its enable bit, a privilege level and its IA32_PERF_GLOBAL_CTRL bit; a wrap sets
 //! IA32_PERF_GLOBAL_STATUS, which is read-only (a write is a violation) and cleared through
-//! IA32_PERF_GLOBAL_OVF_CTRL; IA32_FIXED_CTR_CTRL fields; and a write without owning the PMU stays a
-//! violation.
+//! IA32_PERF_GLOBAL_OVF_CTRL; a counter the model lacks and its global bits do not exist (#GP);
+//! IA32_FIXED_CTR_CTRL fields; and a write without owning the PMU stays a violation.
 
 use crate::common;
 
@@ -80,6 +80,13 @@ fn intel_architectural_semantics() {
     assert_eq!(rdmsr(IA32_PERF_GLOBAL_STATUS, 0), 1, "a refused write changed the status");
     wrmsr(IA32_PERF_GLOBAL_OVF_CTRL, 1);
     assert_eq!(rdmsr(IA32_PERF_GLOBAL_STATUS, 0), 0, "OVF_CTRL clears the status bit");
+    // Four counters per logical processor: IA32_PMC4 does not exist, nor do its global bits.
+    wrmsr(IA32_PERF_GLOBAL_OVF_CTRL, 1 << 4);
+    wrmsr(IA32_PMC0 + 4, 0);
+    let found = violations::take();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].message.contains("counters this processor lacks"), "{}", found[0]);
+    assert!(found[1].message.contains("does not exist"), "{}", found[1]);
 
     // Fixed counter 1 (core cycles): its 4-bit field (OS = bit 0) and global bit 33.
     wrmsr(IA32_FIXED_CTR_CTRL, 0b0001 << 4);

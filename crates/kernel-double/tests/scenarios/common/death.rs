@@ -22,12 +22,20 @@ pub fn test_name(path: &str) -> &str {
 /// child process (which sees [`is_child`]) and returns its output and stderr, after checking it died
 /// of SIGABRT (the double's fatal report).
 pub fn run_child(path: &str) -> (Output, String) {
+    let (output, stderr) = run_child_with(path, &[]);
+    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "child status {:?}\n{stderr}", output.status);
+    (output, stderr)
+}
+
+/// Runs the test at `path` alone in a child process (which sees [`is_child`]) with `environment`
+/// added, however it ends; returns its output and stderr.
+pub fn run_child_with(path: &str, environment: &[(&str, String)]) -> (Output, String) {
     let output = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test_name(path), "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
+        .envs(environment.iter().map(|(name, value)| (name, value)))
         .output()
         .expect("running the child");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.signal(), Some(libc::SIGABRT), "child status {:?}\n{stderr}", output.status);
     (output, stderr)
 }

@@ -1,0 +1,269 @@
+//! One cell of the matrix: the real driver loaded on the chosen model and processor count with one
+//! Parameters setting, counting a workload, and the properties every cell must have.
+
+use super::cases::Case;
+use crate::common::{self, HARDWARE_COUNTERS};
+
+use kernel_double::consumer::{self, Counterset, Sample};
+use kernel_double::control::pcw;
+use kernel_double::cpu::cpuid::{self, PmuKind};
+use kernel_double::cpu::{msr, pmu, topology};
+use kernel_double::status::STATUS_SUCCESS;
+
+/// Status counterset positions: PMU State, Top-down Source, Active Profile, Rejected Custom Events.
+const PMU_STATE: usize = 0;
+const TOPDOWN_SOURCE: usize = 9;
+const ACTIVE_PROFILE: usize = 10;
+const REJECTED: usize = 11;
+const ACTIVE: u64 = 1;
+
+/// Hardware Counters fields holding an event's count, with the workload event (index into
+/// `pmu::RATES`) they count; `CustomEvent<n>` fields hold custom line n's.
+const EVENT_FIELDS: [(&str, usize); 7] = [
+    ("InstructionsRetired", pmu::INSTRUCTIONS),
+    ("CoreCycles", pmu::CORE_CYCLES),
+    ("ReferenceCycles", pmu::REFERENCE_CYCLES),
+    ("LlcReferences", 3),
+    ("LlcMisses", 4),
+    ("Branches", 5),
+    ("BranchMispredicts", 6),
+];
+/// The events every profile publishes with the custom profile: instructions and both cycle counts.
+const CUSTOM_PROFILE_EVENTS: usize = 3;
+/// `Scaled` fields hold the count shifted right by this (slots: by 16).
+const RATIO_SCALE_SHIFT: u32 = 10;
+const TOPDOWN_SCALE_SHIFT: u32 = 16;
+
+/// What the model leads to expect, beyond what the double's tables say.
+#[derive(Clone, Copy)]
+pub struct Expect {
+    /// Issue slots per cycle when the topdown profile's input events give top-down level 1 (Intel's
+    /// 4-wide cores: 4; Zen 4: 6; Zen 5: 8); `None` where the profile has no inputs to count.
+    pub topdown_inputs_width: Option<u64>,
+}
+
+/// Each processor's counts of every workload event.
+type Counts = Vec<[u64; pmu::EVENTS]>;
+
+fn counts() -> Counts {
+    (0..topology::processor_count()).map(|vp| std::array::from_fn(|event| pmu::counted(vp, event))).collect()
+}
+
+/// Runs `case` on a fresh load of the driver: collects `rounds` times after work, then once more
+/// after every counter of the first and last processors has wrapped, and checks every property
+/// (panicking on the first that fails).
+pub fn run(case: &Case, expect: Expect, rounds: u32) {
+    let processors = topology::processor_count();
+    let usable = (0..processors).all(|vp| cpuid::model_of(vp).pmu != PmuKind::None);
+    case.apply();
+    let cell = Cell { case, expect, usable, before: counts() };
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS, "DriverEntry");
+    let set = Counterset::open(&consumer::manifest(), HARDWARE_COUNTERS).unwrap();
+    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "AddCounter");
+    let status = common::driver_status();
+    if usable {
+        assert_eq!(status[PMU_STATE], ACTIVE, "PMU State");
+        assert_eq!(
+            (status[ACTIVE_PROFILE], status[REJECTED]),
+            (case.active_profile, case.rejected),
+            "Active Profile and Rejected Custom Events"
+        );
+    } else {
+        assert_ne!(status[PMU_STATE], ACTIVE, "PMU State without a PMU");
+    }
+    let work = |round: u64| {
+        for vp in 0..processors {
+            pmu::step(vp, 1_000 * round * (1 + u64::from(vp % 7)));
+        }
+    };
+    for round in 1..=u64::from(rounds) {
+        work(round);
+        cell.collect_and_check(&set);
+    }
+    // Each counter of the first and last processors one event short of its wrap, and a collect (a
+    // poller must see a counter between its last value and the wrap, as it would a real one, which
+    // counts that far only over many poll periods); then work that wraps every one of them.
+    for vp in [0, processors - 1] {
+        for (msr, event) in pmu::programmed_counters(vp) {
+            // Fixed counter 3 is zeroed at every read, with IA32_PERF_METRICS: it never wraps.
+            if event != pmu::TOPDOWN_SLOTS {
+                pmu::preload(vp, msr, u64::MAX);
+            }
+        }
+    }
+    cell.collect_and_check(&set);
+    work(1);
+    cell.collect_and_check(&set);
+    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "RemoveCounter");
+    assert!(driver.unload(), "DriverUnload");
+    check_msr_accesses(usable);
+    common::assert_clean();
+}
+
+/// A cell being run.
+struct Cell<'a> {
+    case: &'a Case,
+    expect: Expect,
+    /// Every processor has a PMU.
+    usable: bool,
+    /// The virtual PMU's counts when the cell began.
+    before: Counts,
+}
+
+impl Cell<'_> {
+    /// Collects every processor's block and checks it against the counts since the cell began.
+    fn collect_and_check(&self, set: &Counterset) {
+        let sample = consumer::sample(set).expect("collect");
+        let truth: Counts = counts()
+            .iter()
+            .zip(&self.before)
+            .map(|(now, then)| std::array::from_fn(|e| now[e] - then[e]))
+            .collect();
+        let source = common::driver_status()[TOPDOWN_SOURCE];
+        if self.usable {
+            assert_eq!(source, expected_topdown_source(self.case, self.expect), "Top-down Source");
+        }
+        let reading = Reading { set, sample: &sample, case: self.case, expect: self.expect, source };
+        for (vp, truth) in (0..).zip(&truth) {
+            reading.check_block(vp, truth, self.usable);
+        }
+        if self.usable {
+            check_custom_capacity(self.case, &truth);
+        }
+    }
+}
+
+/// One collect of a cell, with what it is checked against.
+struct Reading<'a> {
+    set: &'a Counterset,
+    sample: &'a Sample,
+    case: &'a Case,
+    expect: Expect,
+    /// The Top-down Source the driver reported.
+    source: u64,
+}
+
+impl Reading<'_> {
+    /// Every count field of processor `vp`'s Hardware Counters block against `truth`, the virtual
+    /// PMU's counts since the cell began.
+    fn check_block(&self, vp: u32, truth: &[u64; pmu::EVENTS], usable: bool) {
+        let set = self.set;
+        let (group, number) = topology::number_from_index(vp).unwrap();
+        let instance = format!("{group},{number}");
+        let values =
+            self.sample.values_of(set, &instance).unwrap_or_else(|| panic!("no instance {instance}"));
+        let mut compared = 0;
+        for (counter, value) in set.counters.iter().zip(values) {
+            let value = value.expect("a raw value");
+            let (name, scaled) = match counter.field.strip_suffix("Scaled") {
+                Some(name) => (name, true),
+                None => (counter.field.as_str(), false),
+            };
+            let Some((count, shift)) = self.expected(name, truth) else { continue };
+            // A field is as wide as its counter type: a 32-bit base keeps the low 32 bits.
+            let width = 8 * u32::from(counter.descriptor.size);
+            let expected = if scaled { (count >> shift) & (u64::MAX >> (64 - width)) } else { count };
+            assert_eq!(value, expected, "processor {instance}: {} (field {})", counter.name, counter.field);
+            compared += 1;
+        }
+        // The seven events and eight custom events, each a total and a rate, and their ratio fields.
+        assert!(compared > 2 * (EVENT_FIELDS.len() + 8), "only {compared} count fields found");
+        if usable {
+            assert!(
+                truth[pmu::INSTRUCTIONS] > 0 && truth[pmu::CORE_CYCLES] > 0,
+                "{instance}: nothing counted"
+            );
+        }
+    }
+
+    /// The count field `name` must hold, and the shift of its `Scaled` twin; `None` for a field that
+    /// holds no count.
+    fn expected(&self, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<(u64, u32)> {
+        let case = self.case;
+        if let Some(&(_, event)) = EVENT_FIELDS.iter().find(|(field, _)| *field == name) {
+            let published = case.active_profile != 2 || event < CUSTOM_PROFILE_EVENTS;
+            Some((if published { truth[event] } else { 0 }, RATIO_SCALE_SHIFT))
+        } else if let Some(line) = name.strip_prefix("CustomEvent") {
+            let line: usize = line.parse().expect("CustomEvent<n>");
+            let event = case.custom.get(line).copied().flatten();
+            Some((event.map_or(0, |event| truth[event]), RATIO_SCALE_SHIFT))
+        } else if name == "TopdownSlots" {
+            Some((self.topdown_slots(truth), TOPDOWN_SCALE_SHIFT))
+        } else {
+            None
+        }
+    }
+
+    /// The top-down slots a block must hold for the reported source: fixed counter 3's, or the
+    /// issue width times the core cycles when the topdown profile's inputs give them.
+    fn topdown_slots(&self, truth: &[u64; pmu::EVENTS]) -> u64 {
+        match (self.source, self.expect.topdown_inputs_width) {
+            (1, _) => truth[pmu::TOPDOWN_SLOTS],
+            (2, Some(width)) => width * truth[pmu::CORE_CYCLES],
+            _ => 0,
+        }
+    }
+}
+
+/// The Top-down Source the model and profile allow: fixed counter 3 with IA32_PERF_METRICS on every
+/// processor (1), the topdown profile's input events (2), only some processors' core type having it
+/// (4), or none (0).
+fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
+    let processors = topology::processor_count();
+    let metrics = |vp: u32| {
+        let model = cpuid::model_of(vp);
+        let fixed = cpuid::cpuid_on(vp, 0xA, 0)[3] & 0x1F;
+        fixed >= 4 && model.perf_capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0
+    };
+    let with_metrics = (0..processors).filter(|&vp| metrics(vp)).count() as u32;
+    match (with_metrics, expect.topdown_inputs_width) {
+        (n, _) if n == processors => 1,
+        (0, Some(_)) if case.active_profile == 1 => 2,
+        (0, _) => 0,
+        _ => 4,
+    }
+}
+
+/// Custom events take every general-purpose counter the profile's fixed events leave (Intel: all of
+/// them, instructions and cycles being on fixed counters; AMD: all but the two for instructions and
+/// core cycles), in line order; a line past them finds none and counts nothing.
+fn check_custom_capacity(case: &Case, truth: &Counts) {
+    if case.active_profile != 2 {
+        return;
+    }
+    let capacity = (0..topology::processor_count())
+        .map(|vp| match cpuid::model_of(vp).pmu {
+            // What leaf 0xA reports (a hybrid part reports the counters all its cores have).
+            PmuKind::Intel { .. } => ((cpuid::cpuid_on(vp, 0xA, 0)[0] >> 8) & 0xFF) as usize,
+            PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
+            PmuKind::None => 0,
+        })
+        .min()
+        .unwrap_or(0);
+    for (line, event) in case.custom.iter().enumerate() {
+        let Some(event) = *event else { continue };
+        for (vp, truth) in truth.iter().enumerate() {
+            let counted = truth[event] > 0;
+            assert_eq!(
+                counted,
+                line < capacity,
+                "processor {vp}: custom event {line} counted: {counted}, with {capacity} counters for custom events"
+            );
+        }
+    }
+}
+
+/// No PMU register the model lacks was touched (a #GP on hardware; the double also records it as a
+/// violation), and without a PMU no MSR at all.
+fn check_msr_accesses(usable: bool) {
+    let writes = msr::writes();
+    if !usable {
+        assert_eq!((msr::reads(), writes.len()), (0, 0), "MSR reads and writes without a PMU");
+    }
+    for write in writes {
+        if let Err(why) = msr::check_exists(write.processor, write.msr) {
+            panic!("wrmsr {:#x} on processor {}: {why}", write.msr, write.processor);
+        }
+    }
+}
