@@ -116,9 +116,9 @@ fn malformed(lines: &[(&str, Option<usize>); 9]) -> Vec<Case> {
     let long = format!("event=0xC0,name={}", "x".repeat(2048));
     let mixed = [
         lines[0].0,
-        "event=0x1000",     // wider than 12 bits, on either vendor
-        "event=0xC4,usr=1", // a bit the driver owns
-        "umask=1",          // no event
+        "event=0x1000",    // wider than 12 bits, on either vendor
+        "event=0xC4,en=1", // a bit the driver owns
+        "umask=1",         // no event
         lines[1].0,
         "event=0xC4,cmask=300",  // out of range
         "event=0xC4,event=0xC5", // a key twice

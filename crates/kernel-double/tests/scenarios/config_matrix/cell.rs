@@ -225,17 +225,25 @@ fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
     }
 }
 
-/// Custom events take every general-purpose counter the profile's fixed events leave (Intel: all of
-/// them, instructions and cycles being on fixed counters; AMD: all but the two for instructions and
-/// core cycles), in line order; a line past them finds none and counts nothing.
+/// Custom events take every general-purpose counter the profile's fixed events leave, within the
+/// plan's 8 counters (README, event profiles): Intel: all of them up to 8 less the fixed counters
+/// 0-2 (instructions and both cycle counts are there); AMD: all but the two for instructions and
+/// core cycles. In line order; a line past them finds none and counts nothing.
 fn check_custom_capacity(case: &Case, truth: &Counts) {
+    /// The most counters a plan uses, fixed ones included.
+    const PLAN_COUNTERS: usize = 8;
     if case.active_profile != 2 {
         return;
     }
     let capacity = (0..topology::processor_count())
         .map(|vp| match cpuid::model_of(vp).pmu {
             // What leaf 0xA reports (a hybrid part reports the counters all its cores have).
-            PmuKind::Intel { .. } => ((cpuid::cpuid_on(vp, 0xA, 0)[0] >> 8) & 0xFF) as usize,
+            PmuKind::Intel { .. } => {
+                let leaf = cpuid::cpuid_on(vp, 0xA, 0);
+                let general = ((leaf[0] >> 8) & 0xFF) as usize;
+                let fixed = ((leaf[3] & 0x1F) as usize).min(3);
+                general.min(PLAN_COUNTERS - fixed)
+            }
             PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
             PmuKind::None => 0,
         })
