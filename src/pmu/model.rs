@@ -199,12 +199,12 @@ impl PmuModel {
     /// Fixed counter 3 and IA32_PERF_METRICS are reported, but a hypervisor is present, and no public
     /// source says any hypervisor passes IA32_PERF_METRICS (0x329, and RDPMC of it) through, the
     /// Microsoft hypervisor included (root partition with memory integrity on, or a guest). The HAL
-    /// does not arbitrate it, and IA32_PERF_CAPABILITIES[15] may be passed through from the hardware
+    /// does not arbitrate it, and `IA32_PERF_CAPABILITIES[15]` may be passed through from the hardware
     /// while the hypervisor intercepts the register: an access would be a #GP, a bug check in kernel
     /// mode. So the driver does not use it there, and says so. The other MSRs the HAL does not
     /// arbitrate (IA32_PERF_CAPABILITIES, IA32_APERF/MPERF) are enumerated by CPUID bits the hypervisor
     /// itself answers, which hypervisors clear when they do not implement the registers (ACRN pull
-    /// request 8177 removes CPUID.06H:ECX[0] and injects #GP on APERF/MPERF).
+    /// request 8177 removes `CPUID.06H:ECX[0]` and injects #GP on APERF/MPERF).
     pub const fn perf_metrics_withheld(&self) -> bool {
         self.topdown_slots && self.perf_metrics && !matches!(self.host, Host::BareMetal)
     }

@@ -104,7 +104,7 @@ const _: () = {
 
 /// The general-purpose counters of `model` that the plan may use: those CPUID reports, within the
 /// registers the plan can name: Intel 8 (see [`MAX_GENERAL_PURPOSE`]); AMD with PerfMonV2 as many as
-/// CPUID.80000022H:EBX[3:0] reports, PerfCtl/PerfCtr pairs from C0010200H on (Linux
+/// `CPUID.80000022H:EBX[3:0]` reports, PerfCtl/PerfCtr pairs from C0010200H on (Linux
 /// `amd_core_pmu_init`), up to 8; with PerfCtrExtCore alone 6 (C0010200H-C001020BH); else the 4
 /// legacy ones (AMD APM Vol. 2, "Performance Monitoring Counters").
 const fn general_purpose_counters(model: &PmuModel) -> u8 {
