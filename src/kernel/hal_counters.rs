@@ -16,8 +16,9 @@ use windows_sys::Win32::Foundation::{
     HANDLE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
 };
 
-/// Most counters the driver asks for (the plan's assignments), plus the Overflow descriptor.
-const MAX_DESCRIPTORS: usize = 9;
+/// Most descriptors the driver sends: the plan's assignments, fixed counter 3 where IA32_PERF_METRICS
+/// counts top-down (not an assignment), and the Overflow descriptor.
+const MAX_DESCRIPTORS: usize = crate::pmu::placement::MAX_ASSIGNMENTS + 2;
 
 /// PHYSICAL_COUNTER_RESOURCE_LIST with room for [`MAX_DESCRIPTORS`] descriptors (the C type declares
 /// an ANYSIZE_ARRAY); the same layout for the first `count` entries.
