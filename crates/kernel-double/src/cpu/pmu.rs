@@ -404,12 +404,16 @@ fn reserved_bits(vp: u32, register: Register) -> u64 {
 
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
 /// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
-/// "Architectural Performance Monitoring": the registers' reset values), except that
-/// IA32_PERF_GLOBAL_CTRL comes up with every general-purpose counter's enable bit set and the fixed
-/// counters' clear ("Architectural Performance Monitoring Version 2", so that version 1 software keeps
-/// working). The HAL re-arms its interrupt but reprograms no client's counters (observed in
-/// decompiled Windows 10/11 HAL builds). Counting events are kept: what the driver read stays what
-/// was counted.
+/// "Architectural Performance Monitoring": the registers' reset values), except the global enables:
+/// Intel's IA32_PERF_GLOBAL_CTRL comes up with every general-purpose counter's enable bit set and the
+/// fixed counters' clear ("Architectural Performance Monitoring Version 2", so that version 1 software
+/// keeps working), and AMD PerfMonV2's PerfCntrGlobalCtl with every implemented core counter's bit
+/// set (0x3F on 6 counters: AMD's PPR, as quoted on LKML in "KVM: x86/svm/pmu: Set PerfMonV2 global
+/// control bits correctly", 2024), so a check of the global enables alone passes on a reset PMU. The
+/// event selects come up 0 (Intel SDM; AMD APM Vol. 2, "Performance Event-Select Registers"), so no
+/// counter counts until it is programmed again. The HAL re-arms its interrupt but reprograms no
+/// client's counters (observed in decompiled Windows 10/11 HAL builds). Counting events are kept: what
+/// the driver read stays what was counted.
 pub fn power_on_reset() {
     let Some(pmu) = PMU.get() else { return };
     for vp in 0..pmu.processors.len() as u32 {
@@ -422,8 +426,9 @@ pub fn power_on_reset() {
         state.global_status = 0;
         state.metrics = [0; 4];
         state.global_ctrl = match pmu.processors[vp as usize].kind {
-            PmuKind::Intel { gp, .. } => (1u64 << gp) - 1,
-            _ => 0,
+            PmuKind::Intel { gp, .. } => mask(gp),
+            PmuKind::Amd { counters, perfmon_v2: true } => mask(counters),
+            PmuKind::Amd { perfmon_v2: false, .. } | PmuKind::None => 0,
         };
     }
 }
@@ -433,6 +438,13 @@ pub fn power_on_reset() {
 /// violation (the foreign tool is not under test). Panics if `msr` is not a PMU register of the model.
 pub fn foreign_write(vp: u32, msr: u32, value: u64) {
     write(vp, msr, value).unwrap_or_else(|| panic!("MSR {msr:#x} is not a PMU register")).unwrap();
+}
+
+/// What another tool reading the PMU register `msr` of `vp` sees (a raw MSR reader, or one that
+/// read-modify-writes a control register with [`foreign_write`]). Panics if `msr` is not a PMU register
+/// of the model.
+pub fn foreign_read(vp: u32, msr: u32) -> u64 {
+    read(vp, msr).unwrap_or_else(|| panic!("MSR {msr:#x} is not a PMU register"))
 }
 
 /// The event a GP counter's control selects (index into [`RATES`]), if it is one the workload makes.
