@@ -98,38 +98,59 @@ fn harmless_co_writer(model: &'static CpuModel) {
 
 fn foreign_event_select(model: &'static CpuModel, foreign_select: u64) {
     let (driver, counted, mut previous) = start(model);
-    let reprograms = driver_status()[PMU_REPROGRAMS];
     let (counter, control) = pmu::programmed_counters(2)
         .into_iter()
         .find_map(|(counter, _)| Some((counter, control_of(model, counter)?)))
         .expect("a general-purpose counter is programmed");
     let ours = pmu::foreign_read(2, control);
     let bound = programmed_registers(model, 2);
-    pmu::foreign_write(2, control, foreign_select);
-    let mut raw = pmu::foreign_read(2, counter);
-    let mut repaired_at = None;
-    for collect in 1..=bound {
-        // Every processor keeps counting; processor 2's reprogrammed counter counts the other tool's
-        // event, which is none of the workload's.
-        for vp in 0..PROCESSORS {
-            pmu::step(vp, 500);
+    let mut slowest = 0;
+    // After each repair the driver's next check is the one after the event select's; `shift` more
+    // collects before the next write make the writes land at every turn of the rotation.
+    for shift in 0..bound {
+        for collect in 0..shift {
+            step_and_check(
+                &mut previous,
+                &counted,
+                100,
+                &format!("write {shift}: collect {collect} before it"),
+            );
         }
-        collect_exact(&mut previous, &format!("collect {collect} after the foreign write"));
-        let now = pmu::foreign_read(2, counter);
-        assert!(now >= raw, "collect {collect}: counter {counter:#x} went backwards, {raw:#x} -> {now:#x}");
-        raw = now;
-        if driver_status()[PMU_REPROGRAMS] != reprograms {
-            repaired_at = Some(collect);
-            break;
+        let reprograms = driver_status()[PMU_REPROGRAMS];
+        pmu::foreign_write(2, control, foreign_select);
+        let mut raw = pmu::foreign_read(2, counter);
+        let mut repaired_at = None;
+        for collect in 1..=bound {
+            // Every processor keeps counting; processor 2's reprogrammed counter counts the other
+            // tool's event, which is none of the workload's.
+            for vp in 0..PROCESSORS {
+                pmu::step(vp, 500);
+            }
+            collect_exact(&mut previous, &format!("write {shift}: collect {collect} after it"));
+            let now = pmu::foreign_read(2, counter);
+            assert!(
+                now >= raw,
+                "write {shift}, collect {collect}: counter {counter:#x} went back, {raw:#x} -> {now:#x}"
+            );
+            raw = now;
+            if driver_status()[PMU_REPROGRAMS] != reprograms {
+                repaired_at = Some(collect);
+                break;
+            }
         }
+        let collect = repaired_at.unwrap_or_else(|| {
+            panic!("write {shift}: the foreign event select was not repaired within {bound} collects")
+        });
+        slowest = slowest.max(collect);
+        assert_eq!(driver_status()[PMU_REPROGRAMS], reprograms + 1, "one processor repaired once");
+        assert_eq!(pmu::foreign_read(2, control), ours, "the event select is the driver's again");
+        step_and_check(&mut previous, &counted, 2_000, &format!("write {shift}: after the repair"));
+        assert!(pmu::foreign_read(2, counter) >= raw, "counter {counter:#x} went backwards after the repair");
     }
-    let collect =
-        repaired_at.unwrap_or_else(|| panic!("the foreign write was not repaired within {bound} collects"));
-    assert_eq!(driver_status()[PMU_REPROGRAMS], reprograms + 1, "one processor repaired once");
-    assert_eq!(pmu::foreign_read(2, control), ours, "the event select is the driver's again");
-    println!("{}: the foreign event select was repaired at collect {collect} of at most {bound}", model.name);
-    step_and_check(&mut previous, &counted, 2_000, "after the repair");
-    assert!(pmu::foreign_read(2, counter) >= raw, "counter {counter:#x} went backwards after the repair");
+    println!(
+        "{}: {bound} foreign event selects, each repaired within {slowest} collects of at most {bound}",
+        model.name
+    );
     finish(driver);
 }
 
