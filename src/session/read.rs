@@ -32,6 +32,12 @@ fn read_placed<M: Msrs>(
 /// global enables come back set, so only the event selects show it), and a counter back at 0 read as
 /// a wrap would jump by 2^W. Returns `false`, having reported the counters before that one, when the
 /// programming is lost: the caller repairs it.
+///
+/// The programming decides, not the time since the last poll: a reset always clears the event
+/// selects' enable bits, while a "wrap too fast for any clock" test passes a counter that was near
+/// 2^W when it was reset (the apparent advance, 2^W less its last value, is small, and counted too
+/// many) and needs a clock that leaves out the sleep. A wrap is rare (hours apart at 48 bits), so its up to ten rdmsr
+/// cost nothing per collect.
 fn read_polled<M: Msrs>(
     processor: &PerProcessor,
     published: &AtomicCells,

@@ -410,8 +410,8 @@ fn reserved_bits(vp: u32, register: Register) -> u64 {
 /// keeps working), and AMD PerfMonV2's PerfCntrGlobalCtl with every implemented core counter's bit
 /// set (0x3F on 6 counters: AMD's PPR, as quoted on LKML in "KVM: x86/svm/pmu: Set PerfMonV2 global
 /// control bits correctly", 2024), so a check of the global enables alone passes on a reset PMU. The
-/// event selects come up 0 (Intel SDM; AMD APM Vol. 2, "Performance Event-Select Registers"), so no
-/// counter counts until it is programmed again. The HAL re-arms its interrupt but reprograms no
+/// event selects and counters come up 0 (Intel SDM; on AMD as KVM's vCPU reset sets them, Linux
+/// arch/x86/kvm/svm/pmu.c `amd_pmu_reset`), so no counter counts until it is programmed again. The HAL re-arms its interrupt but reprograms no
 /// client's counters (observed in decompiled Windows 10/11 HAL builds). Counting events are kept: what
 /// the driver read stays what was counted.
 pub fn power_on_reset() {
