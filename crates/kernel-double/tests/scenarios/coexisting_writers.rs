@@ -175,3 +175,9 @@ fn skylake_foreign_event_select_is_repaired_keeping_counts() {
 fn zen4_foreign_event_select_is_repaired_keeping_counts() {
     foreign_event_select(&cpuid::ZEN4, 0x43_0729);
 }
+
+/// PerfEvtSel without PerfMonV2's global registers: the event select's EN bit alone enables.
+#[test]
+fn zen3_foreign_event_select_is_repaired_keeping_counts() {
+    foreign_event_select(&cpuid::ZEN3, 0x43_0729);
+}

@@ -63,3 +63,15 @@ fn zen4_late_resume_callback_counts_stay_exact() {
 fn skylake_late_resume_callback_counts_stay_exact() {
     scenario(&cpuid::SKYLAKE);
 }
+
+/// Zen 3: no global registers, every counter enabled by its own event select alone.
+#[test]
+fn zen3_late_resume_callback_counts_stay_exact() {
+    scenario(&cpuid::ZEN3);
+}
+
+/// Alder Lake performance cores: fixed counter 3 and IA32_PERF_METRICS among what the repair restores.
+#[test]
+fn alder_lake_late_resume_callback_counts_stay_exact() {
+    scenario(&cpuid::ALDER_LAKE_P);
+}
