@@ -248,6 +248,17 @@ impl ProcessorCounters {
         }
     }
 
+    /// A repair's restart of logical counter `counter`, whose hardware counter was stopped at `raw`
+    /// and goes on from there, with the session's per-slot cells restarted (overflow counts from 0,
+    /// or polled values from `raw`): the base becomes the last report less `raw`, so that the counter
+    /// at `raw` reads as the last report and each later event adds one (modulo 2^64, like every
+    /// base; see crate::pmu::extend).
+    pub fn rebase_at(&self, counter: usize, raw: u64) {
+        if let (Some(base), Some(reported)) = (self.base.get(counter), self.reported.get(counter)) {
+            base.store(reported.load(Ordering::Relaxed).wrapping_sub(raw), Ordering::Relaxed);
+        }
+    }
+
     /// Reports logical counter `counter` (0..[`SLOTS`]), which this session placed `at`, from `raw`, the
     /// counter read with interrupts held off, and `status`, the global status register read after it;
     /// `read_again` reads the counter again, and is called only when `status` has its bit set (the

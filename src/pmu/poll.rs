@@ -79,6 +79,10 @@ pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
     if ticks > i64::MAX as u128 { i64::MAX } else { ticks as i64 }
 }
 
+/// A polled counter went below its last value without wrapping: it was reset or rewritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotAWrap;
+
 /// One processor's polled counters: each slot's 64-bit value at its last poll (see the module
 /// comment), kept in cells the processor's interrupt-driven sessions use for their overflow counts
 /// (crate::pmu::fold::ProcessorCounters::session_cells): a session either polls or takes overflow
@@ -112,15 +116,33 @@ impl<'a> PollCounters<'a> {
     /// than the state it is compared with (Linux's x86_perf_event_update orders them the same way, and
     /// uses the same compare-exchange for the same reason: an NMI may poll in between).
     pub fn poll<R: FnOnce() -> u64>(&self, slot: usize, width: u8, read_raw: R) -> Option<u64> {
+        self.poll_unless_reset(slot, width, read_raw, || true)?.ok()
+    }
+
+    /// [`Self::poll`], except that a raw value below the last one, a wrap or a counter that was reset
+    /// (resume from sleep zeroes the counters; a 2^W jump if taken for a wrap), is first put to
+    /// `wrap_is_real`, called only then: if it says no, the state is left as it was and the poll
+    /// returns `Err(NotAWrap)`, for the caller to repair the programming.
+    pub fn poll_unless_reset<R: FnOnce() -> u64, C: FnOnce() -> bool>(
+        &self,
+        slot: usize,
+        width: u8,
+        read_raw: R,
+        wrap_is_real: C,
+    ) -> Option<Result<u64, NotAWrap>> {
         let cell = self.extended.get(slot)?;
         let previous = cell.load(Ordering::Relaxed);
         compiler_fence(core::sync::atomic::Ordering::SeqCst);
         let raw = read_raw();
         compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        let mask = counter_mask(width);
+        if raw & mask < previous & mask && !wrap_is_real() {
+            return Some(Err(NotAWrap));
+        }
         let now = previous.wrapping_add(advance(previous, raw, width));
         // Failure means an interrupting poll stored a value read after `previous`; keep it.
         let _ = cell.compare_exchange(previous, now, Ordering::Relaxed, Ordering::Relaxed);
-        Some(now)
+        Some(Ok(now))
     }
 
     /// `slot`'s 64-bit value at its last poll (`None` when out of range).

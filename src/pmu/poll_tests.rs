@@ -129,3 +129,27 @@ fn an_interrupting_poll_neither_tears_nor_rewinds_the_state() {
         assert_eq!(counters.last(0), Some((1 << 32) + 5));
     }
 }
+
+/// A raw value below the last one is put to the confirmation, and only then: confirmed, it is a wrap;
+/// refused (a reset counter), the state stays as it was and the poll says so.
+#[test]
+fn a_wrap_counts_only_when_confirmed() {
+    let cells = cells();
+    let poll = PollCounters::over(&cells);
+    poll.start(0, (1 << 48) - 10, 48).unwrap();
+    let asked = Cell::new(0);
+    let confirm = |answer: bool| {
+        let asked = &asked;
+        move || {
+            asked.set(asked.get() + 1);
+            answer
+        }
+    };
+    assert_eq!(poll.poll_unless_reset(0, 48, || (1 << 48) - 4, confirm(false)), Some(Ok((1 << 48) - 4)));
+    assert_eq!(asked.get(), 0, "no wrap, no question");
+    assert_eq!(poll.poll_unless_reset(0, 48, || 3, confirm(false)), Some(Err(NotAWrap)));
+    assert_eq!(poll.last(0), Some((1 << 48) - 4), "a refused wrap leaves the state");
+    assert_eq!(poll.poll_unless_reset(0, 48, || 3, confirm(true)), Some(Ok((1 << 48) + 3)));
+    assert_eq!(asked.get(), 2);
+    assert_eq!(poll.poll_unless_reset(SLOTS, 48, || 3, confirm(true)), None);
+}

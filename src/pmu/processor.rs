@@ -15,8 +15,8 @@ use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 pub struct PerProcessor {
     pub counters: ProcessorCounters,
     pub frequency: FrequencyCounters,
-    /// Which programming check the next collect makes (they take turns: one rdmsr per collect; see
-    /// [`crate::pmu::program::Programming::intact_in_turn`]).
+    /// Which programming check the next read makes (they take turns: one rdmsr per read; see
+    /// [`crate::pmu::program::Programming::intact_in_turn`], which moves it on).
     pub check_turn: AtomicU32,
     /// The processor's [`CoreType`], as a number: set once at load, before the state is shared.
     core_type: AtomicU8,
@@ -38,25 +38,9 @@ impl PerProcessor {
         self.core_type.load(Ordering::Relaxed)
     }
 
-    /// The programming check turn of this read, and the next for the next (only this processor's
-    /// reads take turns: a load and a store suffice).
-    pub fn next_check(&self) -> usize {
-        let turn = self.check_turn.load(Ordering::Relaxed);
-        self.check_turn.store(turn.wrapping_add(1), Ordering::Relaxed);
-        turn as usize
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn check_turns_count_up_and_wrap() {
-        let processor = PerProcessor::default();
-        let turns: Vec<usize> = (0..4).map(|_| processor.next_check()).collect();
-        assert_eq!(turns, [0, 1, 2, 3]);
-        processor.check_turn.store(u32::MAX, Ordering::Relaxed);
-        assert_eq!((processor.next_check(), processor.next_check()), (u32::MAX as usize, 0));
+    /// A session's programming checks start from the first (only this processor's reads take
+    /// turns).
+    pub fn restart_checks(&self) {
+        self.check_turn.store(0, Ordering::Relaxed);
     }
 }

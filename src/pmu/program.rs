@@ -6,9 +6,11 @@
 //! shared registers (IA32_PERF_GLOBAL_CTRL, IA32_FIXED_CTR_CTRL, AMD PerfCntrGlobalCtl) are changed
 //! read-modify-write: bits of counters other clients own are left as they are.
 
+use super::encoding::{EVTSEL_EN, EVTSEL_INT};
 use super::model::Vendor;
 use super::msr;
-use super::placement::{CounterPlan, Slot};
+use super::placement::{Assignment, CounterPlan, Slot};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// MSR and counter access on the current processor.
 pub trait Msrs {
@@ -73,6 +75,39 @@ fn fixed_fields(plan: &CounterPlan) -> u64 {
 /// then enables them all at once. Every counter starts from 0.
 pub fn start(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     stop_and_clear(vendor, plan, msrs);
+    program_controls(vendor, plan, msrs);
+}
+
+/// Stops the plan's counters, keeping their values: globally where there are global enables (one
+/// write stops them together), else by clearing each event select's EN bit. For a repair, which
+/// must read them still and then write only the control registers.
+pub fn stop(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    match global_registers(vendor, plan) {
+        Some(global) => {
+            let control = msrs.read(global.control);
+            msrs.write(global.control, control & !plan.global_ctrl());
+        }
+        None => {
+            for assignment in plan.iter() {
+                if let Slot::General(_) = assignment.slot {
+                    msrs.write(assignment.control_msr, assignment.control & !EVTSEL_EN);
+                }
+            }
+        }
+    }
+}
+
+/// Clears the plan's counters' overflow status bits (where the vendor has a global status).
+pub fn clear_status(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    if let Some(global) = global_registers(vendor, plan) {
+        msrs.write(global.clear_status, plan.global_ctrl());
+    }
+}
+
+/// Writes the plan's control registers (event selects, its IA32_FIXED_CTR_CTRL fields, then its
+/// global enable bits, which start the counters together) and nothing else: the counters go on from
+/// the values they hold.
+pub fn program_controls(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     for assignment in plan.iter() {
         if let Slot::General(_) = assignment.slot {
             msrs.write(assignment.control_msr, assignment.control);
@@ -145,72 +180,133 @@ pub fn release(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     }
 }
 
+/// Intel IA32_PERFEVTSELx bit 19, PC (pin control): toggles the PMi pins, counts nothing (Intel SDM
+/// Vol. 3B, "IA32_PERFEVTSELx MSRs"); reserved on AMD, where setting it faults.
+const EVTSEL_PC: u64 = 1 << 19;
+/// Event-select bits that do not change what a counter counts, so another tool may set or clear them
+/// without taking the counter: INT (a PMI on overflow; Intel SDM Vol. 3B; AMD APM Vol. 2,
+/// "Performance Event-Select Registers") and PC.
+const EVTSEL_NOT_COUNTING: u64 = EVTSEL_INT | EVTSEL_PC;
+/// Of each 4-bit IA32_FIXED_CTR_CTRL field, the bits that say what the counter counts: OS, USR and
+/// AnyThread; not PMI (Intel SDM Vol. 3B, "Fixed-Function Performance Counters").
+const FIXED_FIELD_COUNTING: u64 = 0x7;
+
+/// The bits of the plan's IA32_FIXED_CTR_CTRL fields that say what its fixed counters count.
+fn fixed_counting_bits(plan: &CounterPlan) -> u64 {
+    plan.fixed_counters().fold(0, |mask, index| mask | (FIXED_FIELD_COUNTING << (4 * u32::from(index))))
+}
+
+/// Whether `assignment`'s own registers still say what the plan has it count: its event select's
+/// counting bits (or its IA32_FIXED_CTR_CTRL field's) and its global enable bit. For a repair, which
+/// keeps the counts of the counters that went on counting their events. Writes nothing.
+pub fn counts_as_planned(
+    vendor: Vendor,
+    plan: &CounterPlan,
+    assignment: &Assignment,
+    msrs: &impl Msrs,
+) -> bool {
+    let counting = match assignment.slot {
+        Slot::General(_) => !EVTSEL_NOT_COUNTING,
+        Slot::Fixed(index) => FIXED_FIELD_COUNTING << (4 * u32::from(index)),
+    };
+    let control_kept = msrs.read(assignment.control_msr) & counting == assignment.control & counting;
+    let enabled = match (global_registers(vendor, plan), assignment.global_bit) {
+        (Some(global), Some(bit)) => msrs.read(global.control) & (1 << bit) != 0,
+        _ => true,
+    };
+    control_kept && enabled
+}
+
 /// What [`start`] leaves in the registers a resume or a foreign tool can undo: every general-purpose
 /// control, the plan's IA32_FIXED_CTR_CTRL fields and its global enable bits, as (MSR, mask, value)
 /// checks worked out once per session, so that each read costs one rdmsr and one compare per check.
+/// Only bits that say what is counted are checked: another tool may flip an INT, PC or PMI bit, or
+/// bits of counters the plan does not use, without the counters being taken from the driver.
 ///
 /// Resume from S3/S4 leaves the PMU at its power-on values (the HAL does not reprogram a client's
-/// counters), and a tool that writes MSRs without HAL arbitration may clear an event select: then the
-/// counters no longer count what the plan says, and their values are not the driver's to extend.
+/// counters), and a tool that writes MSRs without HAL arbitration may rewrite an event select: then
+/// the counters no longer count what the plan says, and their values are not the driver's to extend.
+///
+/// A collect checks one register ([`Self::intact_in_turn`]); the turns go round the checks in order,
+/// so a change to any checked register is found within as many reads of the processor as there are
+/// checks, whatever the phase of the rotation when it was made (`program_tests.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Programming {
-    checks: [(u32, u64, u64); MAX_CHECKS],
+    /// The first `len` are the checks; the rest repeat them (check `i % len`), so that any turn
+    /// masked to the table's size is a check.
+    checks: [(u32, u64, u64); TURNS],
+    /// The turn after each: the one of the next check, `(turn % len + 1) % len`, so that from any
+    /// turn the turns go round the checks in order.
+    next: [u8; TURNS],
     len: usize,
-    /// The checks repeated round a power-of-two cycle, for [`Self::intact_in_turn`]; `None` without
-    /// checks.
-    turns: Option<[(u32, u64, u64); TURNS]>,
 }
 
 /// The general-purpose controls, IA32_FIXED_CTR_CTRL and the global control.
 const MAX_CHECKS: usize = super::placement::MAX_ASSIGNMENTS + 2;
-/// The length of the cycle of turns: a power of two, so that a turn is any counter masked, with no
-/// comparison and no bounds test; at least [`MAX_CHECKS`], so that every check has a turn in each cycle.
+/// The size of the turn tables: a power of two, so that a turn is any counter masked, with no bounds
+/// test; at least [`MAX_CHECKS`].
 pub const TURNS: usize = MAX_CHECKS.next_power_of_two();
 
 impl Programming {
     /// The checks for `plan` on `vendor`.
     pub fn of(vendor: Vendor, plan: &CounterPlan) -> Self {
-        let mut programming = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0, turns: None };
+        let mut checks = [(0, 0, 0); MAX_CHECKS];
+        let mut len = 0;
         let mut push = |check| {
-            programming.checks[programming.len] = check;
-            programming.len += 1;
+            checks[len] = check;
+            len += 1;
         };
         for assignment in plan.iter() {
             if let Slot::General(_) = assignment.slot {
-                push((assignment.control_msr, u64::MAX, assignment.control));
+                push((
+                    assignment.control_msr,
+                    !EVTSEL_NOT_COUNTING,
+                    assignment.control & !EVTSEL_NOT_COUNTING,
+                ));
             }
         }
-        if fixed_fields(plan) != 0 {
-            push((msr::IA32_FIXED_CTR_CTRL, fixed_fields(plan), plan.fixed_ctrl()));
+        let fixed = fixed_counting_bits(plan);
+        if fixed != 0 {
+            push((msr::IA32_FIXED_CTR_CTRL, fixed, plan.fixed_ctrl() & fixed));
         }
         if let Some(global) = global_registers(vendor, plan) {
             push((global.control, plan.global_ctrl(), plan.global_ctrl()));
         }
-        if programming.len > 0 {
-            let checks = &programming.checks[..programming.len];
-            programming.turns = Some(core::array::from_fn(|turn| checks[turn % checks.len()]));
+        let cycle = len.max(1);
+        Programming {
+            checks: core::array::from_fn(|turn| checks[turn % cycle]),
+            next: core::array::from_fn(|turn| ((turn % cycle + 1) % cycle) as u8),
+            len,
         }
-        programming
     }
 
     /// Whether this processor's registers still hold the programming. Writes nothing.
     #[inline]
     pub fn intact(&self, msrs: &impl Msrs) -> bool {
-        self.checks[..self.len].iter().all(|&(register, mask, value)| msrs.read(register) & mask == value)
+        self.checks[..self.len.min(TURNS)]
+            .iter()
+            .all(|&(register, mask, value)| msrs.read(register) & mask == value)
     }
 
-    /// Whether the check of turn `turn` (any number: turns go round a cycle of [`TURNS`], in which
-    /// every check has at least one turn and some two) still holds: one rdmsr, so that a collect can
-    /// afford it. Successive turns go round every check.
+    /// How many reads of a processor the turns take to go round every check: a change to a checked
+    /// register is found within this many calls of [`Self::intact_in_turn`].
+    #[cfg(test)]
+    pub fn rotation(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the check of this processor's turn (`turn`, which moves on to the next check) still
+    /// holds: one rdmsr, so that a collect can afford it. Any value of `turn` is a turn, and from any
+    /// the turns go round the checks in order.
     #[inline]
-    pub fn intact_in_turn(&self, turn: usize, msrs: &impl Msrs) -> bool {
-        match &self.turns {
-            Some(turns) => {
-                let (register, mask, value) = turns[turn % TURNS];
-                msrs.read(register) & mask == value
-            }
-            None => true,
+    pub fn intact_in_turn(&self, turn: &AtomicU32, msrs: &impl Msrs) -> bool {
+        if self.len == 0 {
+            return true;
         }
+        let index = turn.load(Ordering::Relaxed) as usize & (TURNS - 1);
+        turn.store(u32::from(self.next[index]), Ordering::Relaxed);
+        let (register, mask, value) = self.checks[index];
+        msrs.read(register) & mask == value
     }
 }
 

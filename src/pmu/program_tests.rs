@@ -2,6 +2,7 @@ use super::*;
 use crate::pmu::model::PmuModel;
 use crate::pmu::model::tests::Detect;
 use crate::pmu::placement::plan;
+use core::sync::atomic::AtomicU32;
 use std::collections::BTreeMap;
 
 /// An MSR file that records every access.
@@ -155,28 +156,130 @@ fn intact_checks_the_shared_registers_by_the_plans_bits_only() {
     assert!(!Programming::of(model.vendor, &plan).intact(&msrs), "global enables cleared");
 }
 
+/// Skylake, Zen 2 (no global registers), Zen 4 (PerfMonV2) and Alder Lake with IA32_PERF_METRICS
+/// (fixed counter 3 and EN_PERF_METRICS among the checked bits).
+fn models() -> [PmuModel; 4] {
+    use crate::pmu::model::tests::{ALDER_LAKE_I9_12900K_P_ONLY, ZEN4_RYZEN9_7950X};
+    let alder_lake = ALDER_LAKE_I9_12900K_P_ONLY
+        .model()
+        .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
+    assert!(alder_lake.topdown_metrics());
+    [skylake(), zen2(), ZEN4_RYZEN9_7950X.model(), alder_lake]
+}
+
+/// Calls of `intact_in_turn` from turn `phase` until one fails, at most `limit`: how many it took.
+fn reads_to_detect(programming: &Programming, phase: u32, msrs: &MsrFile, limit: usize) -> Option<usize> {
+    let turn = AtomicU32::new(phase);
+    (1..=limit).find(|_| !programming.intact_in_turn(&turn, msrs))
+}
+
+/// The README's bound: a change to any bit a check compares, in any checked register, made at any
+/// phase of the rotation (any value of the turn), is found within [`Programming::rotation`] reads;
+/// Skylake's rotation is its 6 registers (4 event selects, IA32_FIXED_CTR_CTRL,
+/// IA32_PERF_GLOBAL_CTRL). A rotation of 16 turns over 6 checks found IA32_PERF_GLOBAL_CTRL only at
+/// turns 5 and 11: 10 reads after a change made at turn 12.
 #[test]
-fn check_turns_cover_every_check_in_each_cycle_and_catch_a_change_in_one() {
-    let model = skylake();
-    let plan = plan(&model);
-    let programming = Programming::of(model.vendor, &plan);
-    let mut msrs = MsrFile::default();
-    start(model.vendor, &plan, &mut msrs);
-    assert!((0..3 * TURNS).all(|turn| programming.intact_in_turn(turn, &msrs)));
-    // Each register the checks read, cleared alone, is caught by some turn of every cycle.
-    let registers: Vec<u32> = programming.checks[..programming.len].iter().map(|check| check.0).collect();
-    assert!(registers.len() >= 2);
-    for register in registers {
-        let kept = msrs.read(register);
-        msrs.write(register, 0);
-        for cycle in 0..3 {
-            let turns = cycle * TURNS..(cycle + 1) * TURNS;
-            assert!(turns.clone().any(|turn| !programming.intact_in_turn(turn, &msrs)), "{register:#x}");
+fn any_checked_change_at_any_phase_is_found_within_the_rotation() {
+    assert_eq!(Programming::of(skylake().vendor, &plan(&skylake())).rotation(), 6);
+    for model in models() {
+        for pmi in [false, true] {
+            let plan = crate::pmu::placement::plan_with_pmi(&model, pmi && model.overflow_interrupt);
+            let programming = Programming::of(model.vendor, &plan);
+            let rotation = programming.rotation();
+            assert!((1..=MAX_CHECKS).contains(&rotation), "{:?}", model.vendor);
+            let mut msrs = MsrFile::default();
+            start(model.vendor, &plan, &mut msrs);
+            for phase in (0..TURNS as u32).chain([u32::MAX - 1, u32::MAX]) {
+                assert_eq!(reads_to_detect(&programming, phase, &msrs, 2 * TURNS), None, "intact as started");
+                for &(register, mask, _) in &programming.checks[..rotation] {
+                    let programmed = msrs.read(register);
+                    for bit in (0..64).filter(|bit| mask & (1 << bit) != 0) {
+                        msrs.values.insert(register, programmed ^ (1 << bit));
+                        let found = reads_to_detect(&programming, phase, &msrs, rotation);
+                        assert!(
+                            found.is_some(),
+                            "{:?}: bit {bit} of {register:#x} changed at phase {phase} not found within {rotation} reads",
+                            model.vendor
+                        );
+                    }
+                    msrs.values.insert(register, programmed);
+                }
+            }
         }
-        msrs.write(register, kept);
     }
-    let nothing = Programming { checks: [(0, 0, 0); MAX_CHECKS], len: 0, turns: None };
-    assert!(nothing.intact_in_turn(5, &msrs), "no checks: every turn holds");
+}
+
+/// A co-writer's INT and PC bits, fixed-counter PMI bits and other owners' bits change nothing the
+/// plan counts: no check fails, in any turn, and the whole-programming check holds.
+#[test]
+fn bits_that_do_not_change_what_is_counted_are_not_lost_programming() {
+    for model in models() {
+        let plan = plan(&model);
+        let programming = Programming::of(model.vendor, &plan);
+        let mut msrs = MsrFile::default();
+        start(model.vendor, &plan, &mut msrs);
+        for assignment in plan.iter().filter(|a| matches!(a.slot, Slot::General(_))) {
+            let select = msrs.read(assignment.control_msr);
+            msrs.values.insert(assignment.control_msr, select ^ EVTSEL_INT ^ EVTSEL_PC);
+        }
+        if model.vendor == Vendor::Intel {
+            let fixed = msrs.read(msr::IA32_FIXED_CTR_CTRL);
+            // Every field's PMI bit, and the whole field of fixed counters the plan does not use.
+            let unused = !fixed_fields(&plan) & 0xFFFF_FFFF;
+            msrs.values.insert(msr::IA32_FIXED_CTR_CTRL, (fixed ^ 0x8888_8888) | unused);
+            let global = msrs.read(msr::IA32_PERF_GLOBAL_CTRL);
+            msrs.values.insert(msr::IA32_PERF_GLOBAL_CTRL, global | !plan.global_ctrl());
+        }
+        assert!(programming.intact(&msrs), "{:?}", model.vendor);
+        assert_eq!(reads_to_detect(&programming, 0, &msrs, 3 * TURNS), None, "{:?}", model.vendor);
+        for assignment in plan.iter() {
+            assert!(counts_as_planned(model.vendor, &plan, assignment, &msrs), "{:?}", assignment.event);
+        }
+    }
+}
+
+/// A repair's primitives: `stop` holds the counters without touching their values, `program_controls`
+/// writes control registers only, and `counts_as_planned` tells the counter whose select another
+/// tool rewrote from the others.
+#[test]
+fn a_repair_writes_control_registers_only_and_tells_which_counters_kept_counting() {
+    for model in models() {
+        let plan = plan(&model);
+        let mut msrs = MsrFile::default();
+        start(model.vendor, &plan, &mut msrs);
+        for (n, assignment) in plan.iter().enumerate() {
+            msrs.values.insert(assignment.counter_msr, 1000 + n as u64);
+        }
+        let first = plan.iter().find(|a| matches!(a.slot, Slot::General(_))).unwrap();
+        msrs.values.insert(first.control_msr, 0x43_01D1);
+        for assignment in plan.iter() {
+            let kept = counts_as_planned(model.vendor, &plan, assignment, &msrs);
+            assert_eq!(kept, assignment != first, "{:?}: {:?}", model.vendor, assignment.event);
+        }
+        msrs.writes.clear();
+        stop(model.vendor, &plan, &mut msrs);
+        for assignment in plan.iter() {
+            assert!(
+                !counts_as_planned(model.vendor, &plan, assignment, &msrs),
+                "{:?} stopped",
+                assignment.event
+            );
+        }
+        clear_status(model.vendor, &plan, &mut msrs);
+        program_controls(model.vendor, &plan, &mut msrs);
+        assert!(Programming::of(model.vendor, &plan).intact(&msrs), "{:?}: repaired", model.vendor);
+        for (n, assignment) in plan.iter().enumerate() {
+            assert_eq!(msrs.values[&assignment.counter_msr], 1000 + n as u64, "{:?} kept", assignment.event);
+            assert!(msrs.writes.iter().all(|&(msr, _)| msr != assignment.counter_msr));
+        }
+    }
+}
+
+#[test]
+fn without_checks_every_turn_holds() {
+    let nothing = Programming { checks: [(0, 0, 0); TURNS], next: [0; TURNS], len: 0 };
+    assert!(nothing.intact_in_turn(&AtomicU32::new(5), &MsrFile::default()));
+    assert_eq!(nothing.rotation(), 0);
 }
 
 #[test]

@@ -18,6 +18,7 @@ use super::lock::SessionLock;
 use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
 use super::publish::{self, Processor};
 use super::read::{Reading, TopdownReading, topdown_from_events};
+use super::repair::repair;
 use super::schedule::Schedule;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
@@ -303,8 +304,8 @@ impl<P: Platform> PmuClient<P> {
         self.platform.log(format_args!("PMU released"));
     }
 
-    /// Reads processor `index`'s counters into its reported values, or programs them again if they
-    /// lost their programming. Runs inside the all-processor call, on that processor, with interrupts
+    /// Reads processor `index`'s counters into its reported values, or repairs their programming if
+    /// it was lost (`super::repair`, which keeps what can be known exactly). Runs inside the all-processor call, on that processor, with interrupts
     /// held off for the whole read (so the overflow handler runs before or after it, never inside).
     /// `CHECK_ALL` picks how much of the programming to verify: all of it ([`Check::All`]), or one
     /// register in turn ([`Check::OneInTurn`]: one rdmsr per collect; the turns go round every
@@ -328,14 +329,16 @@ impl<P: Platform> PmuClient<P> {
             let intact = if CHECK_ALL {
                 session.programming.intact(msrs)
             } else {
-                session.programming.intact_in_turn(processor.next_check(), msrs)
+                session.programming.intact_in_turn(&processor.check_turn, msrs)
             };
-            if !intact {
-                reprogram(processor, vendor, &session.plan, msrs);
+            // A polled read confirms each wrap against the whole programming: a counter a resume
+            // zeroed is not a wrap, even where the register this turn checks looks as programmed.
+            if !intact
+                || !session.reading.read(processor, published, &session.plan, &session.programming, msrs)
+            {
+                repair(processor, published, vendor, &session.plan, &session.reading, msrs);
                 self.status.record_reprogram();
-                return;
             }
-            session.reading.read(processor, published, &session.plan, msrs);
             if session.topdown != TopdownReading::None {
                 session.topdown.read(processor, published, &session.plan, msrs);
             }
@@ -460,20 +463,6 @@ fn no_topdown(machine: Machine) -> TopdownSource {
     }
 }
 
-/// Programs this processor's counters again after they lost their programming (a resume reset them,
-/// or a foreign tool rewrote them): their values are no longer the driver's, so a reset must not read
-/// as a wrap. Each counter's last reported value becomes its base, as at a release, and counting
-/// starts again from 0: nothing is double-counted and nothing goes backwards; the events between the
-/// loss and this repair are not counted.
-#[cold]
-#[inline(never)]
-fn reprogram(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
-    // Stopped first, so that no overflow of the lost programming is folded into the new session.
-    program::stop_and_clear(vendor, plan, msrs);
-    processor.counters.release();
-    start_counting(processor, vendor, plan, msrs);
-}
-
 /// How much of the programming a read verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Check {
@@ -521,6 +510,7 @@ fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &C
 /// reported values carry on) and the plan's counters are programmed, counting from 0.
 fn start_counting(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     processor.counters.acquire();
+    processor.restart_checks();
     for (slot, assignment) in plan.iter().enumerate() {
         let _ = processor.poll().start(slot, 0, assignment.width);
     }

@@ -160,6 +160,37 @@ fn lost_programming_is_repaired_without_a_jump_or_a_step_back() {
     assert_eq!(client.reprograms(), PROCESSORS as u32, "repaired again though intact");
 }
 
+/// AMD PerfMonV2 after a resume: PerfCntrGlobalCtl back with every counter's bit set (AMD's PPR), the
+/// event selects and counters 0. A collect whose turn checks only the global control must not take
+/// the polled counter back at 0 for a wrap (a 2^48 jump): each sleep lands at another turn.
+#[test]
+fn a_polled_counter_reset_at_resume_is_not_a_wrap_at_any_turn() {
+    const PERF_CTR0: u32 = 0xC001_0201;
+    const GLOBAL_CTL: u32 = 0xC000_0301;
+    let client = client_for(Some(ZEN4_RYZEN9_7950X.model()), &[]);
+    client.collect();
+    let mut expected = 0;
+    for sleep in 0..8 {
+        for processor in 0..PROCESSORS {
+            let counted = client.msr(processor, PERF_CTR0) + 1_000;
+            client.set_msr(processor, PERF_CTR0, counted);
+        }
+        client.collect();
+        expected += 1_000;
+        assert_eq!(client.values(0).instructions_retired, expected, "sleep {sleep}: before");
+        let reprograms = client.reprograms();
+        for processor in 0..PROCESSORS {
+            let mut msrs = client.platform.msrs[processor].lock().unwrap();
+            msrs.clear();
+            msrs.insert(GLOBAL_CTL, 0x3F);
+        }
+        client.collect();
+        assert_eq!(client.values(0).instructions_retired, expected, "sleep {sleep}: a reset read as a wrap");
+        assert_eq!(client.reprograms(), reprograms + PROCESSORS as u32, "sleep {sleep}: repaired at once");
+        assert_eq!(client.msr(0, PERF_CTR0), 0, "the repair writes no counter");
+    }
+}
+
 #[test]
 fn counts_survive_a_release_and_a_new_session() {
     let client = skylake(&[]);

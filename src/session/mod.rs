@@ -9,6 +9,7 @@ mod lock;
 pub mod platform;
 pub mod publish;
 mod read;
+mod repair;
 mod schedule;
 
 pub use client::PmuClient;

@@ -9,8 +9,9 @@ use crate::pmu::events::Event;
 use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
 use crate::pmu::model::Vendor;
 use crate::pmu::placement::{Assignment, CounterPlan};
+use crate::pmu::poll::NotAWrap;
 use crate::pmu::processor::PerProcessor;
-use crate::pmu::program::{self, Msrs};
+use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
 
 /// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
@@ -27,16 +28,38 @@ fn read_placed<M: Msrs>(
     read_held(processor, published, assignments.len(), msrs, status_register, &slots)
 }
 
-/// Polls each counter (no overflow interrupt).
-fn read_polled<M: Msrs>(processor: &PerProcessor, published: &AtomicCells, plan: &CounterPlan, msrs: &mut M) {
+/// Polls each counter (no overflow interrupt). A counter below its last value is taken for a wrap
+/// only while the programming is intact: a resume's reset zeroes the counters (and AMD PerfMonV2's
+/// global enables come back set, so only the event selects show it), and a counter back at 0 read as
+/// a wrap would jump by 2^W. Returns `false`, having reported the counters before that one, when the
+/// programming is lost: the caller repairs it.
+///
+/// The programming decides, not the time since the last poll: a reset always clears the event
+/// selects' enable bits, while a "wrap too fast for any clock" test passes a counter that was near
+/// 2^W when it was reset (the apparent advance, 2^W less its last value, is small, and counted too
+/// many) and needs a clock that leaves out the sleep. A wrap is rare (hours apart at 48 bits), so its up to ten rdmsr
+/// cost nothing per collect.
+fn read_polled<M: Msrs>(
+    processor: &PerProcessor,
+    published: &AtomicCells,
+    plan: &CounterPlan,
+    programming: &Programming,
+    msrs: &mut M,
+) -> bool {
     for (slot, assignment) in plan.iter().enumerate() {
         let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
-        if let Some(extended) = processor.poll().poll(slot, assignment.width, read)
-            && let Some(count) = processor.counters.report(slot, extended)
-        {
-            publish::event(published, assignment.event, count);
+        let wrap_is_real = || programming.intact(msrs);
+        match processor.poll().poll_unless_reset(slot, assignment.width, read, wrap_is_real) {
+            Some(Ok(extended)) => {
+                if let Some(count) = processor.counters.report(slot, extended) {
+                    publish::event(published, assignment.event, count);
+                }
+            }
+            Some(Err(NotAWrap)) => return false,
+            None => {}
         }
     }
+    true
 }
 
 /// How a read takes a session's counters.
@@ -56,25 +79,77 @@ impl Reading {
     /// with an overflow interrupt, every counter (rdpmc), then the global status once, then again any
     /// counter with a wrap pending (the protocol of `crate::pmu::fold`); without one, each counter is
     /// polled.
+    /// Returns `false` when a polled read found the programming lost (`programming` confirms each
+    /// polled wrap), for the caller to repair it; an interrupt-driven read always returns `true`.
     #[inline(always)]
     pub(super) fn read<M: Msrs>(
         &self,
         processor: &PerProcessor,
         published: &AtomicCells,
         plan: &CounterPlan,
+        programming: &Programming,
         msrs: &mut M,
-    ) {
+    ) -> bool {
         match self {
             // Every slot placed and readable with rdpmc: no test per counter.
             Reading::Held { status_register, slots } => {
                 // At most SLOTS, as the compiler sees: no slot pays a bounds test.
                 let len = usize::from(slots.len).min(SLOTS);
-                read_held(processor, published, len, msrs, *status_register, slots)
+                read_held(processor, published, len, msrs, *status_register, slots);
+                true
             }
             Reading::Placed { status_register, placements } => {
-                read_placed(processor, published, plan, msrs, *status_register, placements)
+                read_placed(processor, published, plan, msrs, *status_register, placements);
+                true
             }
-            Reading::Polled => read_polled(processor, published, plan, msrs),
+            Reading::Polled => read_polled(processor, published, plan, programming, msrs),
+        }
+    }
+
+    /// The global overflow status, for a repair's read of stopped counters (0 when polled).
+    pub(super) fn status<M: Msrs>(&self, msrs: &M) -> u64 {
+        match self {
+            Reading::Held { status_register, .. } | Reading::Placed { status_register, .. } => {
+                msrs.read(*status_register)
+            }
+            Reading::Polled => 0,
+        }
+    }
+
+    /// A repair's report of slot `slot`, whose counter counted its event all along and was stopped at
+    /// `raw` (`status` the global status read after stopping): as a read would, so nothing it counted
+    /// is lost. Publishes the count.
+    pub(super) fn report_stopped(
+        &self,
+        processor: &PerProcessor,
+        published: &AtomicCells,
+        assignment: &Assignment,
+        slot: usize,
+        raw: u64,
+        status: u64,
+    ) {
+        let count = match self {
+            Reading::Held { slots, .. } => slots
+                .placement(slot)
+                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
+            Reading::Placed { placements, .. } => placements[slot & (SLOTS - 1)]
+                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
+            Reading::Polled => processor
+                .poll()
+                .poll(slot, assignment.width, || raw)
+                .and_then(|extended| processor.counters.report(slot, extended)),
+        };
+        if let Some(count) = count {
+            publish::event(published, assignment.event, count);
+        }
+    }
+
+    /// A repair's restart of slot `slot`'s session cell, its counter stopped at `raw` and going on
+    /// from there: an overflow count from 0, or a polled value from `raw` (the counter's value, as
+    /// crate::pmu::poll requires). The caller has restarted every cell from 0.
+    pub(super) fn restart(&self, processor: &PerProcessor, slot: usize, raw: u64, width: u8) {
+        if let Reading::Polled = self {
+            let _ = processor.poll().start(slot, raw, width);
         }
     }
 

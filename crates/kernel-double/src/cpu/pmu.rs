@@ -444,9 +444,11 @@ pub fn power_on_enables_cleared(vp: u32) -> u64 {
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
 /// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
 /// "Architectural Performance Monitoring": the registers' reset values), the global control as
-/// [`power_on_global_ctrl`] says. The HAL re-arms its interrupt but reprograms no client's counters
-/// (observed in decompiled Windows 10/11 HAL builds). Counting events are kept: what the driver read
-/// stays what was counted.
+/// [`power_on_global_ctrl`] says, so a check of the global enables alone passes on a reset PMU. The
+/// event selects and counters come up 0 (Intel SDM; on AMD as KVM's vCPU reset sets them, Linux
+/// arch/x86/kvm/svm/pmu.c `amd_pmu_reset`), so no counter counts until it is programmed again. The
+/// HAL re-arms its interrupt but reprograms no client's counters (observed in decompiled Windows
+/// 10/11 HAL builds). Counting events are kept: what the driver read stays what was counted.
 pub fn power_on_reset() {
     let Some(pmu) = PMU.get() else { return };
     for vp in 0..pmu.processors.len() as u32 {
@@ -467,6 +469,13 @@ pub fn power_on_reset() {
 /// violation (the foreign tool is not under test). Panics if `msr` is not a PMU register of the model.
 pub fn foreign_write(vp: u32, msr: u32, value: u64) {
     write(vp, msr, value).unwrap_or_else(|| panic!("MSR {msr:#x} is not a PMU register")).unwrap();
+}
+
+/// What another tool reading the PMU register `msr` of `vp` sees (a raw MSR reader, or one that
+/// read-modify-writes a control register with [`foreign_write`]). Panics if `msr` is not a PMU register
+/// of the model.
+pub fn foreign_read(vp: u32, msr: u32) -> u64 {
+    read(vp, msr).unwrap_or_else(|| panic!("MSR {msr:#x} is not a PMU register"))
 }
 
 /// The event a GP counter's control selects (index into [`RATES`]), if it is one the workload makes.

@@ -227,6 +227,8 @@ pub unsafe extern "win64" fn ke_get_processor_number_from_index(
 }
 
 static IPI_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// KeIpiGenericCall calls that have returned.
+static IPI_CALLS_RETURNED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static TRACE_WORKERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// `ULONG_PTR KeIpiGenericCall(PKIPI_BROADCAST_WORKER BroadcastFunction, ULONG_PTR Context)`: IRQL <=
@@ -272,6 +274,7 @@ pub unsafe extern "win64" fn ke_ipi_generic_call(worker: usize, context: usize) 
         drop(occupied);
     }
     kpcr.set_processor(home);
+    IPI_CALLS_RETURNED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     result
 }
 

@@ -6,8 +6,9 @@
 //!
 //! What the driver does (asserted here): it trusts CPUID, owns the counters on the first AddCounter,
 //! reports PMU State active with 7 counters owned, and programs them: wrmsr to registers that do not
-//! exist on every processor; each collect then rdmsr's them (reading 0, so the counters read 0); the
-//! release at unload writes them again to stop and clear them. Nothing else breaks: no leak, no
+//! exist on every processor; each collect then rdmsr's them (reading 0, so the counters read 0) and
+//! repairs what it takes for lost programming (rdpmc, wrmsr); the release at unload writes them again
+//! to stop and clear them. Nothing else breaks: no leak, no
 //! registration or thread left, the HAL handle freed. There is no way for a driver to probe an MSR
 //! safely in kernel mode without structured exception handling, so the driver cannot do better than
 //! trust CPUID and the hypervisor's feature leaf here; this documents the failure mode.
@@ -78,19 +79,21 @@ fn hyperv_cpuid_claims_a_pmu_the_hal_cannot_give() {
     for vp in 0..4 {
         pmu::step(vp, 1000);
     }
-    let (reads_before, writes_before) = (msr::reads(), msr::writes().len());
+    let (reads_before, writes_before, pmcs_before) = (msr::reads(), msr::writes().len(), pmu::pmc_reads());
     for (totals, overflows) in collect_totals() {
         assert_eq!((totals, overflows), ([0; 7], 0), "counts from counters that do not exist");
     }
     let reads = msr::reads() - reads_before;
     let writes_of_collect = msr::writes().len() - writes_before;
+    let pmcs = (pmu::pmc_reads() - pmcs_before) as usize;
     let reading = violations::take();
     assert!(reads > 0, "a collect read no MSR");
-    // Counters that read back unprogrammed are programmed again: those writes fault too.
+    // Counters that read back unprogrammed are repaired (stopped, read, programmed again): those
+    // rdpmc and wrmsr fault too.
     assert_eq!(
         reading.len(),
-        reads + writes_of_collect,
-        "every rdmsr and wrmsr of a collect hit a register that does not exist"
+        reads + writes_of_collect + pmcs,
+        "every rdmsr, rdpmc and wrmsr of a collect hit a register that does not exist"
     );
     assert!(reading.iter().all(|violation| violation.message.contains("does not exist")), "{reading:?}");
 

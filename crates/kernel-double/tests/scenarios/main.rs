@@ -12,6 +12,7 @@ mod common;
 mod faulty_support;
 
 mod bug_check;
+mod coexisting_writers;
 mod concurrent_collects;
 mod config_matrix;
 mod consumer_modes;
@@ -52,6 +53,7 @@ mod kernel_build_1903;
 mod kernel_build_2004;
 mod kernel_build_refuses_newer_imports;
 mod kernel_services_probe;
+mod late_resume;
 mod lazy_ownership;
 mod load_unload_cycles;
 mod overflow_storm;

@@ -8,6 +8,7 @@
 
 use crate::common;
 
+use common::counting::*;
 use common::*;
 use kernel_double::control::{callback, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel};
@@ -15,33 +16,6 @@ use kernel_double::cpu::pmu;
 use kernel_double::status::STATUS_SUCCESS;
 
 const PROCESSORS: u32 = 4;
-/// Index of PMU Reprograms in the status counterset's values.
-const PMU_REPROGRAMS: usize = 8;
-
-/// One collect's seven totals per processor.
-fn totals() -> Vec<[u64; 7]> {
-    collect_totals().into_iter().map(|(totals, _)| totals).collect()
-}
-
-/// Runs `units` of work on every processor, collects, and checks that the counts of the events the
-/// plan counts (`counted`) rose by exactly the workload's events (so a PMU that stopped counting
-/// fails too) and that every count matches the virtual PMU.
-fn step_and_check(previous: &mut Vec<[u64; 7]>, counted: &[bool; 7], units: u64, when: &str) {
-    for vp in 0..PROCESSORS {
-        pmu::step(vp, units);
-    }
-    let now = totals();
-    for (vp, (now, before)) in now.iter().zip(previous.iter()).enumerate() {
-        for event in 0..7 {
-            let expected = before[event] + pmu::RATES[event] * units;
-            if counted[event] {
-                assert_eq!(now[event], expected, "{when}: processor {vp} event {event}");
-            }
-        }
-    }
-    assert_eq!(now, true_totals(PROCESSORS), "{when}: not the virtual PMU's counts");
-    *previous = now;
-}
 
 fn scenario(model: &'static CpuModel) {
     cpuid::set_model(model);
@@ -59,14 +33,14 @@ fn scenario(model: &'static CpuModel) {
 
     // A foreign tool clears the control of the first general-purpose counter on processor 2 right
     // after a collect. A collect checks one programmed register per processor, in turn (one rdmsr),
-    // so one of the next collects, at most one per register the plan programs, sees it and
-    // reprograms that processor.
+    // so one of the next collects, at most one per register the plan programs, sees it and repairs
+    // that processor.
     let control = pmu::programmed_counters(2)
         .into_iter()
         .find_map(|(counter, _)| control_of(model, counter))
         .expect("a general-purpose counter is programmed");
+    let registers = programmed_registers(model, 2); // the event selects, fixed control, global control
     pmu::foreign_write(2, control, 0);
-    let registers = pmu::programmed_counters(2).len() + 2; // the controls, fixed control, global control
     let collects = (1..=registers)
         .find(|_| {
             let _ = totals();
@@ -79,19 +53,6 @@ fn scenario(model: &'static CpuModel) {
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
     assert!(driver.unload());
     assert_clean();
-}
-
-/// The control MSR of `counter` if it is a general-purpose counter: IA32_PERFEVTSELx for IA32_PMCx
-/// (0xC1+x) or IA32_A_PMCx (0x4C1+x); AMD PerfCtl for PerfCtr (the MSR before it).
-fn control_of(model: &CpuModel, counter: u32) -> Option<u32> {
-    match model.pmu {
-        cpuid::PmuKind::Intel { gp, .. } => [0xC1, 0x4C1]
-            .into_iter()
-            .find(|base| (*base..*base + u32::from(gp)).contains(&counter))
-            .map(|base| 0x186 + counter - base),
-        cpuid::PmuKind::Amd { .. } => Some(counter - 1),
-        cpuid::PmuKind::None => None,
-    }
 }
 
 #[test]

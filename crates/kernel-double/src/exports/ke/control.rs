@@ -19,3 +19,8 @@ pub fn trace_broadcast_workers(on: bool) {
 pub fn ipi_calls() -> u64 {
     IPI_CALLS.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+/// KeIpiGenericCall calls that have returned (every processor ran the worker) so far.
+pub fn ipi_calls_returned() -> u64 {
+    IPI_CALLS_RETURNED.load(std::sync::atomic::Ordering::SeqCst)
+}

@@ -1,5 +1,6 @@
 //! Shared by the scenarios: where the real driver is, and loading it.
 
+pub mod counting;
 pub mod cpu_models;
 pub mod death;
 pub mod kernel_builds;
