@@ -119,6 +119,13 @@ impl DriverStatus {
         self.block.processors_not_monitored.store(processors, Ordering::Relaxed);
     }
 
+    /// The events the active profile asks for that found no counter, and those the processor cannot
+    /// count, as status bits (`crate::pmu::events::STATUS_BIT_ORDER`).
+    pub fn set_events_not_counted(&self, without_counter: u32, not_supported: u32) {
+        self.block.events_without_counter.store(without_counter, Ordering::Relaxed);
+        self.block.events_not_supported.store(not_supported, Ordering::Relaxed);
+    }
+
     /// Counts one processor whose counters had lost their programming and were programmed again.
     /// Lock-free: called inside the all-processor call.
     pub fn record_reprogram(&self) {

@@ -293,6 +293,31 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// The events in the order of their bits in the status counters Events Without a Counter and Events
+/// Not Supported (documented in the manifest): published events first, in the order users see them,
+/// so that a row added to the table does not move a documented bit.
+pub const STATUS_BIT_ORDER: [Event; Event::COUNT] = [
+    Event::Instructions,
+    Event::CoreCycles,
+    Event::ReferenceCycles,
+    Event::LlcReferences,
+    Event::LlcMisses,
+    Event::Branches,
+    Event::BranchMispredicts,
+    Event::SlotsNotDelivered,
+    Event::SlotsIssued,
+    Event::SlotsRetired,
+    Event::RecoveryCycles,
+    Event::Custom0,
+    Event::Custom1,
+    Event::Custom2,
+    Event::Custom3,
+    Event::Custom4,
+    Event::Custom5,
+    Event::Custom6,
+    Event::Custom7,
+];
+
 /// A set of [`Event`]s.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct EventSet(u32);
@@ -341,6 +366,15 @@ impl EventSet {
 
     pub const fn is_empty(self) -> bool {
         self.0 == 0
+    }
+
+    /// The set as status bits, bit i for [`STATUS_BIT_ORDER`]'s event i.
+    pub fn status_bits(self) -> u32 {
+        STATUS_BIT_ORDER
+            .iter()
+            .enumerate()
+            .filter(|&(_, &event)| self.contains(event))
+            .fold(0, |bits, (i, _)| bits | 1 << i)
     }
 
     /// The events of the set, in priority order.

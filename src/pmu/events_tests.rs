@@ -112,3 +112,12 @@ fn groups_split_the_table() {
         assert_eq!(event.info().field.is_some(), event.info().group != Group::TopdownInputs, "{event:?}");
     }
 }
+
+#[test]
+fn every_event_has_one_status_bit() {
+    for event in Event::ALL {
+        assert_eq!(STATUS_BIT_ORDER.iter().filter(|&&e| e == event).count(), 1, "{event:?}");
+    }
+    let set = EventSet::EMPTY.with(ReferenceCycles).with(Custom7);
+    assert_eq!(set.status_bits(), 1 << 2 | 1 << 18);
+}

@@ -268,7 +268,6 @@ impl CounterPlan {
     }
 
     /// Events this processor cannot count (marked unavailable by CPUID, or no encoding on this vendor).
-    #[cfg(test)]
     pub fn unavailable(&self) -> EventSet {
         self.unavailable
     }

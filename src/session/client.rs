@@ -69,6 +69,7 @@ struct Opened {
     interrupt: bool,
     topdown: TopdownSource,
     dropped: EventSet,
+    unavailable: EventSet,
 }
 
 pub struct PmuClient<P: Platform> {
@@ -201,8 +202,13 @@ impl<P: Platform> PmuClient<P> {
         self.status.set_pmu_state(PmuState::Active);
         let how = if opened.interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
         self.platform.log(format_args!("PMU owned: {} counters, {how}", opened.counters));
+        self.status.set_events_not_counted(opened.dropped.status_bits(), opened.unavailable.status_bits());
         if !opened.dropped.is_empty() {
             self.platform.log(format_args!("no counter left for {:?}: they read 0", opened.dropped));
+        }
+        if !opened.unavailable.is_empty() {
+            self.platform
+                .log(format_args!("this processor cannot count {:?}: they read 0", opened.unavailable));
         }
         // The housekeeping thread may be sleeping without a timeout: it now has a release to schedule
         // (and polling to do, without an interrupt).
@@ -271,6 +277,7 @@ impl<P: Platform> PmuClient<P> {
                 no_topdown(self.machine)
             },
             dropped: plan.dropped(),
+            unavailable: plan.unavailable(),
         })
     }
 

@@ -282,27 +282,31 @@ pub mod hardware_counters {
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
     pub mod id {
         /// "Instructions Retired/sec" (perf_counter_bulk_count, standard, aggregate sum): Instructions
-        /// retired per second on this processor (architectural event C0/00, fixed counter 0).
+        /// retired per second on this processor (Intel: architectural event C0/00, fixed counter 0; AMD:
+        /// event C0).
         pub const INSTRUCTIONS_PER_SEC: u16 = 0;
         /// "Unhalted Core Cycles/sec" (perf_counter_bulk_count, standard, aggregate sum): Core clock cycles
-        /// per second while the processor is not halted (event 3C/00, fixed counter 1). Scales with the
-        /// actual frequency.
+        /// per second while the processor is not halted (Intel: event 3C/00, fixed counter 1; AMD: event 76).
+        /// Scales with the actual frequency.
         pub const CYCLES_PER_SEC: u16 = 1;
         /// "Unhalted Reference Cycles/sec" (perf_counter_bulk_count, standard, aggregate sum): Reference
-        /// (constant-rate) clock cycles per second while the processor is not halted (event 3C/01, fixed
-        /// counter 2).
+        /// (constant-rate) clock cycles per second while the processor is not halted (Intel: event 3C/01,
+        /// fixed counter 2; AMD Zen 4 and later: event 120, at the P0 frequency). Earlier AMD processors
+        /// cannot count it: 0, with bit 2 of Events Not Supported set.
         pub const REFERENCE_CYCLES_PER_SEC: u16 = 2;
         /// "LLC References/sec" (perf_counter_bulk_count, standard, aggregate sum): Last-level cache
-        /// references per second (event 2E/4F).
+        /// references per second (Intel: architectural event 2E/4F). On AMD, whose L3 has its own PMU, L2
+        /// cache requests instead (Zen: event 60/FF; earlier: 7D/07), as Linux counts cache-references there.
         pub const LLC_REFERENCES_PER_SEC: u16 = 3;
         /// "LLC Misses/sec" (perf_counter_bulk_count, standard, aggregate sum): Last-level cache misses per
-        /// second (event 2E/41).
+        /// second (Intel: architectural event 2E/41). On AMD, L2 cache misses instead (Zen: event 64/09,
+        /// core-to-L2 requests that miss; earlier: 7E/07), as Linux counts cache-misses there.
         pub const LLC_MISSES_PER_SEC: u16 = 4;
         /// "Branch Instructions/sec" (perf_counter_bulk_count, standard, aggregate sum): Branch instructions
-        /// retired per second (event C4/00).
+        /// retired per second (Intel: architectural event C4/00; AMD: event C2).
         pub const BRANCHES_PER_SEC: u16 = 5;
         /// "Branch Mispredicts/sec" (perf_counter_bulk_count, standard, aggregate sum): Mispredicted branch
-        /// instructions retired per second (event C5/00).
+        /// instructions retired per second (Intel: architectural event C5/00; AMD: event C3).
         pub const BRANCH_MISPREDICTS_PER_SEC: u16 = 6;
         /// "Instructions Retired" (perf_counter_large_rawcount, advanced, aggregate sum): Instructions
         /// retired on this processor since the driver started counting (64-bit, never decreases).
@@ -314,10 +318,11 @@ pub mod hardware_counters {
         /// reference cycles since the driver started counting (64-bit, never decreases).
         pub const REFERENCE_CYCLES_TOTAL: u16 = 9;
         /// "LLC References" (perf_counter_large_rawcount, advanced, aggregate sum): Last-level cache
-        /// references since the driver started counting (64-bit, never decreases).
+        /// references (AMD: L2 cache requests; see LLC References/sec) since the driver started counting
+        /// (64-bit, never decreases).
         pub const LLC_REFERENCES_TOTAL: u16 = 10;
-        /// "LLC Misses" (perf_counter_large_rawcount, advanced, aggregate sum): Last-level cache misses since
-        /// the driver started counting (64-bit, never decreases).
+        /// "LLC Misses" (perf_counter_large_rawcount, advanced, aggregate sum): Last-level cache misses (AMD:
+        /// L2 cache misses; see LLC Misses/sec) since the driver started counting (64-bit, never decreases).
         pub const LLC_MISSES_TOTAL: u16 = 11;
         /// "Branch Instructions" (perf_counter_large_rawcount, advanced, aggregate sum): Branch instructions
         /// retired since the driver started counting (64-bit, never decreases).
@@ -1300,7 +1305,7 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 64 bytes, the 8-byte
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 72 bytes, the 8-byte
     /// fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1331,6 +1336,10 @@ pub mod driver_status {
         pub rejected_custom_events: u32,
         /// Field `ProcessorsNotMonitored`, offset 56: read by counter 12 (ProcessorsNotMonitored).
         pub processors_not_monitored: u32,
+        /// Field `EventsWithoutCounter`, offset 60: read by counter 13 (EventsWithoutCounter).
+        pub events_without_counter: u32,
+        /// Field `EventsNotSupported`, offset 64: read by counter 14 (EventsNotSupported).
+        pub events_not_supported: u32,
         /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
         pub reserved: u32,
     }
@@ -1356,6 +1365,8 @@ pub mod driver_status {
         pub active_profile: core::sync::atomic::AtomicU32,
         pub rejected_custom_events: core::sync::atomic::AtomicU32,
         pub processors_not_monitored: core::sync::atomic::AtomicU32,
+        pub events_without_counter: core::sync::atomic::AtomicU32,
+        pub events_not_supported: core::sync::atomic::AtomicU32,
         pub reserved: core::sync::atomic::AtomicU32,
     }
 
@@ -1379,6 +1390,8 @@ pub mod driver_status {
                 active_profile: core::sync::atomic::AtomicU32::new(0),
                 rejected_custom_events: core::sync::atomic::AtomicU32::new(0),
                 processors_not_monitored: core::sync::atomic::AtomicU32::new(0),
+                events_without_counter: core::sync::atomic::AtomicU32::new(0),
+                events_not_supported: core::sync::atomic::AtomicU32::new(0),
                 reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
@@ -1393,7 +1406,7 @@ pub mod driver_status {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 2],
         /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
-        pub narrow: [core::sync::atomic::AtomicU32; 12],
+        pub narrow: [core::sync::atomic::AtomicU32; 14],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -1405,7 +1418,7 @@ pub mod driver_status {
         pub const fn new() -> Self {
             AtomicCells {
                 wide: [const { core::sync::atomic::AtomicU64::new(0) }; 2],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 12],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
             }
         }
     }
@@ -1431,6 +1444,8 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(8),
         crate::pcw::Cell::Narrow(9),
         crate::pcw::Cell::Narrow(10),
+        crate::pcw::Cell::Narrow(11),
+        crate::pcw::Cell::Narrow(12),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1496,6 +1511,18 @@ pub mod driver_status {
         /// them. The driver has instances and counters only for the processors active when it loaded and
         /// leaves these alone (nothing programmed, nothing read); restart the service to count them.
         pub const PROCESSORS_NOT_MONITORED: u16 = 12;
+        /// "Events Without a Counter" (perf_counter_rawcount, standard): The events the active profile asks
+        /// for that found no counter left at the last acquisition, as a bit mask (bit 0 Instructions Retired,
+        /// 1 Unhalted Core Cycles, 2 Unhalted Reference Cycles, 3 LLC References, 4 LLC Misses, 5 Branch
+        /// Instructions, 6 Branch Mispredicts, 7-10 the topdown profile's inputs (frontend slots not
+        /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7). They read 0;
+        /// the debug output names them. A plan uses at most 8 counters, fixed ones included.
+        pub const EVENTS_WITHOUT_COUNTER: u16 = 13;
+        /// "Events Not Supported" (perf_counter_rawcount, standard): The events the active profile asks for
+        /// that this processor cannot count, as a bit mask (the bits of Events Without a Counter): Intel
+        /// marks an architectural event unavailable in CPUID leaf 0AH, and AMD processors before Zen 4 have
+        /// no reference-cycles event. They read 0; the debug output names them.
+        pub const EVENTS_NOT_SUPPORTED: u16 = 14;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1513,12 +1540,14 @@ pub mod driver_status {
         CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 48, size: 4 },
         CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 52, size: 4 },
         CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 56, size: 4 },
+        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 60, size: 4 },
+        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 64, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_0000_1fff == 0x0000_0000_0000_1fff {
+            if counter_mask & 0x0000_0000_0000_7fff == 0x0000_0000_0000_7fff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1560,6 +1589,12 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0000_1000 == 0 {
                 self.processors_not_monitored = 0;
             }
+            if counter_mask & 0x0000_0000_0000_2000 == 0 {
+                self.events_without_counter = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_4000 == 0 {
+                self.events_not_supported = 0;
+            }
         }
     }
 
@@ -1578,6 +1613,8 @@ pub mod driver_status {
         "ActiveProfile",
         "RejectedCustomEvents",
         "ProcessorsNotMonitored",
+        "EventsWithoutCounter",
+        "EventsNotSupported",
     ];
 
     impl Values {
@@ -1599,6 +1636,8 @@ pub mod driver_status {
                 active_profile: value(10) as u32,
                 rejected_custom_events: value(11) as u32,
                 processors_not_monitored: value(12) as u32,
+                events_without_counter: value(13) as u32,
+                events_not_supported: value(14) as u32,
                 reserved: 0,
             }
         }
@@ -1644,6 +1683,8 @@ pub mod driver_status {
                 active_profile: self.active_profile.load(RELAXED),
                 rejected_custom_events: self.rejected_custom_events.load(RELAXED),
                 processors_not_monitored: self.processors_not_monitored.load(RELAXED),
+                events_without_counter: self.events_without_counter.load(RELAXED),
+                events_not_supported: self.events_not_supported.load(RELAXED),
                 reserved: 0,
             }
         }
@@ -1668,6 +1709,8 @@ pub mod driver_status {
                 active_profile: self.narrow[8].load(RELAXED),
                 rejected_custom_events: self.narrow[9].load(RELAXED),
                 processors_not_monitored: self.narrow[10].load(RELAXED),
+                events_without_counter: self.narrow[11].load(RELAXED),
+                events_not_supported: self.narrow[12].load(RELAXED),
                 reserved: 0,
             }
         }
@@ -1680,7 +1723,7 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 64);
+            assert_eq!(size_of::<Values>(), 72);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
@@ -1701,6 +1744,8 @@ pub mod driver_status {
                 offset_of!(Values, active_profile),
                 offset_of!(Values, rejected_custom_events),
                 offset_of!(Values, processors_not_monitored),
+                offset_of!(Values, events_without_counter),
+                offset_of!(Values, events_not_supported),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -1747,7 +1792,17 @@ pub mod driver_status {
                 offset_of!(AtomicValues, processors_not_monitored),
                 offset_of!(Values, processors_not_monitored),
             );
-            assert_eq!(offset_of!(Values, reserved), 60);
+            assert_eq!(offset_of!(Values, events_without_counter), 60);
+            assert_eq!(
+                offset_of!(AtomicValues, events_without_counter),
+                offset_of!(Values, events_without_counter),
+            );
+            assert_eq!(offset_of!(Values, events_not_supported), 64);
+            assert_eq!(
+                offset_of!(AtomicValues, events_not_supported),
+                offset_of!(Values, events_not_supported),
+            );
+            assert_eq!(offset_of!(Values, reserved), 68);
             assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
@@ -1795,6 +1850,16 @@ pub mod driver_status {
                     id::PROCESSORS_NOT_MONITORED,
                     offset_of!(Values, processors_not_monitored),
                     size_of_val(&values.processors_not_monitored),
+                ),
+                (
+                    id::EVENTS_WITHOUT_COUNTER,
+                    offset_of!(Values, events_without_counter),
+                    size_of_val(&values.events_without_counter),
+                ),
+                (
+                    id::EVENTS_NOT_SUPPORTED,
+                    offset_of!(Values, events_not_supported),
+                    size_of_val(&values.events_not_supported),
                 ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
@@ -1969,7 +2034,7 @@ pub mod hardware_counters_by_core_type {
         /// summed unhalted core cycles / 1024, kept to 32 bits. Not displayed.
         pub const INSTRUCTIONS_PER_CYCLE_BASE: u16 = 5;
         /// "LLC Misses/sec" (perf_counter_bulk_count, standard): Last-level cache misses per second on the
-        /// processors of this core type.
+        /// processors of this core type (AMD: L2 cache misses; see Hardware Counters, LLC Misses/sec).
         pub const LLC_MISSES_PER_SEC: u16 = 6;
         /// "Branch Mispredicts/sec" (perf_counter_bulk_count, standard): Mispredicted branches retired per
         /// second on the processors of this core type.

@@ -15,6 +15,10 @@ const PMU_STATE: usize = 0;
 const TOPDOWN_SOURCE: usize = 9;
 const ACTIVE_PROFILE: usize = 10;
 const REJECTED: usize = 11;
+const EVENTS_WITHOUT_COUNTER: usize = 13;
+const EVENTS_NOT_SUPPORTED: usize = 14;
+/// The status bit of custom line 0 (README: bits 11-18 are custom events 0-7).
+const CUSTOM_STATUS_BIT0: usize = 11;
 const ACTIVE: u64 = 1;
 
 /// Hardware Counters fields holding an event's count, with the workload event (index into
@@ -141,6 +145,47 @@ impl Cell<'_> {
         }
         if self.usable {
             check_custom_capacity(self.case, &truth);
+            self.check_zeros_say_why(set, &sample);
+        }
+    }
+
+    /// Every event the profile asks for that reads 0 on processor 0 (the workload makes every event)
+    /// is in the status counters' Events Without a Counter or Events Not Supported, and no event that
+    /// counts is; an event nobody asked for is in neither.
+    fn check_zeros_say_why(&self, set: &Counterset, sample: &Sample) {
+        let status = common::driver_status();
+        let why = status[EVENTS_WITHOUT_COUNTER] | status[EVENTS_NOT_SUPPORTED];
+        let values = sample.values_of(set, "0,0").expect("processor 0,0");
+        let value_of = |field: &str| {
+            let at = set.counters.iter().position(|counter| counter.field == field).expect("a count field");
+            values[at].expect("a raw value")
+        };
+        let case = self.case;
+        let mut fields: Vec<(String, usize, bool)> = EVENT_FIELDS
+            .iter()
+            .enumerate()
+            .map(|(bit, &(field, event))| {
+                (field.to_string(), bit, case.active_profile != 2 || event < CUSTOM_PROFILE_EVENTS)
+            })
+            .collect();
+        for (line, event) in case.custom.iter().enumerate() {
+            // A line whose event the workload makes (the others count 0 by rights).
+            fields.push((format!("CustomEvent{line}"), CUSTOM_STATUS_BIT0 + line, event.is_some()));
+        }
+        for (field, bit, wanted) in fields {
+            let flagged = why & (1 << bit) != 0;
+            if wanted {
+                assert_eq!(
+                    value_of(&field) == 0,
+                    flagged,
+                    "{field} reads {} with status bit {bit} {flagged}",
+                    value_of(&field)
+                );
+            } else if field.starts_with("CustomEvent") {
+                continue;
+            } else {
+                assert!(!flagged, "{field}: status bit {bit} set for an event the profile does not ask for");
+            }
         }
     }
 }
