@@ -140,7 +140,7 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
     fs::write(path, contents).map_err(|error| format!("{}: {error}", path.display()))
 }
 
-/// The flags wdk-build 0.6 emits for a WDM driver (crates/wdk-build/src/lib.rs,
+/// The flags wdk-build 0.6 emits for a WDM driver (windows-drivers-rs/crates/wdk-build/src/lib.rs,
 /// `Config::configure_binary_build`), minus its `/MAP` outputs and the `/IGNORE` of link.exe-only
 /// warnings, which lld-link does not produce.
 #[cfg(not(feature = "wdk"))]

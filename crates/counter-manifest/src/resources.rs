@@ -72,7 +72,7 @@ pub struct ElementIds {
 ///
 /// Sources (real CTRPP output committed next to its manifest, all without `resourceBase`, i.e. base 0):
 /// STEllAR-GROUP/hpx examples/heartbeat/heartbeat.man → hpx_counters.rc (modern ctrpp: 1, 2, 3 / 5, 6,
-/// 7 / 9, 10, 11); nodejs/node src/res/node_perfctr_provider.man → tools/msvs/genfiles/
+/// 7 / 9, 10, 11); nodejs/node/src/res/node_perfctr_provider.man → tools/msvs/genfiles/
 /// node_perfctr_provider.rc (1 counterset and 10 counters, up to 41, 42, 43); the Vista SDK's
 /// PerflibV2SampleProvider (two countersets: the second lands on 13, 14, 15 after two counters, so the
 /// numbering is by position, not by counter id); dotnet/corefx's PerformanceCounter test provider.res.

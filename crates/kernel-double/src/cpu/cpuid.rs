@@ -117,7 +117,7 @@ pub static SAPPHIRE_RAPIDS: CpuModel = CpuModel {
 };
 
 /// Every model of the double by the name `pmupcw-run --cpu-model` takes, which the configuration
-/// matrix scenario runs too (tests/scenarios/config_matrix.rs).
+/// matrix scenario runs too (tests/scenarios/config_matrix/).
 pub static MODELS: [(&str, &CpuModel); 12] = [
     ("skylake", &SKYLAKE),
     ("skylake-no-ht", &SKYLAKE_NO_HT),

@@ -4,7 +4,7 @@
 //!
 //! An instruction the double emulates (rdmsr, wrmsr, cr8, cpuid) faults instead of trapping, and the one
 //! after it runs before the next trap, so [`single_stepped`] adds one per emulated instruction (the
-//! KPCR's emulation counter) to its count. Shared by tests/pmi_at_every_instruction.rs and
+//! KPCR's emulation counter) to its count. Shared by tests/scenarios/pmi_at_every_instruction.rs and
 //! benches/double.rs.
 
 #![allow(dead_code)]
