@@ -11,7 +11,8 @@
 //! occupies the processor (a collector's broadcast worker, at IPI_LEVEL, which PROFILE_LEVEL
 //! interrupts on x64) or, when it is free, by the workload thread as that processor (cpu/pmu.rs).
 //! Each 48-bit counter may wrap at most 65535 times before its 64-bit total would itself wrap, which
-//! caps the steps per processor: 16 processors give the 10^6 interrupts.
+//! caps the steps per processor: 16 processors give the 10^6 interrupts. The storm stops at its
+//! interrupt count; one that cannot reach it within its time limit fails.
 
 use crate::common;
 
@@ -29,8 +30,9 @@ const UNITS: u64 = (1u64 << 48) / 100 * 99 / 20;
 /// Steps per processor: the cycles counter wraps about 0.99 times per step, < 65535 wraps in all.
 const STEPS: u64 = 64_000;
 const TARGET_INTERRUPTS: u64 = 1_000_000;
-/// Stop early (and print how many interrupts fit) past this much time.
-const TIME_LIMIT: Duration = Duration::from_secs(60);
+/// The storm must reach its interrupts within this time (about 55 s on a loaded 2-core machine): a
+/// storm that stopped on the clock would prove nothing, so past it the test fails.
+const TIME_LIMIT: Duration = Duration::from_secs(240);
 
 #[test]
 fn overflow_storm_with_sixteen_collectors() {
@@ -81,8 +83,8 @@ fn overflow_storm_with_sixteen_collectors() {
     assert_eq!(driver_status()[2], delivered, "the status counterset's overflow interrupts");
     assert!(collects.load(Ordering::Relaxed) >= u64::from(COLLECTORS), "the collectors barely ran");
     assert!(
-        delivered >= TARGET_INTERRUPTS || elapsed > TIME_LIMIT,
-        "only {delivered} interrupts in {elapsed:?}"
+        delivered >= TARGET_INTERRUPTS,
+        "only {delivered} of {TARGET_INTERRUPTS} interrupts before the {TIME_LIMIT:?} limit ({elapsed:?})"
     );
 
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
