@@ -31,8 +31,22 @@ pub fn driver_image() -> PathBuf {
 
 /// Loads the real driver.
 pub fn load() -> Driver {
+    refuse_to_share_a_process();
     let image = driver_image();
     Driver::load(&image).unwrap_or_else(|error| panic!("loading {}: {error}", image.display()))
+}
+
+/// Stops a scenario run by plain `cargo test`, which runs the scenarios as threads of one process:
+/// the double's state is per process (the signal handler, GS, the CPU model, the fake kernel's
+/// tables), so they would interfere and fail for reasons of their own. cargo-nextest runs each test
+/// in its own process and says so in `NEXTEST_EXECUTION_MODE` (https://nexte.st/docs/configuration/env-vars/).
+fn refuse_to_share_a_process() {
+    let mode = std::env::var("NEXTEST_EXECUTION_MODE").unwrap_or_default();
+    assert!(
+        mode == "process-per-test",
+        "the scenarios need a process each: run them with `cargo nextest run -p kernel-double --test scenarios` \
+         (plain `cargo test` runs them as threads of one process, where the double's per-process state is shared)"
+    );
 }
 
 /// Asserts nothing is left behind and nothing was violated, printing the report otherwise.
