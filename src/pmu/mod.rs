@@ -1,7 +1,7 @@
 //! The PMU client: which counters this processor has, what to program, and how to turn overflowing
 //! W-bit counters into exact 64-bit counts.
 //!
-//! Pure, host-tested logic: `model` (CPUID detection), `msr` (register numbers), `encoding`
+//! Pure, host-tested logic: `model` (CPUID detection), `layout` (where a model's registers are), `msr` (register numbers), `encoding`
 //! (event-select bits), `events` (the event table and each vendor's encodings), `placement` (the
 //! counter plan), `program` (MSR sequences), `extend`, `fold` and `poll` (width extension and the overflow
 //! handler/reader protocol, model-checked with loom), `topdown` (level 1 from fixed counter 3 and
@@ -15,6 +15,7 @@ pub mod extend;
 pub mod fold;
 pub mod frequency;
 pub mod hybrid;
+pub mod layout;
 pub mod model;
 pub mod msr;
 pub mod placement;

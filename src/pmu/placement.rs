@@ -29,6 +29,7 @@
 
 use super::encoding::{Encoding, evtsel_for, fixed_ctrl_field};
 use super::events::{CUSTOM_EVENTS, Event, EventSet, Group, encoding, topdown_width};
+use super::layout::{MAX_GENERAL_PURPOSE, RegisterLayout};
 use super::model::{PmuModel, Vendor};
 use super::msr;
 use super::profile::{Profile, Selection};
@@ -77,10 +78,6 @@ impl Wanted {
     }
 }
 
-/// General-purpose counters a plan can name: Intel's architectural IA32_PMC0-7 (C1H-C8H) with
-/// IA32_PERFEVTSEL0-7 (186H-18DH) (Intel SDM Vol. 4, "Architectural MSRs"), AMD's six core counters.
-/// A processor that reports more keeps the rest for other software.
-pub const MAX_GENERAL_PURPOSE: usize = 8;
 /// Fixed counters that count table events: 0 instructions, 1 core cycles, 2 reference cycles. Fixed
 /// counter 3 (top-down slots) is zeroed at every read and is not an [`Assignment`].
 const MAX_FIXED_ASSIGNED: usize = 3;
@@ -101,26 +98,6 @@ const _: () = {
         index += 1;
     }
 };
-
-/// The general-purpose counters of `model` that the plan may use: those CPUID reports, within the
-/// registers the plan can name: Intel 8 (see [`MAX_GENERAL_PURPOSE`]); AMD with PerfMonV2 as many as
-/// `CPUID.80000022H:EBX[3:0]` reports, PerfCtl/PerfCtr pairs from C0010200H on (Linux
-/// `amd_core_pmu_init`), up to 8; with PerfCtrExtCore alone 6 (C0010200H-C001020BH); else the 4
-/// legacy ones (AMD APM Vol. 2, "Performance Monitoring Counters").
-const fn general_purpose_counters(model: &PmuModel) -> u8 {
-    let layout = match model.vendor {
-        Vendor::Intel => MAX_GENERAL_PURPOSE as u8,
-        Vendor::Amd if model.amd_perfmon_v2 => MAX_GENERAL_PURPOSE as u8,
-        Vendor::Amd if model.amd_core_extended => AMD_CORE_COUNTERS,
-        Vendor::Amd => AMD_LEGACY_COUNTERS,
-    };
-    if model.gp_counters < layout { model.gp_counters } else { layout }
-}
-
-/// AMD core counters with PerfCtrExtCore (PerfCtl0-5 / PerfCtr0-5).
-const AMD_CORE_COUNTERS: u8 = 6;
-/// AMD legacy counters (PerfEvtSel0-3 / PerfCtr0-3).
-const AMD_LEGACY_COUNTERS: u8 = 4;
 
 /// The general-purpose counters `encoding` may run on, bit i for counter i: the first `counters`
 /// (those the plan may use) that the encoding allows, and on AMD family 15h only counters 0-2 for a
@@ -213,8 +190,6 @@ pub const RDPMC_FIXED: u32 = 1 << 30;
 /// RDPMC ECX bit 29: read IA32_PERF_METRICS (Intel SDM Vol. 2B, RDPMC; Linux
 /// `INTEL_PMC_FIXED_RDPMC_METRICS`).
 pub const RDPMC_PERF_METRICS: u32 = 1 << 29;
-/// RDPMC reads AMD core counters 0-5 by number.
-const AMD_RDPMC_CORE_COUNTERS: u32 = 6;
 
 impl CounterPlan {
     const EMPTY: Self = Self {
@@ -400,7 +375,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // plan's storage. Take events in priority order while the chosen set can still give each a
     // distinct counter it allows, then place them (see `assign_counters`).
     let fixed_used = fixed_events.iter().flatten().count() as u8;
-    let general = general_purpose_counters(model).min(MAX_ASSIGNMENTS as u8 - fixed_used);
+    let general = RegisterLayout::of(model).general_purpose.min(MAX_ASSIGNMENTS as u8 - fixed_used);
     let mut chosen: [(Event, Encoding, u8); MAX_GENERAL_PURPOSE] =
         [(Event::Instructions, Encoding::new(0, 0), 0); MAX_GENERAL_PURPOSE];
     let mut chosen_len = 0;
@@ -508,30 +483,17 @@ fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignme
 }
 
 fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: u8, pmi: bool) -> Assignment {
-    let index = u32::from(counter);
-    let (counter_msr, control_msr, global_bit) = match model.vendor {
-        Vendor::Intel => (msr::IA32_PMC0 + index, msr::IA32_PERFEVTSEL0 + index, Some(counter)),
-        // PerfMonV2 is defined on the PerfCtrExtCore registers.
-        Vendor::Amd if model.amd_core_extended || model.amd_perfmon_v2 => (
-            msr::AMD_PERF_CTR_CORE0 + 2 * index,
-            msr::AMD_PERF_CTL_CORE0 + 2 * index,
-            model.amd_perfmon_v2.then_some(counter),
-        ),
-        Vendor::Amd => (msr::AMD_PERF_CTR0 + index, msr::AMD_PERF_EVT_SEL0 + index, None),
-    };
-    let rdpmc = match model.vendor {
-        Vendor::Intel => Some(index),
-        Vendor::Amd => (index < AMD_RDPMC_CORE_COUNTERS).then_some(index),
-    };
+    let layout = RegisterLayout::of(model);
+    let (counter_msr, control_msr) = layout.general_purpose_registers(counter);
     Assignment {
         event,
         slot: Slot::General(counter),
         counter_msr,
-        rdpmc,
+        rdpmc: layout.rdpmc(counter),
         control_msr,
         control: evtsel_for(model.vendor, encoding, pmi),
-        global_bit,
-        hal_index: index,
+        global_bit: layout.global_bit(counter),
+        hal_index: u32::from(counter),
         width: model.gp_width,
     }
 }

@@ -7,6 +7,7 @@
 //! read-modify-write: bits of counters other clients own are left as they are.
 
 use super::encoding::{EVTSEL_EN, EVTSEL_INT};
+use super::layout::GlobalRegisters;
 use super::model::Vendor;
 use super::msr;
 use super::placement::{Assignment, CounterPlan, Slot};
@@ -34,30 +35,11 @@ pub trait Msrs {
     }
 }
 
-/// Where a vendor keeps the global enable, status and status-clear registers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct GlobalRegisters {
-    control: u32,
-    status: u32,
-    clear_status: u32,
-}
-
+/// The plan's global registers ([`GlobalRegisters::of`]), or `None` where it has none (AMD without
+/// PerfMonV2, whose plans enable no global bit: each counter enables itself through its control's EN
+/// bit).
 fn global_registers(vendor: Vendor, plan: &CounterPlan) -> Option<GlobalRegisters> {
-    if plan.global_ctrl() == 0 {
-        return None; // AMD without PerfMonV2: each counter enables itself through its control's EN bit.
-    }
-    Some(match vendor {
-        Vendor::Intel => GlobalRegisters {
-            control: msr::IA32_PERF_GLOBAL_CTRL,
-            status: msr::IA32_PERF_GLOBAL_STATUS,
-            clear_status: msr::IA32_PERF_GLOBAL_OVF_CTRL,
-        },
-        Vendor::Amd => GlobalRegisters {
-            control: msr::AMD_PERF_CNTR_GLOBAL_CTL,
-            status: msr::AMD_PERF_CNTR_GLOBAL_STATUS,
-            clear_status: msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
-        },
-    })
+    (plan.global_ctrl() != 0).then(|| GlobalRegisters::of(vendor))
 }
 
 /// The global overflow status register of `vendor` (IA32_PERF_GLOBAL_STATUS, AMD PerfCntrGlobalStatus),
@@ -153,19 +135,6 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
     }
 }
 
-/// The plan's global enable bits that are set at power-on, which the HAL relies on: Intel's
-/// general-purpose enables (IA32_PERF_GLOBAL_CTRL bits 0-31 are 1 at reset, the fixed counters' and
-/// EN_PERF_METRICS 0: Intel SDM Vol. 3B, "Architectural Performance Monitoring Version 2"), every AMD
-/// PerfMonV2 enable (PerfCntrGlobalCtl resets to all core counters enabled: AMD PPR for family 19h,
-/// MSR C000_0301).
-fn power_on_enables(vendor: Vendor, plan: &CounterPlan) -> u64 {
-    const INTEL_GENERAL_PURPOSE_ENABLES: u64 = 0xFFFF_FFFF;
-    match vendor {
-        Vendor::Intel => plan.global_ctrl() & INTEL_GENERAL_PURPOSE_ENABLES,
-        Vendor::Amd => plan.global_ctrl(),
-    }
-}
-
 /// Stops and clears the plan's counters ([`stop_and_clear`]), then gives the PMU back as the HAL
 /// expects it: the plan's global enables at their power-on values. The HAL never sets a
 /// general-purpose enable; it programs its own counters through their event selects alone and takes
@@ -176,7 +145,7 @@ pub fn release(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     stop_and_clear(vendor, plan, msrs);
     if let Some(global) = global_registers(vendor, plan) {
         let control = msrs.read(global.control);
-        msrs.write(global.control, control | power_on_enables(vendor, plan));
+        msrs.write(global.control, control | (plan.global_ctrl() & global.power_on_enables));
     }
 }
 
