@@ -373,7 +373,7 @@ fn the_acquisition_reserves_little_of_a_consumer_s_stack() {
             .unwrap_or_else(|| panic!("no function named like {part} in the PDB"))
     };
     let acquire = frame("PmuClient<pmupcw::kernel::platform::KernelPlatform>::acquire<");
-    let chain = ["::open<", "client::install<", "placement::plan_for", "::read_selection<"].map(frame);
+    let chain = ["::open<", "::install<", "placement::plan_for", "::read_selection<"].map(frame);
     for frame in [acquire].into_iter().chain(chain) {
         println!("{:>6} bytes  {}", frame.bytes, frame.name);
     }

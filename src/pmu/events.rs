@@ -1,34 +1,10 @@
-//! Which counter counts which event: the event encodings per vendor and the counter plan for a
-//! [`PmuModel`], with every MSR the plan names.
+//! The event table: every event the driver counts, the manifest field that publishes it, the
+//! profiles that count it, and how each vendor encodes it (Intel's architectural events and the
+//! fixed counters that count three of them; AMD's core-PMU events per family). Adding an event is a
+//! row here and a counter in the manifest; the row's position is its priority for a general-purpose
+//! counter (`crate::pmu::placement`).
 //!
-//! # Encodings and their sources
-//!
-//! Intel: the seven architectural events (Intel SDM Vol. 3B, "Architectural Performance Monitoring",
-//! pre-defined architectural performance events): core cycles 3CH/00H, instructions C0H/00H, reference
-//! cycles 3CH/01H, LLC references 2EH/4FH, LLC misses 2EH/41H, branches retired C4H/00H, branch
-//! mispredicts retired C5H/00H. Instructions, core cycles and reference cycles are what fixed
-//! counters 0, 1 and 2 count, and are placed there when the processor has them.
-//!
-//! AMD (core PMU; the generic-event maps of Linux arch/x86/events/amd/core.c, whose cycles,
-//! instructions and branch events match AMD's own CodeXL event list and the perf JSON event tables
-//! "ls_not_halted_cyc" 0x76, "ex_ret_instr" 0xC0):
-//!
-//! | event | family 10h-16h (`amd_perfmon_event_map`) | 17h+ (`amd_zen1/zen2/zen4_perfmon_event_map`) |
-//! |---|---|---|
-//! | instructions | C0H | C0H |
-//! | core cycles (cycles not in halt) | 76H | 76H |
-//! | "LLC" references | 7DH/07H (L2 requests) | 60H/FFH (L2 cache requests, all) |
-//! | "LLC" misses | 7EH/07H (L2 misses) | 64H/09H (core-to-L2 requests that miss) |
-//! | branches retired | C2H | C2H |
-//! | mispredicted branches retired | C3H | C3H |
-//! | reference cycles | none | 120H, Zen 4 and later only |
-//!
-//! On AMD the L3 sits behind its own L3 PMU, so the "LLC" pair counts L2 traffic, exactly as Linux's
-//! cache-references/cache-misses do on the same processors. Reference cycles: PMCx120 counts cycles
-//! not in halt at the P0 frequency (like MPERF); Linux maps ref-cycles to it on Zen 4 and later
-//! ("perf/x86/amd/core: Define a proper ref-cycles event for Zen 4 and later", 2024), choosing that
-//! map for family 19h models 10h-1Fh and 60h-AFh (X86_FEATURE_ZEN4 in arch/x86/kernel/cpu/amd.c) and
-//! every family from 1Ah. Earlier AMD processors have no core event for it: not counted.
+//! The encodings and their sources (Intel SDM, Linux, AMD): `docs/pmu.md`.
 
 use super::encoding::Encoding;
 use super::model::{ArchEvents, PmuModel, Vendor};

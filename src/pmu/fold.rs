@@ -5,68 +5,7 @@
 //! (`fold_tests.rs`) place a wrap, and its interrupt, at every point of a read instead. The polling
 //! reader, which runs with interrupts enabled, is model-checked with loom (`poll_loom_tests.rs`).
 //!
-//! # Who touches what
-//!
-//! Everything in a [`ProcessorCounters`] belongs to one processor. Three kinds of code use it:
-//!
-//! - the **overflow handler** ([`ProcessorCounters::fold`]), which the HAL calls at PROFILE_LEVEL on
-//!   the processor that overflowed with the IA32_PERF_GLOBAL_STATUS bits, and which clears those status
-//!   bits itself after the handler returns;
-//! - the **reader** on the same processor, inside the all-processor call (IPI_LEVEL 14, which on x64
-//!   is below PROFILE_LEVEL 15) *with interrupts held off* (`cli`), so the handler cannot run during
-//!   a read: it runs, if a counter wrapped meanwhile, right after the reader re-enables interrupts;
-//! - **readers of the totals** on any processor ([`ProcessorCounters::snapshot`],
-//!   [`ProcessorCounters::reported`]), after the all-processor call that reported them returns.
-//!
-//! Only code running on the owning processor writes, and code on one processor interleaves only by
-//! interrupting: an interrupt runs to completion between two instructions of what it interrupts. Every
-//! field is one `AtomicU64`, so nothing can be torn, and every read-modify-write that an interrupt could
-//! split is an atomic one (`lock add`, or `fetch_max`'s compare-exchange); the reader with interrupts
-//! held off cannot be split, so its update of a reported value is a plain load and store.
-//!
-//! # The read protocol
-//!
-//! With N(t) the wraps of a counter up to time t, O(t) the overflow count the handler has folded and
-//! S(t) its status bit, N = O + S whenever the handler is not running, because the hardware sets S when
-//! the counter wraps and the handler's fold (O += 1) and the HAL's clear (S = 0) happen together as far
-//! as the reader can tell. With interrupts held off O cannot change during a read, and S only goes
-//! from 0 to 1. One read of every counter is
-//!
-//! ```text
-//! raw_i = counter i (rdpmc), for each counter; then status = the global status register (rdmsr)
-//! for each i whose S_i is set in status: raw_i = counter i again (rdpmc)
-//! value_i = extend(O_i, raw_i, S_i(status), W)
-//! ```
-//!
-//! *Why it is exact at the instant raw_i was (last) read.* If S_i is clear in `status`, no wrap was
-//! pending at the status read, and so none at the earlier counter read: N = O_i there. If S_i is set,
-//! the one wrap it records may have come before or after the first counter read, but it came before
-//! the status read, so before the second counter read: N = O_i + 1 there. No second wrap can come
-//! before the handler runs (the counter would have to count 2^W events first), and the handler runs
-//! only after the reader enables interrupts again. One status read after the counters, and a second
-//! `rdpmc` only for a counter with a wrap pending (rare: within an interrupt's latency of its wrap),
-//! replace the two status reads per counter that an interruptible reader needs.
-//!
-//! Assumptions, beyond the HAL's contract: the hardware sets the status bit in the same step as the wrap
-//! (no read sees the wrapped value without the bit); the HAL clears exactly the status bits it passed to
-//! the handler; the PMI is a maskable interrupt (the HAL's profile interrupt, not an NMI); and the
-//! compiler keeps the counter reads before the status read: both are `asm!` blocks without `nomem`.
-//!
-//! # Memory orderings
-//!
-//! The handler and the readers of one processor share one instruction stream (interrupts are precise),
-//! so the protocol needs no hardware ordering: the fold is a `Relaxed` `lock add`, and the overflow
-//! loads are `Relaxed` (plain moves on x64). Coherence of the single cell is what `o1 == o2` relies on.
-//! Collectors on other processors read the reported values (each one atomic load, never torn) after
-//! the all-processor call that reported them has returned, which orders them.
-//!
-//! # Memory
-//!
-//! `ProcessorCounters` is 200 bytes: overflow counts 64 (which a polled session uses for its polled
-//! values instead, crate::pmu::poll), invocation count 8, bases 64, reported values 64. Overflow
-//! counts are kept per owned counter, not per status bit ([AtomicU64; 64] alone would be 512 bytes):
-//! the slot of status bit b is its rank among the owned bits (the number of owned bits below b), which
-//! the handler computes with a popcount instead of a table lookup.
+//! Who touches what, why the read is exact, the memory orderings and the memory: `docs/pmu.md`.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

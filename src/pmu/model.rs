@@ -8,70 +8,7 @@
 //! DriverEntry runs on, and plans for every processor from that answer (hybrid parts report the
 //! counters all their cores have, see below).
 //!
-//! # Rules, in the order [`detect`] applies them
-//!
-//! 1. Vendor: "GenuineIntel" or "AuthenticAMD", else [`Unusable::UnknownVendor`]. Hygon
-//!    ("HygonGenuine", AMD Zen 1 derived) is deliberately not accepted: its event map is unverified
-//!    (Linux stopped giving it the Zen 1 map when it split that map by X86_FEATURE_ZEN1).
-//! 2. Hypervisor present (`CPUID.1:ECX[31]`) and its vendor leaf 0x40000000 says "Microsoft Hv": the
-//!    PMU is usable only if leaf 0x40000003 EDX bit 2 (PerformanceMonitorsAvailable) is set, else
-//!    [`Unusable::HypervisorWithoutPmu`]. This holds for the root partition too: Windows with VBS runs
-//!    on Hyper-V, and real root-partition dumps show the bit clear on AMD (Zen 1, Jaguar) and set on
-//!    Intel (Comet Lake, Rocket Lake, Ice Lake-SP); see the processor table in `model_tests.rs`.
-//! 3. Intel: leaf 0xA absent (max basic leaf < 0xA) or version 0: [`Unusable::HypervisorWithoutPmu`]
-//!    under any hypervisor, else [`Unusable::NoArchitecturalPerfmon`]. Version 1 (Core Solo/Duo):
-//!    [`Unusable::PerfmonVersionTooOld`], because it has no fixed counters and no
-//!    IA32_PERF_GLOBAL_CTRL/STATUS, which the HAL's counter ownership and the plan rely on. Version
-//!    2-4 on bare metal reporting fewer than 3 fixed counters (Core 2 "Conroe" reports EDX = 0):
-//!    3 fixed counters, as wide as the general-purpose ones when EDX gives no width (the quirk in
-//!    Linux `intel_pmu_init`: "v2 perfmon does not report fixed-purpose events, so assume at least 3
-//!    events, when not running in a hypervisor"; Linux also extends fixed counters with the GP width).
-//!    Events at EBX bit positions >= `EAX[31:24]` are unavailable, like those whose EBX bit is set.
-//! 4. AMD: 4 legacy counters; 6 when CPUID `0x80000001:ECX[23]` (PerfCtrExtCore) is set; with
-//!    PerfMonV2 (`0x80000022:EAX[0]`) the count is `0x80000022:EBX[3:0]` (NumPerfCtrCore). All 48 bits
-//!    wide. Under a hypervisor other than Microsoft's (whose bit already answered), an AMD PMU
-//!    without PerfCtrExtCore is taken as absent ([`Unusable::HypervisorWithoutPmu`]): every AMD
-//!    family 15h and later has it on bare metal, and hypervisors that do not virtualise the PMU clear
-//!    it (the Hyper-V root dumps above do; KVM's `svm_set_cpu_caps` offers it only `if (enable_pmu)`,
-//!    and only with at least 6 counters to virtualise). This is this module's
-//!    own heuristic, not a documented rule: the legacy counters are architectural on AMD, so CPUID
-//!    cannot prove them absent.
-//! 5. Too few counters ([`Unusable::TooFewCounters`]): the plan must be able to count instructions
-//!    and core cycles at once (the IPC pair). Intel: fixed counter 0 counts instructions and fixed 1
-//!    core cycles, so the general-purpose counters must make up for the fixed ones that are missing;
-//!    AMD: at least 2 counters.
-//! 6. Overflow interrupt ([`PmuModel::overflow_interrupt`]): Intel version >= 2 (always, once
-//!    usable), the only profile interface whose HAL takes an Overflow descriptor. Never on AMD, even
-//!    with PerfMonV2: the AMD HAL takes no resource list and its PMI handler calls no client's
-//!    overflow handler (observed in decompiled Windows 10/11 HAL builds). There the counters are
-//!    extended by polling (as Intel PCM's polling width extender does).
-//!
-//! # Verified facts and their sources
-//!
-//! - CPUID.0AH layout (EAX bits 7:0 version, 15:8 GP counters, 23:16 GP width, 31:24 EBX vector
-//!   length; EBX bit set = event not available, bits 0-6 core cycles, instructions, reference
-//!   cycles, LLC references, LLC misses, branches, branch mispredicts; `EDX[4:0]` fixed counters and
-//!   `EDX[12:5]` their width "if Version ID > 1"): Intel SDM Vol. 2A, CPUID, "Architectural
-//!   Performance Monitoring Leaf", and
-//!   raw-cpuid 11.6 `PerformanceMonitoringInfo`, which decodes exactly these fields.
-//! - Leaves above the maximum are not trustworthy (Intel returns the highest basic leaf's data):
-//!   raw-cpuid checks the maximum leaf before reading any leaf, and excludes AMD's reserved leaf 0xA.
-//! - Microsoft hypervisor leaf 0x40000003 EDX bit 2 = PerformanceMonitorsAvailable (after
-//!   MwaitAvailable_Deprecated bit 0 and GuestDebuggingAvailable bit 1): HV_X64_HYPERVISOR_FEATURES
-//!   as published from Windows symbol files (Geoff Chappell's pages, several public headers);
-//!   TLFS "Feature and Interface Discovery": a Microsoft hypervisor's leaf
-//!   0x40000000 EAX is at least 0x40000005, so leaf 0x40000003 always exists once its vendor is
-//!   "Microsoft Hv".
-//! - AMD PerfCtrExtCore = `0x80000001:ECX[23]` (raw-cpuid `has_perf_cntr_extensions`,
-//!   "`MSRC001_020[A,8,6,4,2,0]`");
-//!   PerfMonV2 = `0x80000022:EAX[0]`, NumPerfCtrCore = `EBX[3:0]` (raw-cpuid
-//!   `ExtendedPerformanceMonitoringDebug`; KVM commit 94cdeebd8211 "Add AMD CPUID ExtPerfMonAndDbg
-//!   leaf 0x80000022", which describes the same bits).
-//! - Hybrid Intel: every logical processor of an i9-12900K (8 P + 8 E cores) reports the same leaf
-//!   0xA, the intersection (6 GP, 3 fixed); with the E-cores disabled the same chip reports 8 GP and
-//!   4 fixed (InstLatx64 dumps, see `model_tests.rs`). Linux notes the same: "For hybrid, the x86_pmu
-//!   is used to keep the common capabilities ... from the leaf 0xa" (arch/x86/events/intel/core.c);
-//!   per-core-type capabilities are in leaf 0x23 (version 6), which this module does not read.
+//! The rules [`detect`] applies, in order, and the source of every fact they rest on: `docs/pmu.md`.
 
 use raw_cpuid::{CpuId, CpuIdReader, Hypervisor, PerformanceMonitoringInfo};
 

@@ -13,19 +13,7 @@
 //! 3. reference cycles last: on Intel it normally sits on fixed counter 2 and never competes; on AMD
 //!    Zen 4 (6 counters for 7 events) it yields to the branch pair.
 //!
-//! AMD family 15h runs the events of its "CU" group, 060H-07FH (here cycles 76H, L2 requests 7DH and
-//! L2 misses 7EH), only on counters 0-2, while the EX_LS group 0C0H-0CFH (instructions and branches)
-//! may use all six (Linux `amd_get_event_constraints_f15h`: AMD_EVENT_CU -> `amd_f15_PMC20`,
-//! AMD_EVENT_EX_LS -> `amd_f15_PMC50`); the plan honours that by placing the most constrained events
-//! first. The other AMD families are unconstrained for these events (Linux: `unconstrained` before
-//! family 15h; family 17h+ constrains only "pair" and BRS sampling events). Intel architectural events
-//! are taken as unconstrained: the SDM defines them for any IA32_PMCx (not checked against every
-//! model's constraint table or errata).
-//!
-//! HAL counter indices ([`Assignment::hal_index`]): on Intel the IA32_PERF_GLOBAL_CTRL bit number
-//! (GP i = i, fixed j = 32 + j), which is *unverified*: ntddk.h's PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR
-//! and its Microsoft Learn page name a CounterIndex without saying how fixed counters are numbered. On
-//! AMD the counter number.
+//! AMD family 15h constraints, Intel events taken as unconstrained, and the HAL counter indices: `docs/pmu.md`.
 
 use super::encoding::{Encoding, evtsel_for, fixed_ctrl_field};
 use super::events::{CUSTOM_EVENTS, Event, EventSet, Group, encoding, topdown_width};

@@ -15,15 +15,7 @@
 //! instructions). With [`DEFAULT_SAFETY`] 4 a 48-bit counter is polled every 24 minutes and a 32-bit
 //! one every 22 ms.
 //!
-//! # The state
-//!
-//! Per counter, one `AtomicU64`: the counter's 64-bit value at the last poll. The previous raw value
-//! Linux keeps beside it (`prev_raw_count`) is that value modulo 2^W, because the counter started from
-//! a value the state started from too ([`PollCounters::start`]) and both advance by the same events. One
-//! word means one compare-exchange updates it, so a collect in an IPI (IPI_LEVEL) that interrupts the
-//! timer's poll (DISPATCH_LEVEL) on the same processor cannot tear it: the state is always the exact
-//! value at some earlier read. Reporting (base, monotonic clamp, publication) is
-//! crate::pmu::fold::ProcessorCounters::report, shared with the interrupt-driven path.
+//! The state, one word per counter, and why: `docs/pmu.md`.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};

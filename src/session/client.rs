@@ -10,8 +10,8 @@
 //! * The overflow handler reaches the per-processor counters through [`PmuClient::fold_overflow`],
 //!   which the platform calls while an ownership with an Overflow descriptor is held.
 //! * Each processor's counters are read and written only on that processor, inside the all-processor
-//!   call (IPI_LEVEL, which the PMI at PROFILE_LEVEL can interrupt: the read protocol retries) or by
-//!   its overflow handler.
+//!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
+//!   it ends) or by its overflow handler.
 
 use super::fields::EventCounts;
 use super::lock::SessionLock;
@@ -25,17 +25,20 @@ use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::EventSet;
-use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::fold::OwnedMask;
 use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
-use crate::pmu::processor::PerProcessor;
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use start::{carry_over, install, start_counting};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
+
+#[path = "start.rs"]
+mod start;
 
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -477,51 +480,6 @@ enum Check {
     All,
     /// One register, in turn: at a collect.
     OneInTurn,
-}
-
-/// Opens the session in `session`: out of line, so that its (large) parts are built on the stack
-/// only after [`PmuClient::open`]'s calls have returned.
-#[inline(never)]
-fn install<P: Platform>(
-    session: &mut Option<Session<P>>,
-    ownership: P::Ownership,
-    plan: &CounterPlan,
-    owned: OwnedMask,
-    model: &PmuModel,
-) {
-    *session = Some(Session {
-        ownership,
-        plan: *plan,
-        owned,
-        programming: Programming::of(model.vendor, plan),
-        reading: Reading::of(model.vendor, plan, owned),
-        topdown: TopdownReading::of(plan),
-        aperf_mperf: model.aperf_mperf,
-    });
-}
-
-/// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
-/// session's plan) gave it: a profile change between sessions can place events differently. An
-/// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
-fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &CounterPlan) {
-    let reported = processor.counters.snapshot().values;
-    let mut totals = [0u64; SLOTS];
-    for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
-        let before = previous.and_then(|previous| previous.iter().position(|a| a.event == assignment.event));
-        *total = before.map_or(0, |slot| reported[slot]);
-    }
-    processor.counters.rebase(totals);
-}
-
-/// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
-/// reported values carry on) and the plan's counters are programmed, counting from 0.
-fn start_counting(processor: &PerProcessor, vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
-    processor.counters.acquire();
-    processor.restart_checks();
-    for (slot, assignment) in plan.iter().enumerate() {
-        let _ = processor.poll().start(slot, 0, assignment.width);
-    }
-    program::start(vendor, plan, msrs);
 }
 
 impl<P: Platform> CountSource for PmuClient<P> {

@@ -1,0 +1,60 @@
+//! Starting a session, out of [`super::PmuClient::open`]: each processor's counts carried over to
+//! the new plan's slots, its counters programmed, and the session installed under the lock.
+
+use super::{Platform, Session};
+use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::model::{PmuModel, Vendor};
+use crate::pmu::placement::CounterPlan;
+use crate::pmu::processor::PerProcessor;
+use crate::pmu::program::{self, Msrs, Programming};
+use crate::session::read::{Reading, TopdownReading};
+
+/// Opens the session in `session`: out of line, so that its (large) parts are built on the stack
+/// only after [`PmuClient::open`](super::PmuClient::open)'s calls have returned.
+#[inline(never)]
+pub(super) fn install<P: Platform>(
+    session: &mut Option<Session<P>>,
+    ownership: P::Ownership,
+    plan: &CounterPlan,
+    owned: OwnedMask,
+    model: &PmuModel,
+) {
+    *session = Some(Session {
+        ownership,
+        plan: *plan,
+        owned,
+        programming: Programming::of(model.vendor, plan),
+        reading: Reading::of(model.vendor, plan, owned),
+        topdown: TopdownReading::of(plan),
+        aperf_mperf: model.aperf_mperf,
+    });
+}
+
+/// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
+/// session's plan) gave it: a profile change between sessions can place events differently. An
+/// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
+pub(super) fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &CounterPlan) {
+    let reported = processor.counters.snapshot().values;
+    let mut totals = [0u64; SLOTS];
+    for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
+        let before = previous.and_then(|previous| previous.iter().position(|a| a.event == assignment.event));
+        *total = before.map_or(0, |slot| reported[slot]);
+    }
+    processor.counters.rebase(totals);
+}
+
+/// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
+/// reported values carry on) and the plan's counters are programmed, counting from 0.
+pub(super) fn start_counting(
+    processor: &PerProcessor,
+    vendor: Vendor,
+    plan: &CounterPlan,
+    msrs: &mut impl Msrs,
+) {
+    processor.counters.acquire();
+    processor.restart_checks();
+    for (slot, assignment) in plan.iter().enumerate() {
+        let _ = processor.poll().start(slot, 0, assignment.width);
+    }
+    program::start(vendor, plan, msrs);
+}
