@@ -62,6 +62,7 @@ fn scenario(model: &'static cpuid::CpuModel) {
     let mut random = Lcg(0x7D0E_5EED);
     let mut previous = vec![[0u64; 4]; processors as usize];
     let mut failures = Vec::new();
+    let mut largest_error = 0f64;
     for collect in 0..COLLECTS {
         for vp in 0..processors {
             for _phase in 0..=random.below(3) {
@@ -96,6 +97,7 @@ fn scenario(model: &'static cpuid::CpuModel) {
                 for (category, (&total, &truth)) in categories.iter().zip(&truth).enumerate() {
                     let shown = 100.0 * total as f64 / slots as f64;
                     let expected = 100.0 * truth as f64 / truth_slots as f64;
+                    largest_error = largest_error.max((shown - expected).abs());
                     if (shown - expected).abs() > TOLERANCE_POINTS {
                         failures.push(format!(
                             "{at}: category {category} is {shown:.4}% of the slots, truth {expected:.4}%"
@@ -105,6 +107,7 @@ fn scenario(model: &'static cpuid::CpuModel) {
             }
         }
     }
+    eprintln!("largest share error after {WARM_UP} collects: {largest_error:.4} point");
     // How many of each kind, and the first and last of each.
     let kinds = ["sum to", "counted", "went back", "% of the slots"].map(|kind| {
         let of_kind: Vec<&String> = failures.iter().filter(|failure| failure.contains(kind)).collect();
