@@ -4,11 +4,12 @@ use super::fold::ProcessorCounters;
 use super::frequency::FrequencyCounters;
 use super::hybrid::CoreType;
 use super::poll::PollCounters;
+use super::topdown::Remainders;
 use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 /// One processor's state: the overflow counts (or, without an overflow interrupt, the polled values)
-/// and reported values and the last APERF/MPERF readings (the top-down totals are kept where they are
-/// published, crate::session::publish). All zero is "nothing counted yet" (the pool hands it out
+/// and reported values, the last APERF/MPERF readings and the top-down split's remainders (the
+/// top-down totals are kept where they are published, crate::session::publish). All zero is "nothing counted yet" (the pool hands it out
 /// zeroed).
 #[repr(C)]
 #[derive(Default)]
@@ -18,6 +19,8 @@ pub struct PerProcessor {
     /// Which programming check the next read makes (they take turns: one rdmsr per read; see
     /// [`crate::pmu::program::Programming::intact_in_turn`], which moves it on).
     pub check_turn: AtomicU32,
+    /// What each top-down category's totals owe or are owed by the reads' splits (8 bytes).
+    pub topdown_remainders: Remainders,
     /// The processor's [`CoreType`], as a number: set once at load, before the state is shared.
     core_type: AtomicU8,
 }

@@ -1,19 +1,34 @@
 //! Top-down level 1 from Intel's fixed counter 3 (TOPDOWN.SLOTS) and IA32_PERF_METRICS: how the
 //! pipeline's issue slots were spent, accumulated per category at 64 bits.
 //!
-//! IA32_PERF_METRICS holds four 8-bit fractions (of 0xFF) of the slots fixed counter 3 counted since
-//! both were last zeroed. So every read takes both, splits the slots by the fractions and zeroes both,
-//! as Linux does (`arch/x86/events/intel/core.c`, `intel_pmu_update_topdown_event`: each metric's slots
-//! are `slots * fraction / 0xff`, then fixed counter 3 and PERF_METRICS are written 0, in that order).
+//! IA32_PERF_METRICS holds four 8-bit fractions (of 0xFF, summing to 0xFF) of the slots fixed counter
+//! 3 counted since both were last zeroed. So every read takes both, splits the slots by the fractions
+//! and zeroes both, fixed counter 3 first, as Linux does (`arch/x86/events/intel/core.c`,
+//! `intel_update_topdown_event`; Intel's description quoted in the Linux series "TopDown metrics
+//! support for Ice Lake": software starts both from zero, clears both periodically to keep the
+//! measurement accurate, and writes fixed counter 3 before PERF_METRICS). Linux does it with the PMU
+//! disabled ("PMU has to be disabled before calling this function"): fixed counter 3 counts the
+//! slots of the reading code too, and what it counted between its read and its zeroing would be in
+//! no read. The driver stops only fixed counter 3 and the split (IA32_PERF_GLOBAL_CTRL bits 35 and
+//! 48, EN_PERF_METRICS: a fixed counter counts only while its global enable is set, Intel SDM Vol. 3B,
+//! "IA32_PERF_GLOBAL_CTRL"), so the other counters count on, and puts the register back as it found
+//! it: three MSR accesses more than a read that leaves it counting.
+//!
+//! Each category's share of a read is rarely a whole number of slots: rounding each down, as Linux
+//! does, loses up to a slot per category per read, and the four no longer sum to the slots. The
+//! driver carries each category's remainder to the next read instead ([`split_carrying`]): every
+//! read's slots are split among the four exactly, and each category's total stays within 3 slots of
+//! the exact sum of its shares.
+//!
 //! Zeroed at every read, fixed counter 3 cannot wrap between two: at 48 bits and at most 8 slots per
 //! cycle at 6 GHz it lasts about 5,800 s, and the session reads at least every 10 minutes while it
-//! owns the counters (it releases them after that long without a reader). Slots counted between the
-//! read and the zeroing (a few instructions) are lost.
+//! owns the counters (it releases them after that long without a reader).
 
 use super::events::Event;
 use super::msr;
 use super::placement::{RDPMC_FIXED, RDPMC_PERF_METRICS};
 use super::program::Msrs;
+use core::sync::atomic::{AtomicI16, Ordering};
 
 /// The four level-1 categories, in IA32_PERF_METRICS byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,13 +54,82 @@ pub struct Topdown {
     pub categories: [u64; 4],
 }
 
-/// `slots` split by the four fractions of an IA32_PERF_METRICS value.
-pub fn split(slots: u64, metrics: u64) -> [u64; 4] {
-    core::array::from_fn(|byte| {
-        let fraction = (metrics >> (8 * byte)) & 0xFF;
-        // Cannot overflow: fixed counter 3 is at most 48 bits wide and a fraction 8.
-        (slots & ((1 << 56) - 1)) * fraction / 0xFF
-    })
+/// A read's slots split among the four categories, carrying each category's remainder between reads
+/// ([`Remainders`]).
+///
+/// `fractions` are the four 8-bit fractions of IA32_PERF_METRICS, at least one non-zero; `carried`
+/// the remainders after the last read (start at 0). Each category's exact share of the read is
+/// `slots x fraction / sum of the fractions` (the fractions sum to 0xFF, Linux's
+/// `icl_get_metrics_event_value`; normalised, so that a sum off by rounding still splits every slot).
+/// Counted in 1/255ths of a slot, a share plus its carried remainder is rounded down, and the slots
+/// this leaves go to the largest remainders (Hamilton's largest-remainder method), so every slot of
+/// the read is given to exactly one category. A category whose carried remainder is negative (given a
+/// slot ahead of its share) and whose share is below one slot is given none this time, and the slot
+/// comes from the category given most: no category's total ever goes back.
+///
+/// Returns the four categories' slots, which sum to `slots`, and the new remainders. While the
+/// remainders start at 0 and come only from here, they sum to 0 and each is above -255 (so below
+/// 3 x 255): every category's total is within 3 slots of the exact sum of its shares (up to 1/255
+/// of a slot per read whose fractions do not sum to 0xFF, which the last category absorbs).
+pub fn split_carrying(slots: u64, fractions: [u64; 4], carried: [i64; 4]) -> ([u64; 4], [i64; 4]) {
+    // Fixed counter 3 is 48 bits wide where IA32_PERF_METRICS exists: slots x 255 x 255 < 2^64.
+    let slots = slots & ((1 << 48) - 1);
+    let sum: u64 = fractions.iter().sum();
+    let share =
+        |fraction: u64| if sum == STEP_U { slots * fraction } else { slots * fraction * STEP_U / sum.max(1) };
+    // Every 1/255th of the read, the last category taking what the others' rounding down leaves.
+    let mut exact = [0i64; 4];
+    let mut given = 0;
+    for category in 0..3 {
+        let units = share(fractions[category]);
+        given += units;
+        exact[category] = units as i64 + carried[category];
+    }
+    exact[3] = (slots * STEP_U - given) as i64 + carried[3];
+    let mut split = exact.map(|units| units.div_euclid(STEP));
+    let mut remainders = exact.map(|units| units.rem_euclid(STEP));
+    let left = slots as i64 - split.iter().sum::<i64>();
+    for _ in 0..left.clamp(0, 4) {
+        let largest = (0..4)
+            .fold(0, |best, category| if remainders[category] > remainders[best] { category } else { best });
+        split[largest] += 1;
+        remainders[largest] = -1;
+    }
+    for category in 0..4 {
+        if split[category] < 0 {
+            let most = (0..4).fold(0, |best, other| if split[other] > split[best] { other } else { best });
+            split[most] -= 1;
+            split[category] += 1;
+        }
+    }
+    let carried = core::array::from_fn(|category| exact[category] - split[category] * STEP);
+    (split.map(|slots| slots.max(0) as u64), carried)
+}
+
+/// One 1/255th step of IA32_PERF_METRICS, the unit of the remainders.
+const STEP: i64 = 0xFF;
+const STEP_U: u64 = 0xFF;
+
+/// One processor's carried remainders ([`split_carrying`]), in 1/255ths of a slot: each between
+/// -254 and 764, so 16 bits each. Only that processor's reads touch them.
+#[derive(Debug, Default)]
+pub struct Remainders([AtomicI16; 4]);
+
+impl Remainders {
+    /// [`split_carrying`] with these remainders, which it moves on.
+    pub fn split(&self, slots: u64, fractions: [u64; 4]) -> [u64; 4] {
+        let carried = self.0.each_ref().map(|remainder| i64::from(remainder.load(Ordering::Relaxed)));
+        let (split, carried) = split_carrying(slots, fractions, carried);
+        for (remainder, carried) in self.0.iter().zip(carried) {
+            remainder.store(carried as i16, Ordering::Relaxed);
+        }
+        split
+    }
+}
+
+/// The four 8-bit fractions of an IA32_PERF_METRICS value, in [`Category`] order.
+pub fn fractions(metrics: u64) -> [u64; 4] {
+    core::array::from_fn(|byte| (metrics >> (8 * byte)) & 0xFF)
 }
 
 /// Top-down level 1 from the totals of the topdown profile's input events, on processors without
@@ -69,16 +153,29 @@ pub fn from_events(width: u8, count: impl Fn(Event) -> u64) -> Topdown {
     Topdown { slots, categories: [retiring, bad_speculation, frontend, backend] }
 }
 
-/// Reads fixed counter 3 and IA32_PERF_METRICS on this processor, zeroes both and returns the slots
-/// counted since the last read, split by category: the caller adds them to its totals (the driver
-/// keeps them in the processor's published block). Only while a plan with
-/// [`crate::pmu::placement::CounterPlan::topdown_metrics`] is programmed.
-pub fn read_and_zero(msrs: &mut impl Msrs) -> Topdown {
+/// IA32_PERF_GLOBAL_CTRL: fixed counter 3's enable (bit 32 + 3) and EN_PERF_METRICS (bit 48).
+const STOP_TOPDOWN: u64 = (1 << 35) | (1 << 48);
+
+/// Reads fixed counter 3 and IA32_PERF_METRICS on this processor with both stopped, zeroes both and
+/// returns the slots counted since the last read, split by category carrying `remainders`: the caller
+/// adds them to its totals (the driver keeps them in the processor's published block). Only while a
+/// plan with [`crate::pmu::placement::CounterPlan::topdown_metrics`] is programmed, interrupts held
+/// off. Slots that IA32_PERF_METRICS does not split (all four fractions 0: nothing counted, or the
+/// split was off) are left in fixed counter 3 for a later read, as Linux leaves a read of 0 slots.
+pub fn read_and_zero(msrs: &mut impl Msrs, remainders: &Remainders) -> Topdown {
+    let control = msrs.read(msr::IA32_PERF_GLOBAL_CTRL);
+    msrs.write(msr::IA32_PERF_GLOBAL_CTRL, control & !STOP_TOPDOWN);
     let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
-    let metrics = msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS));
-    msrs.write(msr::IA32_FIXED_CTR3, 0);
-    msrs.write(msr::IA32_PERF_METRICS, 0);
-    Topdown { slots, categories: split(slots, metrics) }
+    let fractions = fractions(msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS)));
+    let read = if slots == 0 || fractions == [0; 4] {
+        Topdown::default()
+    } else {
+        msrs.write(msr::IA32_FIXED_CTR3, 0);
+        msrs.write(msr::IA32_PERF_METRICS, 0);
+        Topdown { slots, categories: remainders.split(slots, fractions) }
+    };
+    msrs.write(msr::IA32_PERF_GLOBAL_CTRL, control);
+    read
 }
 
 impl Topdown {

@@ -193,7 +193,7 @@ impl TopdownReading {
         match self {
             TopdownReading::None => {}
             TopdownReading::PerfMetrics => {
-                let read = topdown::read_and_zero(msrs);
+                let read = topdown::read_and_zero(msrs, &processor.topdown_remainders);
                 publish::topdown(published, &publish::topdown_totals(published).plus(&read));
             }
             TopdownReading::FromEvents(width) => {

@@ -287,18 +287,32 @@ pub(crate) fn read(vp: u32, msr: u32) -> Option<u64> {
     })
 }
 
-/// IA32_PERF_METRICS for `metrics` slots per category: each byte the category's share of all slots
-/// counted since the register was zeroed, in 1/255ths, rounded (Intel SDM Vol. 3B, "Performance
-/// Metrics"; Linux `icl_get_metrics_event_value` divides by 0xff).
+/// IA32_PERF_METRICS for `metrics` slots per category: each byte the category's share of the slots
+/// counted since the register was last zeroed, as an 8-bit integer fraction of 0xFF, the four summing
+/// to 0xFF (Intel SDM Vol. 3B, "Performance Metrics"; Linux `arch/x86/events/intel/core.c`,
+/// `icl_get_metrics_event_value`: "The metric is reported as an 8bit integer fraction summing up to
+/// 0xff"). The double rounds each share down and gives the bytes left to the largest remainders, so
+/// each byte is within one step of its exact share and the four sum to 0xFF. The fractions are of
+/// the register's own counts, not of fixed counter 3's value: the values in PERF_METRICS are derived
+/// from fixed counter 3, and software starts both from zero and writes fixed counter 3 before
+/// PERF_METRICS (Intel's description, quoted in the Linux v5.10 series "TopDown metrics support for
+/// Ice Lake" and its commit "perf/x86/intel: Support TopDown metrics on Ice Lake"), so zeroing fixed
+/// counter 3 alone leaves the fractions of slots it no longer holds.
 fn perf_metrics(metrics: &[u64; 4]) -> u64 {
-    let slots: u64 = metrics.iter().sum();
+    let slots: u128 = metrics.iter().map(|&share| u128::from(share)).sum();
     if slots == 0 {
         return 0;
     }
-    metrics.iter().enumerate().fold(0, |value, (byte, &share)| {
-        let fraction = (u128::from(share) * 255 + u128::from(slots) / 2) / u128::from(slots);
-        value | ((fraction as u64) << (8 * byte))
-    })
+    let scaled = metrics.map(|share| u128::from(share) * 0xFF);
+    let mut fractions = scaled.map(|scaled| scaled / slots);
+    let given: u128 = fractions.iter().sum();
+    let mut order = [0, 1, 2, 3];
+    // Largest remainder first; ties to the lower byte.
+    order.sort_by_key(|&byte| (core::cmp::Reverse(scaled[byte] % slots), byte));
+    for &byte in order.iter().take((0xFF - given) as usize) {
+        fractions[byte] += 1;
+    }
+    fractions.iter().enumerate().fold(0, |value, (byte, &fraction)| value | ((fraction as u64) << (8 * byte)))
 }
 
 /// rdpmc on `vp`: Intel ECX bit 30 selects fixed counter ECX[29:0], else general-purpose counter ECX;
@@ -554,13 +568,7 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         // 48) is set (Intel SDM Vol. 3B, "Performance Metrics"; Linux sets GLOBAL_CTRL_EN_PERF_METRICS
         // in intel_ctrl wherever it uses PERF_METRICS): without it the register stays as it was.
         if event == TOPDOWN_SLOTS {
-            let split = global_ctrl & EN_PERF_METRICS != 0;
-            for (category, rate) in TOPDOWN_RATES.iter().enumerate() {
-                if split {
-                    state.metrics[category] += rate * units;
-                }
-                state.topdown_counted[category] += rate * units;
-            }
+            split_slots(state, global_ctrl, units);
         }
         if next > mask(width) && !no_global {
             wraps |= 1 << bit;
@@ -571,6 +579,62 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
     }
     state.global_status |= wraps;
     pmi
+}
+
+/// The top-down slots of `units` of work, in the workload's current mix ([`set_topdown_mix`]), into
+/// the ground truth, and into IA32_PERF_METRICS' counts where `global_ctrl` has EN_PERF_METRICS.
+fn split_slots(state: &mut VpPmu, global_ctrl: u64, units: u64) {
+    let mix = *TOPDOWN_MIX.lock().ignore_poison();
+    for (category, rate) in mix.iter().enumerate() {
+        if global_ctrl & EN_PERF_METRICS != 0 {
+            state.metrics[category] += rate * units;
+        }
+        state.topdown_counted[category] += rate * units;
+    }
+}
+
+/// How each workload unit's top-down slots divide into the four categories now.
+static TOPDOWN_MIX: Mutex<[u64; 4]> = Mutex::new(TOPDOWN_RATES);
+
+/// Sets how each workload unit's `RATES[TOPDOWN_SLOTS]` slots divide into retiring, bad speculation,
+/// frontend bound and backend bound from now on (every processor), as a program's phases change it.
+/// Panics unless the four sum to `RATES[TOPDOWN_SLOTS]`.
+pub fn set_topdown_mix(mix: [u64; 4]) {
+    assert_eq!(mix.iter().sum::<u64>(), RATES[TOPDOWN_SLOTS], "a top-down mix splits one unit's slots");
+    *TOPDOWN_MIX.lock().ignore_poison() = mix;
+}
+
+/// Slots fixed counter 3 counts for each PMU instruction the driver executes (rdmsr, wrmsr, rdpmc)
+/// while it counts: one workload unit's. Fixed counter 3 counts the slots of every instruction on the
+/// processor, the reader's own included (Intel SDM Vol. 3B, "Performance Metrics": TOPDOWN.SLOTS
+/// counts the issue slots of the logical processor), so a read that leaves it counting sees it move
+/// between its own instructions: the slots counted between reading fixed counter 3 and zeroing it are
+/// in no read, and IA32_PERF_METRICS then splits slots that fixed counter 3 no longer holds. Linux
+/// reads and zeroes both with the PMU disabled ("PMU has to be disabled before calling this
+/// function", `arch/x86/events/intel/core.c`). Limits: only fixed counter 3 counts the reader's
+/// instructions (the other counters count the workload alone, so their exact checks are unchanged),
+/// and a wrap it causes raises no interrupt.
+pub const READER_SLOTS_UNITS: u64 = 1;
+
+/// The driver executes a PMU instruction on `vp` (called by the trap handler before the access takes
+/// effect): fixed counter 3, if it counts, counts its slots ([`READER_SLOTS_UNITS`]).
+pub(crate) fn reader_executes(vp: u32) {
+    let PmuKind::Intel { fixed_width, .. } = processor(vp).kind else { return };
+    let mut guard = lock(vp);
+    let state = &mut *guard;
+    let bit = 32 + 3;
+    if state.fixed.len() <= 3 || (state.fixed_ctrl >> 12) & 3 == 0 || state.global_ctrl & (1 << bit) == 0 {
+        return;
+    }
+    let increment = RATES[TOPDOWN_SLOTS] * READER_SLOTS_UNITS;
+    let next = state.fixed[3].value + increment;
+    state.fixed[3].value = next & mask(fixed_width);
+    if next > mask(fixed_width) {
+        state.global_status |= 1 << bit;
+    }
+    state.counted[TOPDOWN_SLOTS] = state.counted[TOPDOWN_SLOTS].wrapping_add(increment);
+    let global_ctrl = state.global_ctrl;
+    split_slots(state, global_ctrl, READER_SLOTS_UNITS);
 }
 
 /// Runs `units` of work on virtual processor `vp` (counters advance, wraps set status bits) and
@@ -841,4 +905,37 @@ pub fn at_power_on(vp: u32) -> bool {
         && state.global_ctrl == power_on
         && state.global_status == 0
         && state.metrics == [0; 4]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::perf_metrics;
+    use proptest::prelude::*;
+
+    fn bytes(value: u64) -> [u64; 4] {
+        core::array::from_fn(|byte| (value >> (8 * byte)) & 0xFF)
+    }
+
+    #[test]
+    fn perf_metrics_of_the_default_mix() {
+        // 54, 11, 24, 31 of 120: exactly 114.75, 23.375, 51, 65.875 of 0xFF; rounded down to 253, the
+        // two steps left go to the largest remainders (backend 0.875, retiring 0.75).
+        assert_eq!(bytes(perf_metrics(&[54, 11, 24, 31])), [115, 23, 51, 66]);
+        assert_eq!(perf_metrics(&[0; 4]), 0);
+        assert_eq!(bytes(perf_metrics(&[0, 0, 7, 0])), [0, 0, 255, 0]);
+    }
+
+    proptest! {
+        #[test]
+        fn perf_metrics_sum_to_0xff_within_a_step(shares in prop::array::uniform4(0u64..1 << 40)) {
+            prop_assume!(shares.iter().any(|&share| share > 0));
+            let fractions = bytes(perf_metrics(&shares));
+            prop_assert_eq!(fractions.iter().sum::<u64>(), 0xFF);
+            let slots: u64 = shares.iter().sum();
+            for (fraction, share) in fractions.iter().zip(shares) {
+                let exact = share as f64 * 255.0 / slots as f64;
+                prop_assert!((*fraction as f64 - exact).abs() < 1.0, "{fractions:?} for {shares:?}");
+            }
+        }
+    }
 }

@@ -168,6 +168,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             kpcr.set_irql((value & 0xF) as u8);
         }
         Code::Rdmsr => {
+            pmu::reader_executes(kpcr.processor_index());
             let msr = registers[libc::REG_RCX as usize] as u32;
             let processor = kpcr.processor_index();
             if let Err(why) = msr::check_exists(processor, msr) {
@@ -182,6 +183,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             registers[libc::REG_RDX as usize] = i64::from((value >> 32) as u32);
         }
         Code::Wrmsr => {
+            pmu::reader_executes(kpcr.processor_index());
             let msr = registers[libc::REG_RCX as usize] as u32;
             let low = registers[libc::REG_RAX as usize] as u64 & 0xFFFF_FFFF;
             let high = registers[libc::REG_RDX as usize] as u64 & 0xFFFF_FFFF;
@@ -190,6 +192,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             }
         }
         Code::Rdpmc => {
+            pmu::reader_executes(kpcr.processor_index());
             let ecx = registers[libc::REG_RCX as usize] as u32;
             let processor = kpcr.processor_index();
             let value = pmu::read_pmc(processor, ecx).unwrap_or_else(|| {

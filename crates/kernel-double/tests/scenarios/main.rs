@@ -66,6 +66,7 @@ mod processors_128;
 mod seventy_two_processors;
 mod sleep_and_foreign_writers;
 mod topdown_and_frequency;
+mod topdown_exact;
 mod unload_while_collecting;
 mod unresolved_imports;
 mod virtual_pmu_semantics;

@@ -4,7 +4,9 @@
 //! counts only with its enable bit, a privilege level and its IA32_PERF_GLOBAL_CTRL bit; a wrap sets
 //! IA32_PERF_GLOBAL_STATUS, which is read-only (a write is a violation) and cleared through
 //! IA32_PERF_GLOBAL_OVF_CTRL; a counter the model lacks and its global bits do not exist (#GP);
-//! IA32_FIXED_CTR_CTRL fields; and a write without owning the PMU stays a violation.
+//! IA32_FIXED_CTR_CTRL fields; and a write without owning the PMU stays a violation. On Alder Lake:
+//! fixed counter 3 and IA32_PERF_METRICS (fractions summing to 0xFF, left by zeroing fixed counter 3
+//! alone, and fixed counter 3 counting the reader's own instructions while it counts).
 
 use crate::common;
 
@@ -115,4 +117,69 @@ fn intel_architectural_semantics() {
     let found = violations::take();
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("without owning the PMU"), "{}", found[0]);
+}
+
+const IA32_FIXED_CTR3: u64 = 0x30C;
+const IA32_PERF_METRICS: u64 = 0x329;
+
+#[test]
+fn intel_perf_metrics_semantics() {
+    cpuid::set_model(&cpuid::ALDER_LAKE_P);
+    let _kpcr = cpu::enter(0);
+    let rdmsr = function(&[0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0xC3]);
+    let wrmsr = function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3]);
+    let mut handle = 0usize;
+    // SAFETY: whole-PMU allocation (no affinity, no list) with a valid output.
+    let status = unsafe {
+        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
+    };
+    assert_eq!(status, STATUS_SUCCESS);
+    let reader = pmu::RATES[pmu::TOPDOWN_SLOTS] * pmu::READER_SLOTS_UNITS;
+
+    // Fixed counter 3 (OS and USR) with its global bit 35 and EN_PERF_METRICS (bit 48).
+    wrmsr(IA32_FIXED_CTR_CTRL, 0b0011 << 12);
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 1 << 35 | 1 << 48);
+    pmu::step(0, 10);
+    // Each rdmsr counts its own slots before it reads.
+    assert_eq!(rdmsr(IA32_FIXED_CTR3, 0), 1_200 + reader);
+    // 54, 11, 24, 31 of each 120 slots: 114.75, 23.375, 51, 65.875 of 0xFF, rounded down (253) and
+    // the two steps left to the largest remainders: 0x73, 0x17, 0x33, 0x42, summing to 0xFF.
+    let metrics = rdmsr(IA32_PERF_METRICS, 0);
+    assert_eq!(metrics, 0x42_33_17_73);
+    // Stopped by its global bit: the write itself still counts, nothing after it.
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 1 << 48);
+    let stopped = 1_200 + 3 * reader;
+    assert_eq!(rdmsr(IA32_FIXED_CTR3, 0), stopped);
+    pmu::step(0, 10);
+    assert_eq!(rdmsr(IA32_FIXED_CTR3, 0), stopped);
+    assert_eq!(pmu::counted(0, pmu::TOPDOWN_SLOTS), stopped);
+    assert_eq!(pmu::topdown_counted(0).iter().sum::<u64>(), stopped);
+    // Zeroing fixed counter 3 alone leaves the fractions of the slots it no longer holds.
+    wrmsr(IA32_FIXED_CTR3, 0);
+    assert_eq!(rdmsr(IA32_PERF_METRICS, 0), metrics);
+    wrmsr(IA32_PERF_METRICS, 0);
+    assert_eq!(rdmsr(IA32_PERF_METRICS, 0), 0);
+
+    // A mix that changes: the fractions are of the slots since the register was zeroed.
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 1 << 35 | 1 << 48);
+    pmu::set_topdown_mix([120, 0, 0, 0]);
+    pmu::step(0, 1);
+    pmu::set_topdown_mix([0, 0, 0, 120]);
+    pmu::step(0, 2);
+    pmu::set_topdown_mix(pmu::TOPDOWN_RATES);
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 0);
+    // 120 retiring, 240 backend bound, and the write's own 120 in the default mix: 480 slots.
+    // Exactly 0xFF x (174, 11, 24, 271) / 480 = 92.4375, 5.84375, 12.75, 143.96875: 0x5C, 0x06,
+    // 0x0D, 0x90 once the three steps left go to the largest remainders.
+    assert_eq!(rdmsr(IA32_FIXED_CTR3, 0), 480);
+    assert_eq!(rdmsr(IA32_PERF_METRICS, 0), 0x90_0D_06_5C);
+
+    wrmsr(IA32_FIXED_CTR3, 0);
+    wrmsr(IA32_PERF_METRICS, 0);
+    wrmsr(IA32_FIXED_CTR_CTRL, 0);
+    wrmsr(IA32_PERF_GLOBAL_CTRL, 0xFF);
+    // SAFETY: the handle just allocated.
+    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    let found = violations::take();
+    assert!(found.is_empty(), "{found:?}");
 }
