@@ -17,6 +17,11 @@
 //! `$PMUPCW_PACKAGE_DIR/pmupcw.sys` (default target/package/pmupcw/pmupcw.sys), built by
 //! `cargo make package`. Run with `cargo bench -p kernel-double --bench double`.
 
+// The double's host-side FFI (signal handlers, ucontext, process_vm_readv, the fake exports' raw
+// arguments) groups the calls of one setup in one unsafe block, each block with its SAFETY comment;
+// the driver holds itself to one unsafe operation per block.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
 #[path = "../tests/scenarios/common/single_step.rs"]
 mod single_step;
 

@@ -22,6 +22,10 @@
 //! one scenario per process. The scenarios (tests/scenarios/) are one test binary run with
 //! cargo-nextest, which runs each test as its own process; plain `cargo test` would run them together.
 
+// The double's host-side FFI (signal handlers, ucontext, process_vm_readv, the fake exports' raw
+// arguments) groups the calls of one setup in one unsafe block, each block with its SAFETY comment;
+// the driver holds itself to one unsafe operation per block.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 pub mod consumer;

@@ -172,11 +172,10 @@ unsafe impl Send for Scm {}
 
 impl Drop for Scm {
     fn drop(&mut self) {
-        // SAFETY: both handles came from OpenSCManagerW/OpenServiceW and are closed once.
-        unsafe {
-            let _ = CloseServiceHandle(self.service);
-            let _ = CloseServiceHandle(self.manager);
-        }
+        // SAFETY: the handle came from OpenServiceW and is closed once, here.
+        let _ = unsafe { CloseServiceHandle(self.service) };
+        // SAFETY: the handle came from OpenSCManagerW and is closed once, here, after its service's.
+        let _ = unsafe { CloseServiceHandle(self.manager) };
     }
 }
 

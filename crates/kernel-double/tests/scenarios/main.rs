@@ -8,6 +8,11 @@
 //! (https://nexte.st/docs/design/why-process-per-test/). Plain `cargo test` runs them as threads of one
 //! process, where they interfere.
 
+// The double's host-side FFI (signal handlers, ucontext, process_vm_readv, the fake exports' raw
+// arguments) groups the calls of one setup in one unsafe block, each block with its SAFETY comment;
+// the driver holds itself to one unsafe operation per block.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
 mod common;
 mod faulty_support;
 
