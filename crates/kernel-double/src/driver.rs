@@ -45,6 +45,8 @@ impl Driver {
     /// searches too.
     pub fn load_bytes(bytes: &[u8], registry: &Registry) -> Result<Driver, LoadError> {
         cpu::trap::install();
+        cpu::set_thread_object_source(crate::exports::ps::host_thread_object);
+        cpu::trap::set_guard_fault_describer(crate::control::pool::describe_guard_fault);
         let image = Image::load(bytes, registry)?;
         mm::set_system_routines(registry);
         let units: Vec<u16> =

@@ -2,6 +2,10 @@
 //!
 //! * [`loader`] maps the PE image at a non-preferred base, relocates it, binds its imports by name to
 //!   the fake exports of [`exports`], protects each section and discards `INIT` after DriverEntry.
+//!   Where it put the image, and which pageable sections Force IRQL Checking has trimmed, is kept in
+//!   [`image_map`], below [`cpu`], which consults it on every IRQL change and fault; what [`cpu`] needs
+//!   of the fake kernel above it (a host thread's KTHREAD, special pool's guard pages) it is handed
+//!   as hooks when a driver is loaded, so that `cpu/` imports nothing above it.
 //! * [`cpu`] gives every host thread that runs driver code a virtual processor (index, group, number,
 //!   IRQL) behind a fake KPCR reached through GS, and [`cpu::trap`] emulates the privileged
 //!   instructions (cr8, rdmsr, wrmsr, rdpmc, cli, sti, and the rewritten cpuid) that fault in user mode,
@@ -33,6 +37,7 @@ pub mod control;
 pub mod cpu;
 pub mod driver;
 pub mod exports;
+pub mod image_map;
 pub mod kernel_build;
 pub mod loader;
 pub mod poison;

@@ -13,11 +13,9 @@
 //! manager would. A driver without `PAGE*` sections pays nothing.
 
 use crate::exports::Registry;
-use crate::poison::IgnorePoison;
+use crate::image_map::{self, Section};
 use goblin::pe::PE;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock};
 
 const IMAGE_SCN_MEM_EXECUTE: u32 = 0x2000_0000;
 const IMAGE_SCN_MEM_READ: u32 = 0x4000_0000;
@@ -52,17 +50,6 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// One mapped section.
-#[derive(Clone, Debug)]
-pub struct Section {
-    pub name: String,
-    pub rva: usize,
-    /// Mapped length, rounded up to whole pages.
-    pub length: usize,
-    pub protection: libc::c_int,
-    pub discarded: bool,
-}
-
 /// A mapped, relocated, bound and protected image.
 #[derive(Debug)]
 pub struct Image {
@@ -74,138 +61,6 @@ pub struct Image {
     /// RVAs of the `cpuid` instructions rewritten to `ud2` (see [`crate::cpu::cpuid`]).
     cpuid_sites: Vec<usize>,
     unmap_on_drop: bool,
-}
-
-/// Where the loaded image is, for RVAs in violation reports and for the trap handler.
-#[derive(Clone)]
-struct Layout {
-    base: usize,
-    size: usize,
-    sections: Vec<Section>,
-}
-
-static LAYOUT: RwLock<Option<Layout>> = RwLock::new(None);
-
-/// Force IRQL Checking's state: the pageable sections of the loaded image and whether they are trimmed.
-struct Pageable {
-    /// (address, length, protection when paged in) of every `PAGE*` section.
-    regions: Vec<(usize, usize, libc::c_int)>,
-    trimmed: bool,
-}
-
-static PAGEABLE: Mutex<Pageable> = Mutex::new(Pageable { regions: Vec::new(), trimmed: false });
-/// Whether the loaded image has pageable sections (the fast path of [`irql_changed`] without).
-static HAS_PAGEABLE: AtomicBool = AtomicBool::new(false);
-/// Threads whose virtual IRQL is DISPATCH_LEVEL or above.
-static RAISED: AtomicUsize = AtomicUsize::new(0);
-/// Times pageable sections were trimmed, and paged back in after a fault below DISPATCH_LEVEL.
-static TRIMS: AtomicUsize = AtomicUsize::new(0);
-static PAGE_INS: AtomicUsize = AtomicUsize::new(0);
-
-fn pageable() -> std::sync::MutexGuard<'static, Pageable> {
-    PAGEABLE.lock().ignore_poison()
-}
-
-impl Pageable {
-    fn set_trimmed(&mut self, trimmed: bool) {
-        if self.trimmed == trimmed {
-            return;
-        }
-        for &(address, length, protection) in &self.regions {
-            let protection = if trimmed { libc::PROT_NONE } else { protection };
-            // SAFETY: a section of the loaded image's mapping, page-aligned and rounded to pages.
-            unsafe { libc::mprotect(address as *mut libc::c_void, length, protection) };
-        }
-        self.trimmed = trimmed;
-        if trimmed {
-            TRIMS.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Called on every change of a thread's virtual IRQL (by [`crate::cpu::Kpcr`]): trims the pageable
-/// sections when a processor reaches DISPATCH_LEVEL, pages them back in when none is there any more.
-pub(crate) fn irql_changed(old: u8, new: u8) {
-    use crate::cpu::DISPATCH_LEVEL;
-    let (was, is) = (old >= DISPATCH_LEVEL, new >= DISPATCH_LEVEL);
-    if was == is {
-        return;
-    }
-    let raised = if is {
-        RAISED.fetch_add(1, Ordering::AcqRel) + 1
-    } else {
-        RAISED.fetch_sub(1, Ordering::AcqRel).saturating_sub(1)
-    };
-    if !HAS_PAGEABLE.load(Ordering::Acquire) {
-        return;
-    }
-    let mut state = pageable();
-    if is {
-        state.set_trimmed(true);
-    } else if raised == 0 && RAISED.load(Ordering::Acquire) == 0 {
-        state.set_trimmed(false);
-    }
-}
-
-/// What a fault at an address in the image's pageable sections means.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PageableFault {
-    /// Not on a trimmed pageable page: some other fault.
-    NotPageable,
-    /// Below DISPATCH_LEVEL: paged back in; retry the instruction.
-    PagedIn,
-    /// At DISPATCH_LEVEL or above: what to report.
-    Violation(String),
-}
-
-/// The trap handler's question for a SIGSEGV at `address` on a thread at `irql`.
-pub fn pageable_fault(address: u64, irql: u8) -> PageableFault {
-    if !HAS_PAGEABLE.load(Ordering::Acquire) {
-        return PageableFault::NotPageable;
-    }
-    let address = address as usize;
-    let mut state = pageable();
-    let inside = state.regions.iter().any(|&(start, length, _)| address >= start && address < start + length);
-    if !inside || !state.trimmed {
-        return PageableFault::NotPageable;
-    }
-    if irql >= crate::cpu::DISPATCH_LEVEL {
-        return PageableFault::Violation(format!("pageable code/data touched at IRQL {irql}"));
-    }
-    state.set_trimmed(false);
-    PAGE_INS.fetch_add(1, Ordering::Relaxed);
-    PageableFault::PagedIn
-}
-
-/// (times the pageable sections were trimmed, times they were paged back in on a fault below
-/// DISPATCH_LEVEL), since the process started.
-pub fn pageable_statistics() -> (usize, usize) {
-    (TRIMS.load(Ordering::Relaxed), PAGE_INS.load(Ordering::Relaxed))
-}
-
-/// Registers the pageable sections of the image at `base`, trimmed at once if a processor is raised.
-fn set_pageable(base: usize, sections: &[Section]) {
-    let mut state = pageable();
-    state.trimmed = false;
-    state.regions = sections
-        .iter()
-        .filter(|section| section.name.starts_with("PAGE"))
-        .map(|section| (base + section.rva, section.length, section.protection))
-        .collect();
-    HAS_PAGEABLE.store(!state.regions.is_empty(), Ordering::Release);
-    if !state.regions.is_empty() && RAISED.load(Ordering::Acquire) > 0 {
-        state.set_trimmed(true);
-    }
-}
-
-/// Forgets the pageable sections of the image at `base` (unloaded).
-fn clear_pageable(base: usize) {
-    let mut state = pageable();
-    if state.regions.first().is_some_and(|&(address, _, _)| address >= base) {
-        HAS_PAGEABLE.store(false, Ordering::Release);
-        state.regions.clear();
-        state.trimmed = false;
-    }
 }
 
 fn bad(why: impl Into<String>) -> LoadError {
@@ -293,8 +148,7 @@ impl Image {
         }
         image.rewrite_cpuid(&pe)?;
         image.protect()?;
-        *LAYOUT.write().ignore_poison() = Some(Layout { base, size, sections: image.sections.clone() });
-        set_pageable(base, &image.sections);
+        image_map::install(base, size, &image.sections);
         Ok(image)
     }
 
@@ -503,22 +357,14 @@ impl Image {
             section.discarded = true;
             found = true;
         }
-        if let Some(layout) =
-            LAYOUT.write().ignore_poison().as_mut().filter(|layout| layout.base == self.base)
-        {
-            layout.sections = self.sections.clone();
-        }
+        image_map::update_sections(self.base, &self.sections);
         Ok(found)
     }
 }
 
 impl Drop for Image {
     fn drop(&mut self) {
-        let mut layout = LAYOUT.write().ignore_poison();
-        if layout.as_ref().is_some_and(|layout| layout.base == self.base) {
-            *layout = None;
-            clear_pageable(self.base);
-        }
+        image_map::remove(self.base);
         if self.unmap_on_drop {
             crate::cpu::cpuid::remove_sites(self.base as u64, self.size as u64);
             // SAFETY: the mapping was made by map_anywhere_but with this size and nothing refers to it
@@ -558,31 +404,4 @@ fn mprotect(address: usize, length: usize, protection: libc::c_int, what: &str) 
         return Err(LoadError::Os(format!("mprotect({what}): {}", std::io::Error::last_os_error())));
     }
     Ok(())
-}
-
-/// `address` as an RVA of the loaded image, if it lies in it.
-pub fn rva_of(address: u64) -> Option<u64> {
-    let layout = LAYOUT.try_read().ok()?;
-    let layout = layout.as_ref()?;
-    let base = layout.base as u64;
-    (address >= base && address < base + layout.size as u64).then(|| address - base)
-}
-
-/// " in SECTION" (and ", discarded") for an address in the image, for fault reports.
-pub fn section_note(address: u64) -> String {
-    let Ok(layout) = LAYOUT.try_read() else { return String::new() };
-    let Some(layout) = layout.as_ref() else { return String::new() };
-    let rva = address.wrapping_sub(layout.base as u64) as usize;
-    layout
-        .sections
-        .iter()
-        .find(|section| rva >= section.rva && rva < section.rva + section.length)
-        .map(|section| {
-            format!(
-                " in {}{}",
-                section.name,
-                if section.discarded { ", discarded after DriverEntry" } else { "" }
-            )
-        })
-        .unwrap_or_default()
 }

@@ -24,6 +24,7 @@ pub mod topology;
 pub mod trap;
 
 use std::cell::Cell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 pub const PASSIVE_LEVEL: u8 = 0;
@@ -125,7 +126,7 @@ impl Kpcr {
     /// Raises (or sets) the IRQL, returning the previous one.
     pub fn raise_irql(&self, irql: u8) -> u8 {
         let previous = self.irql.swap(irql, Ordering::Relaxed);
-        crate::loader::irql_changed(previous, irql);
+        crate::image_map::raised_changed(previous >= DISPATCH_LEVEL, irql >= DISPATCH_LEVEL);
         if irql < DISPATCH_LEVEL {
             // An affinity change made at DISPATCH_LEVEL takes effect once the IRQL drops below it.
             let pending = self.pending_processor.swap(NO_PROCESSOR, Ordering::Relaxed);
@@ -243,16 +244,36 @@ pub fn enter(index: u32) -> &'static Kpcr {
     kpcr.set_processor(index);
     kpcr.set_system_affinity(0, 0, None); // Also voids a processor change still pending.
     kpcr.set_irql(PASSIVE_LEVEL);
-    if kpcr.current_thread() == 0 {
-        kpcr.set_current_thread(crate::exports::ps::host_thread_object());
-    }
+    give_thread_object(kpcr);
     kpcr
+}
+
+/// Where a host thread's KTHREAD comes from: the thread objects are the fake kernel's
+/// (`crate::exports::ps`), which says so here before any driver code runs
+/// ([`set_thread_object_source`]), so that the processors below it need not know it.
+static THREAD_OBJECT_SOURCE: OnceLock<fn() -> usize> = OnceLock::new();
+
+/// Registers the maker of host threads' KTHREADs (once; later calls are ignored).
+pub fn set_thread_object_source(source: fn() -> usize) {
+    let _ = THREAD_OBJECT_SOURCE.set(source);
+}
+
+/// Gives `kpcr`'s thread its KTHREAD (`gs:[0x188]`) if it has none yet and a source is registered.
+fn give_thread_object(kpcr: &Kpcr) {
+    if kpcr.current_thread() == 0
+        && let Some(source) = THREAD_OBJECT_SOURCE.get()
+    {
+        kpcr.set_current_thread(source());
+    }
 }
 
 /// This thread's KPCR, created on virtual processor 0 if the thread has none yet.
 pub fn current() -> &'static Kpcr {
     match current_if_any() {
-        Some(kpcr) => kpcr,
+        Some(kpcr) => {
+            give_thread_object(kpcr);
+            kpcr
+        }
         None => enter(0),
     }
 }

@@ -17,12 +17,12 @@
 //! the double's locks, so taking them here cannot deadlock; it may allocate for the same reason (the
 //! driver's code is never inside the host's malloc).
 
+use super::DISPATCH_LEVEL;
 use super::{Kpcr, cpuid, current_if_any, msr, pmu};
-use crate::control::pool;
-use crate::{loader, violations};
+use crate::{image_map, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 static INSTALL: Once = Once::new();
 /// siginfo's si_code for a page fault on a page whose protection refuses the access (asm-generic
@@ -108,21 +108,32 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     }
 }
 
+/// What a fault on a special pool guard page means, or `None` for an address on none: the pool is
+/// the fake kernel's (`crate::exports::pool`), which names its describer here before the driver runs.
+static GUARD_FAULTS: OnceLock<fn(u64) -> Option<String>> = OnceLock::new();
+
+/// Registers the describer of special pool guard faults (once; later calls are ignored).
+pub fn set_guard_fault_describer(describe: fn(u64) -> Option<String>) {
+    let _ = GUARD_FAULTS.set(describe);
+}
+
 /// The faults Driver Verifier's checks provoke on purpose: a trimmed pageable page touched (Force IRQL
-/// Checking, [`loader::pageable_fault`]: paged back in below DISPATCH_LEVEL, fatal at or above it) and
-/// a special pool guard page ([`pool::describe_guard_fault`]: fatal). Returns true if the page was
-/// paged back in (retry the instruction), false if the fault is neither.
+/// Checking, [`image_map::pageable_fault`]: paged back in below DISPATCH_LEVEL, fatal at or above it) and
+/// a special pool guard page (the fake pool's, which [`set_guard_fault_describer`] names: fatal).
+/// Returns true if the page was paged back in (retry the instruction), false if the fault is neither.
 fn checked_fault(rip: u64, address: u64) -> bool {
     let irql = current_if_any().map_or(super::PASSIVE_LEVEL, Kpcr::irql);
-    let (at, why) = match loader::pageable_fault(address, irql) {
-        loader::PageableFault::PagedIn => return true,
-        loader::PageableFault::Violation(why) => ("Force IRQL Checking", why),
-        loader::PageableFault::NotPageable => match pool::describe_guard_fault(address) {
-            Some(why) => ("special pool", why),
-            None => return false,
-        },
+    let (at, why) = match image_map::pageable_fault(address, irql, irql >= DISPATCH_LEVEL) {
+        image_map::PageableFault::PagedIn => return true,
+        image_map::PageableFault::Violation(why) => ("Force IRQL Checking", why),
+        image_map::PageableFault::NotPageable => {
+            match GUARD_FAULTS.get().and_then(|describe| describe(address)) {
+                Some(why) => ("special pool", why),
+                None => return false,
+            }
+        }
     };
-    violations::record(at, loader::rva_of(rip), why.clone());
+    violations::record(at, image_map::rva_of(rip), why.clone());
     fatal(rip, address, decode_at(rip).as_ref(), &why);
 }
 
@@ -163,7 +174,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             let Some(slot) = register_slot(instruction.op1_register()) else { return Emulated::Unsupported };
             let value = registers[slot] as u64;
             if value > 15 {
-                violations::record("mov cr8", loader::rva_of(rip), format!("IRQL {value} written to CR8"));
+                violations::record("mov cr8", image_map::rva_of(rip), format!("IRQL {value} written to CR8"));
             }
             kpcr.set_irql((value & 0xF) as u8);
         }
@@ -174,7 +185,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             if let Err(why) = msr::check_exists(processor, msr) {
                 violations::record(
                     "rdmsr",
-                    loader::rva_of(rip),
+                    image_map::rva_of(rip),
                     format!("MSR {msr:#x} on processor {processor}: {why}"),
                 );
             }
@@ -188,7 +199,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             let low = registers[libc::REG_RAX as usize] as u64 & 0xFFFF_FFFF;
             let high = registers[libc::REG_RDX as usize] as u64 & 0xFFFF_FFFF;
             if let Err(why) = msr::write(kpcr.processor_index(), msr, high << 32 | low) {
-                violations::record("wrmsr", loader::rva_of(rip), why);
+                violations::record("wrmsr", image_map::rva_of(rip), why);
             }
         }
         Code::Rdpmc => {
@@ -202,7 +213,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
                     if intercepted { "is intercepted by the Microsoft hypervisor" } else { "does not exist" };
                 violations::record(
                     "rdpmc",
-                    loader::rva_of(rip),
+                    image_map::rva_of(rip),
                     format!("counter {ecx:#x} {why} on processor {processor} (#GP)"),
                 );
                 0
@@ -245,15 +256,15 @@ fn register_slot(register: Register) -> Option<usize> {
 fn fatal(rip: u64, address: u64, instruction: Option<&Instruction>, why: &str) -> ! {
     let mut message = String::with_capacity(256);
     let _ = write!(message, "kernel-double: FATAL FAULT: {why}: RIP {rip:#x}");
-    match loader::rva_of(rip) {
+    match image_map::rva_of(rip) {
         Some(rva) => {
-            let _ = write!(message, " (image RVA {rva:#x}{})", loader::section_note(rip));
+            let _ = write!(message, " (image RVA {rva:#x}{})", image_map::section_note(rip));
         }
         None => message.push_str(" (outside the driver image)"),
     }
     let _ = write!(message, ", address {address:#x}");
-    if let Some(rva) = loader::rva_of(address) {
-        let _ = write!(message, " (image RVA {rva:#x}{})", loader::section_note(address));
+    if let Some(rva) = image_map::rva_of(address) {
+        let _ = write!(message, " (image RVA {rva:#x}{})", image_map::section_note(address));
     }
     if let Some(instruction) = instruction {
         let _ = write!(message, ", instruction {:?} ({} bytes)", instruction.code(), instruction.len());

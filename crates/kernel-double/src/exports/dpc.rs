@@ -294,7 +294,7 @@ fn drain(processor: u32) {
         if kpcr.irql() != DISPATCH_LEVEL {
             crate::violations::record(
                 "KeInsertQueueDpc",
-                crate::loader::rva_of(routine as u64),
+                crate::image_map::rva_of(routine as u64),
                 format!("DPC routine returned at IRQL {} on processor {processor}", kpcr.irql()),
             );
         }

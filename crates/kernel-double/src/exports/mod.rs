@@ -20,7 +20,7 @@ pub mod registry;
 pub mod rtl;
 pub mod spinlock;
 
-use crate::{cpu, kernel_build, loader, violations};
+use crate::{cpu, image_map, kernel_build, violations};
 use std::collections::HashMap;
 
 /// Defines `$trampoline`, which records the caller in the KPCR and tail-jumps to `$implementation`.
@@ -163,7 +163,7 @@ impl Call {
 /// Entry to export `export`, documented for IRQL <= `max_irql`: records a violation if called above it.
 pub(crate) fn enter(export: &'static str, max_irql: u8) -> Call {
     let kpcr = cpu::current();
-    let caller_rva = loader::rva_of(kpcr.last_caller());
+    let caller_rva = image_map::rva_of(kpcr.last_caller());
     let call = Call { kpcr, export, caller_rva };
     let irql = kpcr.irql();
     if irql > max_irql {

@@ -48,7 +48,7 @@ fn faulty_checks_pass_the_real_driver() {
     println!(
         "{} pool allocations in special pool; pageable sections trimmed/paged in: {:?}",
         pool::allocation_count(),
-        kernel_double::loader::pageable_statistics()
+        kernel_double::image_map::pageable_statistics()
     );
     assert_clean();
 }

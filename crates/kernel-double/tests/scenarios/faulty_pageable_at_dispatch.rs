@@ -11,7 +11,7 @@ use crate::faulty_support;
 use crate::common::readable;
 use faulty_support::*;
 use kernel_double::cpu::{self, DISPATCH_LEVEL, IPI_LEVEL, PASSIVE_LEVEL};
-use kernel_double::loader;
+use kernel_double::image_map;
 
 const TEST: &str = concat!(module_path!(), "::", "faulty_pageable_code_at_dispatch_level_is_fatal_and_named");
 
@@ -69,11 +69,11 @@ fn faulty_pageable_sections_are_trimmed_only_at_dispatch_level() {
         });
         raised.wait();
         assert!(!readable(page));
-        let (_, page_ins) = loader::pageable_statistics();
+        let (_, page_ins) = image_map::pageable_statistics();
         // SAFETY: PAGE is part of the mapped image; the trap handler pages it back in on the fault.
         let first = unsafe { std::ptr::read_volatile(page as *const u8) };
         assert_ne!(first, 0, "PAGE's code");
-        assert_eq!(loader::pageable_statistics().1, page_ins + 1, "paged back in once");
+        assert_eq!(image_map::pageable_statistics().1, page_ins + 1, "paged back in once");
         lower.wait();
     });
     assert!(readable(page));

@@ -11,7 +11,7 @@
 use crate::common::death;
 pub use crate::common::death::is_child;
 use kernel_double::driver::Driver;
-use kernel_double::loader::Section;
+use kernel_double::image_map::Section;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
