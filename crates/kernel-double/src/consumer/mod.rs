@@ -15,6 +15,7 @@
 //!   validates them with the ExtCounterTestLevel 1 checks.
 
 pub mod csv;
+pub mod exactness;
 pub mod pdh;
 pub mod perf_object;
 
@@ -244,7 +245,7 @@ pub fn total(set: &Counterset, instances: &[InstanceRecord]) -> Vec<Option<u64>>
         .enumerate()
         .map(|(index, counter)| {
             let column: Vec<u64> = rows.iter().map(|row| row[index]).collect();
-            counter.aggregate.apply(&column)
+            counter.aggregate.apply(&column, counter.ty.size)
         })
         .collect()
 }

@@ -1,0 +1,93 @@
+//! Every ratio `pmupcw-run` (`cargo make run`) shows agrees with the 64-bit totals in the same CSV:
+//! for every sample after the first, every processor, every core type and `_Total`, instructions per
+//! cycle within 1e-4 (relative) and each percentage within 0.01 points of 100 x the totals' ratio
+//! (`consumer::exactness`, which parses the printed CSV with its own parser). On the default CPU
+//! models of the issue (Skylake, Alder Lake's performance cores with IA32_PERF_METRICS, Zen 4,
+//! 128 processors), and on the virtual clock: 0.1 s samples, 60 s samples of 256 processors at up to
+//! 6 GHz, whose cycles summed over the processors pass 2^32 thousands of times per sample (a 32-bit
+//! base, or a 32-bit `_Total` sum, wraps many times between two samples), and 10-minute samples.
+
+use crate::common;
+
+use kernel_double::consumer::exactness;
+
+/// Runs pmupcw-run with `arguments` and returns its output's verdict, asserting the run read
+/// something: ratios of every kind that has totals, and `_Total`'s.
+fn run(arguments: &[&str]) -> exactness::Verdict {
+    let image = common::driver_image();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pmupcw-run"))
+        .args(["--driver", &image.display().to_string()])
+        .args(arguments)
+        .output()
+        .expect("running pmupcw-run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let document = exactness::parse(&stdout).unwrap_or_else(|error| panic!("{error}\n{stdout}"));
+    let verdict = exactness::check(&document);
+    assert!(
+        verdict.violations.is_empty(),
+        "{arguments:?}: {} of {} ratio cells off their totals, e.g.:\n{}",
+        verdict.violations.len(),
+        verdict.checked,
+        verdict.violations.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
+    );
+    let ratio_columns = document
+        .paths
+        .iter()
+        .filter_map(|path| exactness::split_path(path))
+        .filter(|(_, _, counter)| exactness::RULES.iter().any(|rule| rule.ratio == counter))
+        .collect::<Vec<_>>();
+    assert!(
+        ratio_columns.iter().any(|(_, instance, _)| instance.as_deref() == Some("_Total")),
+        "{arguments:?}: no _Total ratio column"
+    );
+    let samples = document.rows.len();
+    assert!(samples >= 3, "{arguments:?}: {samples} samples");
+    assert_eq!(
+        verdict.checked,
+        ratio_columns.len() * (samples - 1),
+        "{arguments:?}: every ratio cell checked"
+    );
+    assert!(verdict.idle < verdict.checked, "{arguments:?}: nothing moved");
+    assert!(output.status.success(), "{arguments:?}:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    verdict
+}
+
+#[test]
+fn skylake() {
+    run(&["--cpu-model", "skylake"]);
+}
+
+#[test]
+fn alder_lake_top_down() {
+    let verdict = run(&["--cpu-model", "alder-lake"]);
+    // The four top-down percentages of each processor and of _Total are among the cells, and moved.
+    assert!(verdict.checked - verdict.idle >= 4 * 2 * 5, "{verdict:?}");
+}
+
+#[test]
+fn zen4() {
+    run(&["--cpu-model", "zen4"]);
+}
+
+#[test]
+fn processors_128() {
+    run(&["--processors", "128"]);
+}
+
+#[test]
+fn virtual_clock_tenth_of_a_second() {
+    run(&["--virtual-interval", "0.1", "--samples", "4", "--processors", "8"]);
+}
+
+#[test]
+fn virtual_clock_minute_samples_of_256_processors_across_many_wraps() {
+    // Each sample: 256 processors at 1.5 to 6 GHz for 60 s, 5.8 x 10^13 cycles in all, 13,000 times
+    // 2^32: any 32-bit base of _Total (or of one processor: 3.6 x 10^11 cycles, 84 times 2^32) wraps
+    // many times between two samples.
+    run(&["--virtual-interval", "60", "--samples", "5", "--processors", "256", "--cpu-model", "alder-lake"]);
+}
+
+#[test]
+fn virtual_clock_ten_minute_samples() {
+    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "zen4"]);
+}
