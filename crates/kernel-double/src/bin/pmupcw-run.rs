@@ -356,6 +356,7 @@ mod run {
         print!("{document}");
         let inexact = match exactness::parse(&document).map(|document| exactness::check(&document)) {
             Ok(verdict) => {
+                println!();
                 println!(
                     "# ratios against the 64-bit totals: {} checked ({} idle), {} off",
                     verdict.checked,
