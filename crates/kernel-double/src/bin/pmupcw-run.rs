@@ -18,7 +18,7 @@
 //! default), `skylake-no-ht` (8 general-purpose counters), `ice-lake`, `alder-lake` (performance cores
 //! only), `sapphire-rapids`, `alder-lake-hybrid` (16 performance-core threads, then efficient cores;
 //! 24 processors unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type
-//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 256
+//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 2048
 //! processors, in groups of 64. `--profile` and
 //! `--custom-event` set the service's Parameters values before DriverEntry, as
 //! `Install-Pmupcw.ps1 -Profile ... -CustomEvents ...` does: `Profile` (REG_SZ) and `CustomEvents`
@@ -31,8 +31,8 @@
 //! `--virtual-interval SECONDS` (0.1 to 600) samples on a virtual clock instead: no waiting, the
 //! double's KeQueryPerformanceCounter moves forward by SECONDS between samples, and in that time
 //! processor n runs (n mod 4 + 1) / 4 of SECONDS at 6 GHz (the busiest 6 x 10^9 core cycles a
-//! second), so a minute's sample of 256 processors is 5.8 x 10^13 cycles, enough to wrap a 32-bit
-//! sum thousands of times.
+//! second), so a minute's sample of 2048 processors is 4.6 x 10^14 cycles, enough to wrap a 32-bit
+//! sum a hundred thousand times.
 //! After the CSV it checks every ratio against the 64-bit totals of the same CSV
 //! (`consumer::exactness`, parsed back from the printed text) and fails on a ratio off its totals.
 //! The driver defaults to `$PMUPCW_PACKAGE_DIR/pmupcw.sys`, else target/package/pmupcw/pmupcw.sys
@@ -159,7 +159,7 @@ mod run {
                         });
                     options.virtual_interval = Some(seconds);
                 }
-                "--processors" => options.processors = Some(number(value()).clamp(1, 256) as u32),
+                "--processors" => options.processors = Some(number(value()).clamp(1, 2048) as u32),
                 "--cpu-model" => options.model = model(&value()),
                 "--kernel-build" => {
                     options.kernel_build = u32::try_from(number(value()))

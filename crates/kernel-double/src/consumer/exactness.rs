@@ -149,10 +149,14 @@ pub struct Verdict {
 /// Checks every ratio cell of `document` from its second row on against its totals (see the module
 /// docs).
 pub fn check(document: &Document) -> Verdict {
+    let columns: std::collections::HashMap<(String, Option<String>, String), usize> = document
+        .paths
+        .iter()
+        .enumerate()
+        .filter_map(|(index, path)| Some((split_path(path)?, index)))
+        .collect();
     let column = |set: &str, instance: &Option<String>, counter: &str| {
-        document.paths.iter().position(|path| {
-            split_path(path).is_some_and(|(s, i, c)| s == set && &i == instance && c == counter)
-        })
+        columns.get(&(set.to_string(), instance.clone(), counter.to_string())).copied()
     };
     let mut verdict = Verdict::default();
     for (index, path) in document.paths.iter().enumerate() {

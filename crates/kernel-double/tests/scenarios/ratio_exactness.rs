@@ -3,9 +3,9 @@
 //! cycle within 1e-4 (relative) and each percentage within 0.01 points of 100 x the totals' ratio
 //! (`consumer::exactness`, which parses the printed CSV with its own parser). On the default CPU
 //! models of the issue (Skylake, Alder Lake's performance cores with IA32_PERF_METRICS, Zen 4,
-//! 128 processors), and on the virtual clock: 0.1 s samples, 60 s samples of 256 processors at up to
-//! 6 GHz, whose cycles summed over the processors pass 2^32 thousands of times per sample (a 32-bit
-//! base, or a 32-bit `_Total` sum, wraps many times between two samples), and 10-minute samples.
+//! 128 processors), and on the virtual clock: 0.1 s samples, and 60 s and 10-minute samples of 2048
+//! processors at up to 6 GHz, whose cycles summed over the processors pass 2^32 a hundred thousand
+//! times per sample (a 32-bit base, or a 32-bit `_Total` sum, wraps many times between two samples).
 
 use crate::common;
 
@@ -80,14 +80,19 @@ fn virtual_clock_tenth_of_a_second() {
 }
 
 #[test]
-fn virtual_clock_minute_samples_of_256_processors_across_many_wraps() {
-    // Each sample: 256 processors at 1.5 to 6 GHz for 60 s, 5.8 x 10^13 cycles in all, 13,000 times
+fn virtual_clock_minute_samples_of_2048_processors_across_many_wraps() {
+    // Each sample: 2048 processors at 1.5 to 6 GHz for 60 s, 4.6 x 10^14 cycles in all, 107,000 times
     // 2^32: any 32-bit base of _Total (or of one processor: 3.6 x 10^11 cycles, 84 times 2^32) wraps
     // many times between two samples.
-    run(&["--virtual-interval", "60", "--samples", "5", "--processors", "256", "--cpu-model", "alder-lake"]);
+    run(&["--virtual-interval", "60", "--samples", "4", "--processors", "2048", "--cpu-model", "alder-lake"]);
 }
 
 #[test]
-fn virtual_clock_ten_minute_samples() {
-    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "zen4"]);
+fn virtual_clock_ten_minute_samples_of_2048_processors() {
+    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "2048", "--cpu-model", "zen4"]);
+}
+
+#[test]
+fn virtual_clock_ten_minute_samples_on_skylake() {
+    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "skylake"]);
 }
