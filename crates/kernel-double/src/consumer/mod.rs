@@ -16,6 +16,7 @@
 
 pub mod csv;
 pub mod exactness;
+pub mod legacy_reader;
 pub mod pdh;
 pub mod perf_object;
 

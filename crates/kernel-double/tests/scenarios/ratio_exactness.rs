@@ -96,3 +96,64 @@ fn virtual_clock_ten_minute_samples_of_2048_processors() {
 fn virtual_clock_ten_minute_samples_on_skylake() {
     run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "skylake"]);
 }
+
+/// A legacy consumer (HKEY_PERFORMANCE_DATA's PERF_OBJECT_TYPE blocks, computed as Microsoft's
+/// "Retrieving Counter Data" and "Calculating Counter Values" samples do) gets the same exact ratios as
+/// PDH, for every processor and `_Total`: each ratio's base is the definition that follows it, and the
+/// precision timer's base is read as 64 bits.
+#[test]
+fn a_legacy_reader_of_perf_object_blocks_gets_the_same_exact_ratios() {
+    use kernel_double::consumer::pdh::Value;
+    use kernel_double::consumer::{self, Column, Counterset, TOTAL, legacy_reader, perf_object};
+    use kernel_double::control::pcw;
+    use kernel_double::cpu::{cpuid, pmu, topology};
+    use kernel_double::status::STATUS_SUCCESS;
+
+    cpuid::set_model(&cpuid::ALDER_LAKE_P);
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let manifest = consumer::manifest();
+    let hardware = Counterset::open(&manifest, "Hardware Counters").unwrap();
+    assert_eq!(pcw::add_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    let first = consumer::sample(&hardware).unwrap();
+    // A minute of each processor at up to 6 GHz: every count passes 2^32 many times.
+    for vp in 0..topology::processor_count() {
+        pmu::step(vp, 6_000_000_000 * 60 / pmu::RATES[pmu::CORE_CYCLES] * u64::from(vp % 4 + 1) / 4);
+    }
+    let second = consumer::sample(&hardware).unwrap();
+    let blocks = [&first, &second].map(|sample| {
+        legacy_reader::read_object(&perf_object::format_object(&consumer::object_data(&hardware, sample)))
+            .unwrap()
+    });
+    let mut compared = 0;
+    for (index, counter) in hardware.counters.iter().enumerate() {
+        if counter.ty.name != "perf_precision_100ns_timer" {
+            continue;
+        }
+        let mut names: Vec<String> = second.instances.iter().map(|record| record.name.clone()).collect();
+        names.push(TOTAL.to_string());
+        for name in &names {
+            let read =
+                |object| legacy_reader::get_value(object, name, index).expect("a fraction with its base");
+            let legacy = legacy_reader::display_value(&read(&blocks[0]), &read(&blocks[1]));
+            let column = Column { instance: Some(name.clone()), counter: index };
+            let pdh = consumer::values(&hardware, &[column], Some(&first), &second)[0];
+            match (legacy, pdh) {
+                (Some(legacy), Value::Value(pdh)) => {
+                    assert!(
+                        (legacy - pdh).abs() <= 1e-9 * pdh.abs(),
+                        "{name} {}: legacy {legacy}, PDH {pdh}",
+                        counter.name
+                    )
+                }
+                other => panic!("{name} {}: {other:?}", counter.name),
+            }
+            compared += 1;
+        }
+    }
+    // Instructions per 100 cycles, 2 + 4 percentages, % relative frequency, on 4 processors and _Total.
+    assert_eq!(compared, 8 * (topology::processor_count() as usize + 1));
+    assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
+}
