@@ -17,13 +17,13 @@
          again with -Resume, tells you to restart (or restarts itself with -Restart) and exits with
          code 2. After the restart and logon the task continues the same report; running the same
          command again does too;
-      4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per Cycle among
+      4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per 100 Cycles among
          them), \Hardware Counters by Core Type(*)\* and \Hardware Counters Driver\*, -SampleCount
          samples a second apart (typeperf.csv).
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this
          hypervisor, 4 failed, 5 no architectural perfmon, 6 not Intel/AMD, 7 too few counters); with a
-         PMU, _Total's Instructions Retired rises and its Instructions per Cycle is plausible, without
+         PMU, _Total's Instructions Retired rises and its Instructions per 100 Cycles is plausible, without
          one every count reads 0;
       5. the PDH stress harness (pdh-harness.exe beside this script, or -HarnessPath):
          pdh-harness.csv (one row per check) and pdh-harness.log;
@@ -104,7 +104,7 @@ $RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount'
 $CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*')
 $PerProcessorInstructions = '\Hardware Counters(*)\Instructions Retired'
 $TotalInstructions = '\Hardware Counters(_Total)\Instructions Retired'
-$TotalIpc = '\Hardware Counters(_Total)\Instructions per Cycle'
+$TotalIpc = '\Hardware Counters(_Total)\Instructions per 100 Cycles'
 $PmuStatePath = '\Hardware Counters Driver\PMU State'
 $PmuStates = @{
     0 = 'idle'; 1 = 'active'; 2 = 'busy'; 3 = 'no PMU under this hypervisor'; 4 = 'failed'
@@ -498,12 +498,12 @@ function Invoke-TestRun($Pending) {
             } else {
                 Add-Check 'counts rise' FAIL "_Total Instructions Retired did not rise steadily: $($totals -join ', ')"
             }
-            # No x86 core retires more than 8 instructions a cycle; the ratio's fields are counts / 1024,
-            # so a scaling mistake shows as a value 1024 times too large or small.
-            if ($ratios.Count -and $ratios[-1] -gt 0 -and $ratios[-1] -lt 16) {
-                Add-Check 'instructions per cycle' PASS "_Total Instructions per Cycle $($ratios[-1])"
+            # Instructions per 100 cycles: no x86 core retires more than 8 instructions a cycle, so a
+            # value is in (0, 1600); a wrong field or type shows as a value far outside.
+            if ($ratios.Count -and $ratios[-1] -gt 0 -and $ratios[-1] -lt 1600) {
+                Add-Check 'instructions per cycle' PASS "_Total Instructions per 100 Cycles $($ratios[-1])"
             } else {
-                Add-Check 'instructions per cycle' FAIL "_Total Instructions per Cycle is not in (0, 16): $($ratios -join ', ')"
+                Add-Check 'instructions per cycle' FAIL "_Total Instructions per 100 Cycles is not in (0, 1600): $($ratios -join ', ')"
             }
         } elseif ($state -in 3, 5, 6, 7) {
             if ($totals.Count -and -not ($totals | Where-Object { $_ -ne 0 })) {

@@ -170,18 +170,19 @@ fn counter_mask_leaves_unrequested_counters_zero() {
     let values = recorder.instances[3].2.unwrap();
     assert_eq!(values.instructions_retired, pattern(3).instructions_retired);
     assert_eq!(values.core_cycles, 0);
-    assert_eq!(values.instructions_retired_scaled, 0);
+    assert_eq!(values.llc_misses, 0);
     assert_eq!(values.overflow_interrupts, 0);
 
-    // The IPC counter reads its own numerator; its base is a separate counter the consumer also asks for.
-    let ipc = (1u64 << id::INSTRUCTIONS_PER_CYCLE) | (1u64 << id::INSTRUCTIONS_PER_CYCLE_BASE);
+    // The IPC counter reads the instruction count; its base, a separate counter the consumer also
+    // asks for, the cycle count: both the shared 64-bit fields.
+    let ipc = (1u64 << id::INSTRUCTIONS_PER100_CYCLES) | (1u64 << id::INSTRUCTIONS_PER100_CYCLES_BASE);
     let values = collect(&provider, &Query { counter_mask: ipc, ..Query::ALL }).instances[3].2.unwrap();
     let full = pattern(3);
     assert_eq!(
-        (values.instructions_retired_scaled, values.core_cycles_scaled),
-        (full.instructions_retired_scaled, full.core_cycles_scaled)
+        (values.instructions_retired, values.core_cycles),
+        (full.instructions_retired, full.core_cycles)
     );
-    assert_eq!(values.instructions_retired, 0);
+    assert_eq!(values.llc_misses, 0);
 }
 
 #[test]

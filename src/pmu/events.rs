@@ -52,8 +52,8 @@ pub enum Group {
 /// One row of the event table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventInfo {
-    /// The counter manifest's `field` that holds the event's 64-bit count (a field named this plus
-    /// `Scaled` holds the count divided by 2^10 for ratio counters); `None` for an unpublished input.
+    /// The counter manifest's `field` that holds the event's 64-bit count (read by its rate, its
+    /// total and the ratio counters it is part of); `None` for an unpublished input.
     pub field: Option<&'static str>,
     pub intel: IntelEncoding,
     pub amd: Option<AmdEncoding>,

@@ -8,22 +8,14 @@
 //!   `OverflowInterrupts` the processor's handled PMIs; `CoreType` the processor's
 //!   [`CoreType`](crate::pmu::hybrid::CoreType) and `Processors` how many processors the block sums
 //!   (1 per processor).
-//! * Any of these names plus `Scaled` holds the value shifted right (by [`RATIO_SCALE_SHIFT`], or
-//!   [`TOPDOWN_SCALE_SHIFT`] for slots): ratio counters read these, so that their 32-bit bases wrap
-//!   rarely (see the manifest's header comment). A ratio's numerator and base use the same shift.
 //!
-//! Any other field fails the build, so adding an event is a row in the event table and a counter in
-//! the manifest, and nothing else.
+//! Ratio counters read these same 64-bit fields (their types are 64-bit: see the manifest's header
+//! comment), so a ratio is the exact ratio of the totals. Any other field fails the build, so adding
+//! an event is a row in the event table and a counter in the manifest, and nothing else.
 
 use crate::counters::{hardware_counters, hardware_counters_by_core_type};
 use crate::pmu::events::{Event, str_eq};
 use crate::pmu::topdown::{Category, Topdown};
-
-/// Ratio counters read event counts and APERF/MPERF shifted right by this many bits.
-pub const RATIO_SCALE_SHIFT: u32 = 10;
-/// Top-down ratios read slots shifted right by this many bits: a core issues up to 8 slots per cycle,
-/// and `_Total` sums every processor's 32-bit base.
-pub const TOPDOWN_SCALE_SHIFT: u32 = 16;
 
 /// A per-processor value a field can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,15 +60,16 @@ impl Value {
         None
     }
 
-    /// The shift of this value's `Scaled` field.
-    const fn scale_shift(self) -> u32 {
-        match self {
-            Value::TopdownSlots | Value::TopdownCategory(_) => TOPDOWN_SCALE_SHIFT,
-            _ => RATIO_SCALE_SHIFT,
+    /// The value of the manifest field `field`. Panics (at compile time, where it is used) if the
+    /// field names nothing the driver counts.
+    pub const fn of_field(field: &str) -> Value {
+        match Value::named(field) {
+            Some(value) => value,
+            None => panic!("a counter field in the manifest names no event or value the driver has"),
         }
     }
 
-    fn of(self, counts: &EventCounts) -> u64 {
+    pub(super) fn of(self, counts: &EventCounts) -> u64 {
         match self {
             Value::Count(event) => counts.events[event.index()],
             Value::TopdownSlots => counts.topdown.slots,
@@ -90,56 +83,22 @@ impl Value {
     }
 }
 
-/// What a field holds: a value, shifted right by `shift` bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldSource {
-    pub value: Value,
-    pub shift: u32,
-}
-
-const SCALED_SUFFIX: &str = "Scaled";
-
-impl FieldSource {
-    /// The source of the manifest field `field`. Panics (at compile time, where it is used) if the
-    /// field names nothing the driver counts.
-    pub const fn of(field: &str) -> FieldSource {
-        if let Some(value) = Value::named(field) {
-            return FieldSource { value, shift: 0 };
-        }
-        let bytes = field.as_bytes();
-        if bytes.len() > SCALED_SUFFIX.len() {
-            let (stem, suffix) = bytes.split_at(bytes.len() - SCALED_SUFFIX.len());
-            if let (Ok(stem), Ok(suffix)) = (core::str::from_utf8(stem), core::str::from_utf8(suffix))
-                && str_eq(suffix, SCALED_SUFFIX)
-                && let Some(value) = Value::named(stem)
-            {
-                return FieldSource { value, shift: value.scale_shift() };
-            }
-        }
-        panic!("a counter field in the manifest names no event or value the driver has")
-    }
-
-    pub(super) fn read(self, counts: &EventCounts) -> u64 {
-        self.value.of(counts) >> self.shift
-    }
-}
-
-/// Each of `fields`' sources, in order; evaluated by the compiler.
-const fn sources<const N: usize>(fields: &[&str]) -> [FieldSource; N] {
-    let mut sources = [FieldSource { value: Value::OverflowInterrupts, shift: 0 }; N];
+/// The value of each of `fields`, in order; evaluated by the compiler.
+const fn sources<const N: usize>(fields: &[&str]) -> [Value; N] {
+    let mut sources = [Value::OverflowInterrupts; N];
     let mut index = 0;
     while index < N {
-        sources[index] = FieldSource::of(fields[index]);
+        sources[index] = Value::of_field(fields[index]);
         index += 1;
     }
     sources
 }
 
-/// The source of each Hardware Counters field, in [`hardware_counters::FIELDS`] order.
-pub const SOURCES: [FieldSource; hardware_counters::FIELDS.len()] = sources(hardware_counters::FIELDS);
+/// The value of each Hardware Counters field, in [`hardware_counters::FIELDS`] order.
+pub const SOURCES: [Value; hardware_counters::FIELDS.len()] = sources(hardware_counters::FIELDS);
 
-/// The source of each Hardware Counters by Core Type field.
-pub const BY_CORE_TYPE_SOURCES: [FieldSource; hardware_counters_by_core_type::FIELDS.len()] =
+/// The value of each Hardware Counters by Core Type field.
+pub const BY_CORE_TYPE_SOURCES: [Value; hardware_counters_by_core_type::FIELDS.len()] =
     sources(hardware_counters_by_core_type::FIELDS);
 
 /// One processor's values: event counts extended to 64 bits and never decreasing, top-down totals,
@@ -161,12 +120,12 @@ pub struct EventCounts {
 impl EventCounts {
     /// The Hardware Counters block of these values.
     pub fn values(&self) -> hardware_counters::Values {
-        hardware_counters::Values::from_fields(|field| SOURCES[field].read(self))
+        hardware_counters::Values::from_fields(|field| SOURCES[field].of(self))
     }
 
     /// The Hardware Counters by Core Type block of these values.
     pub fn by_core_type_values(&self) -> hardware_counters_by_core_type::Values {
-        hardware_counters_by_core_type::Values::from_fields(|field| BY_CORE_TYPE_SOURCES[field].read(self))
+        hardware_counters_by_core_type::Values::from_fields(|field| BY_CORE_TYPE_SOURCES[field].of(self))
     }
 
     /// Adds another processor's values (of the same core type) to these: every count wraps at 64 bits,

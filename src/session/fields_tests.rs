@@ -1,16 +1,14 @@
 use super::*;
 use crate::counters::hardware_counters::{FIELDS, Values};
 
-/// Every value with its unscaled field name and its `Scaled` shift, spelled out independently of
-/// [`FieldSource::of`].
-fn every_value() -> Vec<(String, Value, u32)> {
-    let mut values: Vec<(String, Value, u32)> = Event::ALL
+/// Every value with its field name, spelled out independently of [`Value::of_field`].
+fn every_value() -> Vec<(String, Value)> {
+    let mut values: Vec<(String, Value)> = Event::ALL
         .iter()
-        .filter_map(|&event| Some((event.info().field?.to_owned(), Value::Count(event), RATIO_SCALE_SHIFT)))
+        .filter_map(|&event| Some((event.info().field?.to_owned(), Value::Count(event))))
         .collect();
     for (name, value) in NAMED {
-        let shift = if name.starts_with("Topdown") { TOPDOWN_SCALE_SHIFT } else { RATIO_SCALE_SHIFT };
-        values.push((name.to_owned(), value, shift));
+        values.push((name.to_owned(), value));
     }
     values
 }
@@ -21,19 +19,16 @@ fn expected(counts: &EventCounts) -> Values {
     let values = every_value();
     Values::from_fields(|field| {
         let name = FIELDS[field];
-        for (value_name, value, shift) in &values {
+        for (value_name, value) in &values {
             if name == value_name {
                 return value.of(counts);
-            }
-            if name.strip_suffix("Scaled") == Some(value_name) {
-                return value.of(counts) >> shift;
             }
         }
         panic!("field {name} names no value")
     })
 }
 
-/// Counts where every value is distinct, above 32 bits and not a multiple of any scale.
+/// Counts where every value is distinct and above 32 bits (a 4-byte field would lose them).
 fn distinct_counts() -> EventCounts {
     let big = |i: u64| ((i + 1) << 40) | (i * 977 + 0x1_2345);
     EventCounts {
@@ -73,32 +68,26 @@ fn every_field_holds_its_value() {
 }
 
 #[test]
-fn scaled_fields_resolve_to_their_value_and_shift() {
-    let source = |value, shift| FieldSource { value, shift };
-    assert_eq!(
-        FieldSource::of("InstructionsRetiredScaled"),
-        source(Value::Count(Event::Instructions), RATIO_SCALE_SHIFT)
-    );
-    assert_eq!(FieldSource::of("CoreCycles"), source(Value::Count(Event::CoreCycles), 0));
-    assert_eq!(FieldSource::of("TopdownSlotsScaled"), source(Value::TopdownSlots, TOPDOWN_SCALE_SHIFT));
-    assert_eq!(
-        FieldSource::of("TopdownBackendBoundSlotsScaled"),
-        source(Value::TopdownCategory(Category::BackendBound), TOPDOWN_SCALE_SHIFT)
-    );
-    assert_eq!(FieldSource::of("AperfCyclesScaled"), source(Value::Aperf, RATIO_SCALE_SHIFT));
-    assert_eq!(FieldSource::of("OverflowInterrupts"), source(Value::OverflowInterrupts, 0));
+fn fields_resolve_to_their_value() {
+    assert_eq!(Value::of_field("InstructionsRetired"), Value::Count(Event::Instructions));
+    assert_eq!(Value::of_field("CoreCycles"), Value::Count(Event::CoreCycles));
+    assert_eq!(Value::of_field("TopdownSlots"), Value::TopdownSlots);
+    assert_eq!(Value::of_field("TopdownBackendBoundSlots"), Value::TopdownCategory(Category::BackendBound));
+    assert_eq!(Value::of_field("AperfCycles"), Value::Aperf);
+    assert_eq!(Value::of_field("OverflowInterrupts"), Value::OverflowInterrupts);
 }
 
 #[test]
 #[should_panic(expected = "names no event")]
 fn an_unknown_field_is_refused() {
-    FieldSource::of("InstructionsScaled");
+    Value::of_field("Instructions");
 }
 
 #[test]
 #[should_panic(expected = "names no event")]
-fn a_bare_suffix_is_refused() {
-    FieldSource::of("Scaled");
+fn a_scaled_field_is_refused() {
+    // Ratio counters read the counts themselves: no field holds a scaled count any more.
+    Value::of_field("InstructionsRetiredScaled");
 }
 
 /// The Hardware Counters by Core Type block, by the same naming rule.
@@ -109,9 +98,8 @@ fn every_by_core_type_field_holds_its_value() {
     let values = every_value();
     let expected = by_type::Values::from_fields(|field| {
         let name = by_type::FIELDS[field];
-        let stem = name.strip_suffix("Scaled").unwrap_or(name);
-        let (_, value, shift) = values.iter().find(|(value_name, _, _)| value_name == stem).expect("a value");
-        value.of(&counts) >> if stem == name { 0 } else { *shift }
+        let (_, value) = values.iter().find(|(value_name, _)| value_name == name).expect("a value");
+        value.of(&counts)
     });
     assert_eq!(counts.by_core_type_values(), expected);
 }

@@ -5,6 +5,9 @@
 //! ([`hardware_counters::CELLS`]), at compile time: an event's stores are reached by one jump on the
 //! event ([`Event::visit`]), each to a constant cell.
 //!
+//! Every counter showing a value reads its one 8-byte field (rates, totals and the ratio counters
+//! alike), so a read stores each value once.
+//!
 //! A read stores only what it read; whatever else the block shows (the core type, events of the
 //! current plan that are not read by this path) is written whole by [`publish_all`] when a session
 //! starts, so that the block always equals [`super::fields::EventCounts::values`] of the processor's
@@ -42,98 +45,61 @@ const _: () = assert!(
     "at most 512 bytes of state per processor"
 );
 
-/// The most fields one value fills: its count and its `Scaled` twin.
-const MAX_FIELDS: usize = 2;
-
-/// One field a value is stored to: its cell, and the value's shift for it.
+/// The field a value is stored to (none, if the manifest shows it nowhere): a value fills at most one
+/// field, which every counter showing it reads (a count's rate, total and ratio counters share it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Target {
-    cell: Cell,
-    shift: u8,
-}
+struct Target(Option<Cell>);
 
-/// The fields one value fills, in block order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Targets([Option<Target>; MAX_FIELDS]);
-
-impl Targets {
-    /// The Hardware Counters fields that hold `value` (none, if the manifest shows it nowhere).
-    /// Evaluated by the compiler for fixed values; panics there if a value fills more than
-    /// [`MAX_FIELDS`] fields.
-    const fn of(value: Value) -> Targets {
-        let mut targets = [None; MAX_FIELDS];
-        let mut found = 0;
+impl Target {
+    /// The Hardware Counters field that holds `value`. Evaluated by the compiler for fixed values;
+    /// panics there if two fields name the same value.
+    const fn of(value: Value) -> Target {
+        let mut target = None;
         let mut field = 0;
         while field < SOURCES.len() {
-            let source = SOURCES[field];
-            if value_eq(source.value, value) {
-                assert!(found < MAX_FIELDS, "a value fills more fields than a read publishes");
-                targets[found] =
-                    Some(Target { cell: hardware_counters::CELLS[field], shift: source.shift as u8 });
-                found += 1;
+            if value_eq(SOURCES[field], value) {
+                assert!(target.is_none(), "two manifest fields name the same value");
+                target = Some(hardware_counters::CELLS[field]);
             }
             field += 1;
         }
-        Targets(targets)
+        Target(target)
     }
 
-    /// Stores `value` (shifted, and cut to 32 bits for a 4-byte field) in every field of `block`.
-    /// Written out for both places rather than as a loop: with constant targets the compiler then
-    /// reduces it to one or two plain stores.
-    #[inline(always)]
-    fn store(&self, block: &AtomicCells, value: u64) {
-        let [first, second] = self.0;
-        if let Some(target) = first {
-            target.store(block, value);
-        }
-        if let Some(target) = second {
-            target.store(block, value);
-        }
-    }
-}
-
-impl Target {
+    /// Stores `value` (cut to 32 bits for a 4-byte field) in the field, if any: with a constant
+    /// target the compiler reduces it to one plain store.
     #[inline(always)]
     fn store(self, block: &AtomicCells, value: u64) {
-        let shifted = value >> self.shift;
-        match self.cell {
-            Cell::Wide(index) => {
+        match self.0 {
+            Some(Cell::Wide(index)) => {
                 if let Some(cell) = block.wide.get(usize::from(index)) {
-                    cell.store(shifted, Ordering::Relaxed);
+                    cell.store(value, Ordering::Relaxed);
                 }
             }
-            Cell::Narrow(index) => {
+            Some(Cell::Narrow(index)) => {
                 if let Some(cell) = block.narrow.get(usize::from(index)) {
-                    cell.store(shifted as u32, Ordering::Relaxed);
+                    cell.store(value as u32, Ordering::Relaxed);
                 }
             }
+            None => {}
         }
     }
-}
 
-impl Targets {
-    /// Whether one of the fields holds the value itself in 8 bytes (unshifted): the block can then
-    /// keep the value, not only show it.
+    /// Whether the field holds the value whole (8 bytes): the block can then keep the value, not
+    /// only show it.
     const fn keeps_the_value(&self) -> bool {
-        let mut index = 0;
-        while index < MAX_FIELDS {
-            if let Some(Target { cell: Cell::Wide(_), shift: 0 }) = self.0[index] {
-                return true;
-            }
-            index += 1;
-        }
-        false
+        matches!(self.0, Some(Cell::Wide(_)))
     }
 
-    /// The value a field keeps it in ([`Self::keeps_the_value`]), or 0 if none does.
+    /// The value the field keeps ([`Self::keeps_the_value`]), or 0 if it keeps none.
     #[inline(always)]
-    fn load(&self, block: &AtomicCells) -> u64 {
-        for target in self.0.iter().flatten() {
-            if let Target { cell: Cell::Wide(index), shift: 0 } = *target {
-                return block.wide.get(usize::from(index)).map_or(0, |cell| cell.load(Ordering::Relaxed));
+    fn load(self, block: &AtomicCells) -> u64 {
+        match self.0 {
+            Some(Cell::Wide(index)) => {
+                block.wide.get(usize::from(index)).map_or(0, |cell| cell.load(Ordering::Relaxed))
             }
+            _ => 0,
         }
-        0
     }
 }
 
@@ -152,23 +118,23 @@ const fn value_eq(a: Value, b: Value) -> bool {
     }
 }
 
-const APERF: Targets = Targets::of(Value::Aperf);
-const MPERF: Targets = Targets::of(Value::Mperf);
-const OVERFLOW_INTERRUPTS: Targets = Targets::of(Value::OverflowInterrupts);
-const TOPDOWN_SLOTS: Targets = Targets::of(Value::TopdownSlots);
-const TOPDOWN_CATEGORIES: [Targets; 4] = [
-    Targets::of(Value::TopdownCategory(Category::Retiring)),
-    Targets::of(Value::TopdownCategory(Category::BadSpeculation)),
-    Targets::of(Value::TopdownCategory(Category::FrontendBound)),
-    Targets::of(Value::TopdownCategory(Category::BackendBound)),
+const APERF: Target = Target::of(Value::Aperf);
+const MPERF: Target = Target::of(Value::Mperf);
+const OVERFLOW_INTERRUPTS: Target = Target::of(Value::OverflowInterrupts);
+const TOPDOWN_SLOTS: Target = Target::of(Value::TopdownSlots);
+const TOPDOWN_CATEGORIES: [Target; 4] = [
+    Target::of(Value::TopdownCategory(Category::Retiring)),
+    Target::of(Value::TopdownCategory(Category::BadSpeculation)),
+    Target::of(Value::TopdownCategory(Category::FrontendBound)),
+    Target::of(Value::TopdownCategory(Category::BackendBound)),
 ];
 
 /// The fields of each event's count, by [`Event::index`].
-const EVENT_TARGETS: [Targets; Event::COUNT] = {
-    let mut targets = [Targets([None; MAX_FIELDS]); Event::COUNT];
+const EVENT_TARGETS: [Target; Event::COUNT] = {
+    let mut targets = [Target(None); Event::COUNT];
     let mut index = 0;
     while index < Event::COUNT {
-        targets[index] = Targets::of(Value::Count(Event::ALL[index]));
+        targets[index] = Target::of(Value::Count(Event::ALL[index]));
         index += 1;
     }
     targets
@@ -235,7 +201,7 @@ pub fn topdown(block: &AtomicCells, topdown: &Topdown) {
 /// Writes the whole block from `counts`: when a session starts, and at load.
 pub fn publish_all(block: &AtomicCells, counts: &EventCounts) {
     for (source, &cell) in SOURCES.iter().zip(hardware_counters::CELLS) {
-        Target { cell, shift: 0 }.store(block, source.read(counts));
+        Target(Some(cell)).store(block, source.of(counts));
     }
     debug_assert_eq!(block.values(), counts.values());
 }
@@ -248,21 +214,20 @@ mod tests {
     #[test]
     fn each_value_fills_the_fields_that_name_it() {
         let block = AtomicCells::new();
-        event(&block, Event::CoreCycles, 5 << 10);
+        event(&block, Event::CoreCycles, (5 << 40) + 3);
         let values = block.values();
-        assert_eq!(values.core_cycles, 5 << 10);
-        assert_eq!(values.core_cycles_scaled, 5, "the Scaled twin holds the count >> 10");
-        frequency(&block, 3 << 10, 7 << 10);
-        assert_eq!((block.values().aperf_cycles_scaled, block.values().mperf_cycles_scaled), (3, 7));
+        assert_eq!(values.core_cycles, (5 << 40) + 3, "the whole 64-bit count");
+        frequency(&block, (3 << 40) + 1, (7 << 40) + 2);
+        assert_eq!(
+            (block.values().aperf_cycles, block.values().mperf_cycles),
+            ((3 << 40) + 1, (7 << 40) + 2)
+        );
         overflow_interrupts(&block, 9);
         assert_eq!(block.values().overflow_interrupts, 9);
-        topdown(&block, &Topdown { slots: 1 << 20, categories: [1 << 16, 2 << 16, 3 << 16, 4 << 16] });
+        topdown(&block, &Topdown { slots: (1 << 40) + 10, categories: [1, 2, 3, (1 << 40) + 4] });
         let values = block.values();
-        assert_eq!((values.topdown_slots, values.topdown_slots_scaled), (1 << 20, 16));
-        assert_eq!(
-            (values.topdown_backend_bound_slots, values.topdown_backend_bound_slots_scaled),
-            (4 << 16, 4)
-        );
+        assert_eq!(values.topdown_slots, (1 << 40) + 10);
+        assert_eq!(values.topdown_backend_bound_slots, (1 << 40) + 4);
         assert_eq!(
             Values { reserved: 0, ..values },
             values,

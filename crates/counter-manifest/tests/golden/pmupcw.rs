@@ -23,93 +23,79 @@ pub mod hardware_counters {
     /// Whether the provider reports more than one instance (`instances="multipleAggregate"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTER_VALUES`): 232 bytes, the
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTER_VALUES`): 192 bytes, the
     /// 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Values {
-        /// Field `InstructionsRetired`, offset 0: read by counters 0 (InstructionsPerSec) and 7
-        /// (InstructionsTotal).
+        /// Field `InstructionsRetired`, offset 0: read by counters 0 (InstructionsPerSec), 7
+        /// (InstructionsTotal) and 14 (InstructionsPer100Cycles).
         pub instructions_retired: u64,
-        /// Field `CoreCycles`, offset 8: read by counters 1 (CyclesPerSec) and 8 (CyclesTotal).
+        /// Field `CoreCycles`, offset 8: read by counters 1 (CyclesPerSec), 8 (CyclesTotal) and 15
+        /// (InstructionsPer100CyclesBase).
         pub core_cycles: u64,
         /// Field `ReferenceCycles`, offset 16: read by counters 2 (ReferenceCyclesPerSec) and 9
         /// (ReferenceCyclesTotal).
         pub reference_cycles: u64,
-        /// Field `LlcReferences`, offset 24: read by counters 3 (LlcReferencesPerSec) and 10
-        /// (LlcReferencesTotal).
+        /// Field `LlcReferences`, offset 24: read by counters 3 (LlcReferencesPerSec), 10
+        /// (LlcReferencesTotal) and 17 (LlcMissPercentBase).
         pub llc_references: u64,
-        /// Field `LlcMisses`, offset 32: read by counters 4 (LlcMissesPerSec) and 11 (LlcMissesTotal).
+        /// Field `LlcMisses`, offset 32: read by counters 4 (LlcMissesPerSec), 11 (LlcMissesTotal) and 16
+        /// (LlcMissPercent).
         pub llc_misses: u64,
-        /// Field `Branches`, offset 40: read by counters 5 (BranchesPerSec) and 12 (BranchesTotal).
+        /// Field `Branches`, offset 40: read by counters 5 (BranchesPerSec), 12 (BranchesTotal) and 19
+        /// (BranchMispredictPercentBase).
         pub branches: u64,
-        /// Field `BranchMispredicts`, offset 48: read by counters 6 (BranchMispredictsPerSec) and 13
-        /// (BranchMispredictsTotal).
+        /// Field `BranchMispredicts`, offset 48: read by counters 6 (BranchMispredictsPerSec), 13
+        /// (BranchMispredictsTotal) and 18 (BranchMispredictPercent).
         pub branch_mispredicts: u64,
-        /// Field `InstructionsRetiredScaled`, offset 56: read by counter 14 (InstructionsPerCycle).
-        pub instructions_retired_scaled: u64,
-        /// Field `OverflowInterrupts`, offset 64: read by counter 20 (OverflowInterrupts).
+        /// Field `OverflowInterrupts`, offset 56: read by counter 20 (OverflowInterrupts).
         pub overflow_interrupts: u64,
-        /// Field `TopdownSlots`, offset 72: read by counter 29 (TopdownSlotsTotal).
-        pub topdown_slots: u64,
-        /// Field `TopdownRetiringSlots`, offset 80: read by counter 30 (RetiringSlotsTotal).
+        /// Field `TopdownRetiringSlots`, offset 64: read by counters 21 (RetiringPercent) and 30
+        /// (RetiringSlotsTotal).
         pub topdown_retiring_slots: u64,
-        /// Field `TopdownBadSpeculationSlots`, offset 88: read by counter 31 (BadSpeculationSlotsTotal).
+        /// Field `TopdownSlots`, offset 72: read by counters 22 (RetiringPercentBase), 24
+        /// (BadSpeculationPercentBase), 26 (FrontendBoundPercentBase), 28 (BackendBoundPercentBase) and 29
+        /// (TopdownSlotsTotal).
+        pub topdown_slots: u64,
+        /// Field `TopdownBadSpeculationSlots`, offset 80: read by counters 23 (BadSpeculationPercent) and 31
+        /// (BadSpeculationSlotsTotal).
         pub topdown_bad_speculation_slots: u64,
-        /// Field `TopdownFrontendBoundSlots`, offset 96: read by counter 32 (FrontendBoundSlotsTotal).
+        /// Field `TopdownFrontendBoundSlots`, offset 88: read by counters 25 (FrontendBoundPercent) and 32
+        /// (FrontendBoundSlotsTotal).
         pub topdown_frontend_bound_slots: u64,
-        /// Field `TopdownBackendBoundSlots`, offset 104: read by counter 33 (BackendBoundSlotsTotal).
+        /// Field `TopdownBackendBoundSlots`, offset 96: read by counters 27 (BackendBoundPercent) and 33
+        /// (BackendBoundSlotsTotal).
         pub topdown_backend_bound_slots: u64,
-        /// Field `CustomEvent0`, offset 112: read by counters 36 (CustomEvent0PerSec) and 37
+        /// Field `AperfCycles`, offset 104: read by counter 34 (RelativeFrequencyPercent).
+        pub aperf_cycles: u64,
+        /// Field `MperfCycles`, offset 112: read by counter 35 (RelativeFrequencyPercentBase).
+        pub mperf_cycles: u64,
+        /// Field `CustomEvent0`, offset 120: read by counters 36 (CustomEvent0PerSec) and 37
         /// (CustomEvent0Total).
         pub custom_event0: u64,
-        /// Field `CustomEvent1`, offset 120: read by counters 38 (CustomEvent1PerSec) and 39
+        /// Field `CustomEvent1`, offset 128: read by counters 38 (CustomEvent1PerSec) and 39
         /// (CustomEvent1Total).
         pub custom_event1: u64,
-        /// Field `CustomEvent2`, offset 128: read by counters 40 (CustomEvent2PerSec) and 41
+        /// Field `CustomEvent2`, offset 136: read by counters 40 (CustomEvent2PerSec) and 41
         /// (CustomEvent2Total).
         pub custom_event2: u64,
-        /// Field `CustomEvent3`, offset 136: read by counters 42 (CustomEvent3PerSec) and 43
+        /// Field `CustomEvent3`, offset 144: read by counters 42 (CustomEvent3PerSec) and 43
         /// (CustomEvent3Total).
         pub custom_event3: u64,
-        /// Field `CustomEvent4`, offset 144: read by counters 44 (CustomEvent4PerSec) and 45
+        /// Field `CustomEvent4`, offset 152: read by counters 44 (CustomEvent4PerSec) and 45
         /// (CustomEvent4Total).
         pub custom_event4: u64,
-        /// Field `CustomEvent5`, offset 152: read by counters 46 (CustomEvent5PerSec) and 47
+        /// Field `CustomEvent5`, offset 160: read by counters 46 (CustomEvent5PerSec) and 47
         /// (CustomEvent5Total).
         pub custom_event5: u64,
-        /// Field `CustomEvent6`, offset 160: read by counters 48 (CustomEvent6PerSec) and 49
+        /// Field `CustomEvent6`, offset 168: read by counters 48 (CustomEvent6PerSec) and 49
         /// (CustomEvent6Total).
         pub custom_event6: u64,
-        /// Field `CustomEvent7`, offset 168: read by counters 50 (CustomEvent7PerSec) and 51
+        /// Field `CustomEvent7`, offset 176: read by counters 50 (CustomEvent7PerSec) and 51
         /// (CustomEvent7Total).
         pub custom_event7: u64,
-        /// Field `CoreCyclesScaled`, offset 176: read by counter 15 (InstructionsPerCycleBase).
-        pub core_cycles_scaled: u32,
-        /// Field `LlcMissesScaled`, offset 180: read by counter 16 (LlcMissPercent).
-        pub llc_misses_scaled: u32,
-        /// Field `LlcReferencesScaled`, offset 184: read by counter 17 (LlcMissPercentBase).
-        pub llc_references_scaled: u32,
-        /// Field `BranchMispredictsScaled`, offset 188: read by counter 18 (BranchMispredictPercent).
-        pub branch_mispredicts_scaled: u32,
-        /// Field `BranchesScaled`, offset 192: read by counter 19 (BranchMispredictPercentBase).
-        pub branches_scaled: u32,
-        /// Field `TopdownRetiringSlotsScaled`, offset 196: read by counter 21 (RetiringPercent).
-        pub topdown_retiring_slots_scaled: u32,
-        /// Field `TopdownSlotsScaled`, offset 200: read by counters 22 (RetiringPercentBase), 24
-        /// (BadSpeculationPercentBase), 26 (FrontendBoundPercentBase) and 28 (BackendBoundPercentBase).
-        pub topdown_slots_scaled: u32,
-        /// Field `TopdownBadSpeculationSlotsScaled`, offset 204: read by counter 23 (BadSpeculationPercent).
-        pub topdown_bad_speculation_slots_scaled: u32,
-        /// Field `TopdownFrontendBoundSlotsScaled`, offset 208: read by counter 25 (FrontendBoundPercent).
-        pub topdown_frontend_bound_slots_scaled: u32,
-        /// Field `TopdownBackendBoundSlotsScaled`, offset 212: read by counter 27 (BackendBoundPercent).
-        pub topdown_backend_bound_slots_scaled: u32,
-        /// Field `AperfCyclesScaled`, offset 216: read by counter 34 (RelativeFrequencyPercent).
-        pub aperf_cycles_scaled: u32,
-        /// Field `MperfCyclesScaled`, offset 220: read by counter 35 (RelativeFrequencyPercentBase).
-        pub mperf_cycles_scaled: u32,
-        /// Field `CoreType`, offset 224: read by counter 52 (CoreType).
+        /// Field `CoreType`, offset 184: read by counter 52 (CoreType).
         pub core_type: u32,
         /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
         pub reserved: u32,
@@ -130,13 +116,14 @@ pub mod hardware_counters {
         pub llc_misses: core::sync::atomic::AtomicU64,
         pub branches: core::sync::atomic::AtomicU64,
         pub branch_mispredicts: core::sync::atomic::AtomicU64,
-        pub instructions_retired_scaled: core::sync::atomic::AtomicU64,
         pub overflow_interrupts: core::sync::atomic::AtomicU64,
-        pub topdown_slots: core::sync::atomic::AtomicU64,
         pub topdown_retiring_slots: core::sync::atomic::AtomicU64,
+        pub topdown_slots: core::sync::atomic::AtomicU64,
         pub topdown_bad_speculation_slots: core::sync::atomic::AtomicU64,
         pub topdown_frontend_bound_slots: core::sync::atomic::AtomicU64,
         pub topdown_backend_bound_slots: core::sync::atomic::AtomicU64,
+        pub aperf_cycles: core::sync::atomic::AtomicU64,
+        pub mperf_cycles: core::sync::atomic::AtomicU64,
         pub custom_event0: core::sync::atomic::AtomicU64,
         pub custom_event1: core::sync::atomic::AtomicU64,
         pub custom_event2: core::sync::atomic::AtomicU64,
@@ -145,18 +132,6 @@ pub mod hardware_counters {
         pub custom_event5: core::sync::atomic::AtomicU64,
         pub custom_event6: core::sync::atomic::AtomicU64,
         pub custom_event7: core::sync::atomic::AtomicU64,
-        pub core_cycles_scaled: core::sync::atomic::AtomicU32,
-        pub llc_misses_scaled: core::sync::atomic::AtomicU32,
-        pub llc_references_scaled: core::sync::atomic::AtomicU32,
-        pub branch_mispredicts_scaled: core::sync::atomic::AtomicU32,
-        pub branches_scaled: core::sync::atomic::AtomicU32,
-        pub topdown_retiring_slots_scaled: core::sync::atomic::AtomicU32,
-        pub topdown_slots_scaled: core::sync::atomic::AtomicU32,
-        pub topdown_bad_speculation_slots_scaled: core::sync::atomic::AtomicU32,
-        pub topdown_frontend_bound_slots_scaled: core::sync::atomic::AtomicU32,
-        pub topdown_backend_bound_slots_scaled: core::sync::atomic::AtomicU32,
-        pub aperf_cycles_scaled: core::sync::atomic::AtomicU32,
-        pub mperf_cycles_scaled: core::sync::atomic::AtomicU32,
         pub core_type: core::sync::atomic::AtomicU32,
         pub reserved: core::sync::atomic::AtomicU32,
     }
@@ -175,13 +150,14 @@ pub mod hardware_counters {
                 llc_misses: core::sync::atomic::AtomicU64::new(0),
                 branches: core::sync::atomic::AtomicU64::new(0),
                 branch_mispredicts: core::sync::atomic::AtomicU64::new(0),
-                instructions_retired_scaled: core::sync::atomic::AtomicU64::new(0),
                 overflow_interrupts: core::sync::atomic::AtomicU64::new(0),
-                topdown_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_retiring_slots: core::sync::atomic::AtomicU64::new(0),
+                topdown_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_bad_speculation_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_frontend_bound_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_backend_bound_slots: core::sync::atomic::AtomicU64::new(0),
+                aperf_cycles: core::sync::atomic::AtomicU64::new(0),
+                mperf_cycles: core::sync::atomic::AtomicU64::new(0),
                 custom_event0: core::sync::atomic::AtomicU64::new(0),
                 custom_event1: core::sync::atomic::AtomicU64::new(0),
                 custom_event2: core::sync::atomic::AtomicU64::new(0),
@@ -190,18 +166,6 @@ pub mod hardware_counters {
                 custom_event5: core::sync::atomic::AtomicU64::new(0),
                 custom_event6: core::sync::atomic::AtomicU64::new(0),
                 custom_event7: core::sync::atomic::AtomicU64::new(0),
-                core_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
-                llc_misses_scaled: core::sync::atomic::AtomicU32::new(0),
-                llc_references_scaled: core::sync::atomic::AtomicU32::new(0),
-                branch_mispredicts_scaled: core::sync::atomic::AtomicU32::new(0),
-                branches_scaled: core::sync::atomic::AtomicU32::new(0),
-                topdown_retiring_slots_scaled: core::sync::atomic::AtomicU32::new(0),
-                topdown_slots_scaled: core::sync::atomic::AtomicU32::new(0),
-                topdown_bad_speculation_slots_scaled: core::sync::atomic::AtomicU32::new(0),
-                topdown_frontend_bound_slots_scaled: core::sync::atomic::AtomicU32::new(0),
-                topdown_backend_bound_slots_scaled: core::sync::atomic::AtomicU32::new(0),
-                aperf_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
-                mperf_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
                 core_type: core::sync::atomic::AtomicU32::new(0),
                 reserved: core::sync::atomic::AtomicU32::new(0),
             }
@@ -215,9 +179,9 @@ pub mod hardware_counters {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 22],
+        pub wide: [core::sync::atomic::AtomicU64; 23],
         /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
-        pub narrow: [core::sync::atomic::AtomicU32; 14],
+        pub narrow: [core::sync::atomic::AtomicU32; 2],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -228,8 +192,8 @@ pub mod hardware_counters {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 22],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 23],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
             }
         }
     }
@@ -264,19 +228,8 @@ pub mod hardware_counters {
         crate::pcw::Cell::Wide(19),
         crate::pcw::Cell::Wide(20),
         crate::pcw::Cell::Wide(21),
+        crate::pcw::Cell::Wide(22),
         crate::pcw::Cell::Narrow(0),
-        crate::pcw::Cell::Narrow(1),
-        crate::pcw::Cell::Narrow(2),
-        crate::pcw::Cell::Narrow(3),
-        crate::pcw::Cell::Narrow(4),
-        crate::pcw::Cell::Narrow(5),
-        crate::pcw::Cell::Narrow(6),
-        crate::pcw::Cell::Narrow(7),
-        crate::pcw::Cell::Narrow(8),
-        crate::pcw::Cell::Narrow(9),
-        crate::pcw::Cell::Narrow(10),
-        crate::pcw::Cell::Narrow(11),
-        crate::pcw::Cell::Narrow(12),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -330,65 +283,65 @@ pub mod hardware_counters {
         /// "Branch Mispredicts" (perf_counter_large_rawcount, advanced, aggregate sum): Mispredicted branches
         /// retired since the driver started counting (64-bit, never decreases).
         pub const BRANCH_MISPREDICTS_TOTAL: u16 = 13;
-        /// "Instructions per Cycle" (perf_average_bulk, standard, aggregate sum): Instructions retired per
-        /// unhalted core cycle over the sample interval (IPC). _Total: all processors' instructions over all
-        /// their cycles.
-        pub const INSTRUCTIONS_PER_CYCLE: u16 = 14;
-        /// "Instructions per Cycle Base" (perf_average_base, standard, aggregate sum): Base for Instructions
-        /// per Cycle: unhalted core cycles / 1024, kept to 32 bits. Not displayed.
-        pub const INSTRUCTIONS_PER_CYCLE_BASE: u16 = 15;
-        /// "% LLC Misses" (perf_sample_fraction, standard, aggregate sum): Percentage of last-level cache
-        /// references that missed, over the sample interval. _Total: all processors' misses over all their
-        /// references.
+        /// "Instructions per 100 Cycles" (perf_precision_100ns_timer, standard, aggregate sum): Instructions
+        /// retired per 100 unhalted core cycles over the sample interval: 100 x IPC (80 is an IPC of 0.8),
+        /// from the exact 64-bit counts. _Total: all processors' instructions over all their cycles.
+        pub const INSTRUCTIONS_PER100_CYCLES: u16 = 14;
+        /// "Instructions per 100 Cycles Base" (perf_large_raw_base, standard, aggregate sum): Base for
+        /// Instructions per 100 Cycles: unhalted core cycles (64-bit). Not displayed.
+        pub const INSTRUCTIONS_PER100_CYCLES_BASE: u16 = 15;
+        /// "% LLC Misses" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of last-level
+        /// cache references that missed, over the sample interval. _Total: all processors' misses over all
+        /// their references.
         pub const LLC_MISS_PERCENT: u16 = 16;
-        /// "% LLC Misses Base" (perf_sample_base, standard, aggregate sum): Base for % LLC Misses: last-level
-        /// cache references / 1024, kept to 32 bits. Not displayed.
+        /// "% LLC Misses Base" (perf_large_raw_base, standard, aggregate sum): Base for % LLC Misses:
+        /// last-level cache references (64-bit). Not displayed.
         pub const LLC_MISS_PERCENT_BASE: u16 = 17;
-        /// "% Branch Mispredicts" (perf_sample_fraction, standard, aggregate sum): Percentage of retired
-        /// branches that were mispredicted, over the sample interval. _Total: all processors' mispredicts
-        /// over all their branches.
+        /// "% Branch Mispredicts" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of
+        /// retired branches that were mispredicted, over the sample interval. _Total: all processors'
+        /// mispredicts over all their branches.
         pub const BRANCH_MISPREDICT_PERCENT: u16 = 18;
-        /// "% Branch Mispredicts Base" (perf_sample_base, standard, aggregate sum): Base for % Branch
-        /// Mispredicts: retired branches / 1024, kept to 32 bits. Not displayed.
+        /// "% Branch Mispredicts Base" (perf_large_raw_base, standard, aggregate sum): Base for % Branch
+        /// Mispredicts: retired branches (64-bit). Not displayed.
         pub const BRANCH_MISPREDICT_PERCENT_BASE: u16 = 19;
         /// "Overflow Interrupts" (perf_counter_large_rawcount, advanced, aggregate sum): Counter overflow
         /// interrupts (PMIs) handled on this processor since the driver started counting.
         pub const OVERFLOW_INTERRUPTS: u16 = 20;
-        /// "% Retiring" (perf_sample_fraction, standard, aggregate sum): Percentage of pipeline issue slots
-        /// that retired micro-operations, over the sample interval. Top-down level 1 (Intel Top-down
+        /// "% Retiring" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of pipeline issue
+        /// slots that retired micro-operations, over the sample interval. Top-down level 1 (Intel Top-down
         /// Microarchitecture Analysis): fixed counter 3 (TOPDOWN.SLOTS) with IA32_PERF_METRICS on Ice Lake
         /// and later performance cores. 0 where top-down is unavailable (Hardware Counters Driver\\Top-down
         /// Source says why).
         pub const RETIRING_PERCENT: u16 = 21;
-        /// "% Retiring Base" (perf_sample_base, standard, aggregate sum): Base for % Retiring: top-down slots
-        /// / 65536, kept to 32 bits. Not displayed.
+        /// "% Retiring Base" (perf_large_raw_base, standard, aggregate sum): Base for % Retiring: top-down
+        /// slots (64-bit). Not displayed.
         pub const RETIRING_PERCENT_BASE: u16 = 22;
-        /// "% Bad Speculation" (perf_sample_fraction, standard, aggregate sum): Percentage of pipeline issue
-        /// slots wasted on mispredicted speculation (and recovering from it), over the sample interval.
+        /// "% Bad Speculation" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of pipeline
+        /// issue slots wasted on mispredicted speculation (and recovering from it), over the sample interval.
         /// Top-down level 1 (Intel Top-down Microarchitecture Analysis): fixed counter 3 (TOPDOWN.SLOTS) with
         /// IA32_PERF_METRICS on Ice Lake and later performance cores. 0 where top-down is unavailable
         /// (Hardware Counters Driver\\Top-down Source says why).
         pub const BAD_SPECULATION_PERCENT: u16 = 23;
-        /// "% Bad Speculation Base" (perf_sample_base, standard, aggregate sum): Base for % Bad Speculation:
-        /// top-down slots / 65536, kept to 32 bits. Not displayed.
+        /// "% Bad Speculation Base" (perf_large_raw_base, standard, aggregate sum): Base for % Bad
+        /// Speculation: top-down slots (64-bit). Not displayed.
         pub const BAD_SPECULATION_PERCENT_BASE: u16 = 24;
-        /// "% Frontend Bound" (perf_sample_fraction, standard, aggregate sum): Percentage of pipeline issue
-        /// slots the frontend left empty (instruction fetch and decode could not keep up), over the sample
-        /// interval. Top-down level 1 (Intel Top-down Microarchitecture Analysis): fixed counter 3
+        /// "% Frontend Bound" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of pipeline
+        /// issue slots the frontend left empty (instruction fetch and decode could not keep up), over the
+        /// sample interval. Top-down level 1 (Intel Top-down Microarchitecture Analysis): fixed counter 3
         /// (TOPDOWN.SLOTS) with IA32_PERF_METRICS on Ice Lake and later performance cores. 0 where top-down
         /// is unavailable (Hardware Counters Driver\\Top-down Source says why).
         pub const FRONTEND_BOUND_PERCENT: u16 = 25;
-        /// "% Frontend Bound Base" (perf_sample_base, standard, aggregate sum): Base for % Frontend Bound:
-        /// top-down slots / 65536, kept to 32 bits. Not displayed.
+        /// "% Frontend Bound Base" (perf_large_raw_base, standard, aggregate sum): Base for % Frontend Bound:
+        /// top-down slots (64-bit). Not displayed.
         pub const FRONTEND_BOUND_PERCENT_BASE: u16 = 26;
-        /// "% Backend Bound" (perf_sample_fraction, standard, aggregate sum): Percentage of pipeline issue
-        /// slots the backend could not accept (waiting for memory or execution units), over the sample
+        /// "% Backend Bound" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of pipeline
+        /// issue slots the backend could not accept (waiting for memory or execution units), over the sample
         /// interval. Top-down level 1 (Intel Top-down Microarchitecture Analysis): fixed counter 3
         /// (TOPDOWN.SLOTS) with IA32_PERF_METRICS on Ice Lake and later performance cores. 0 where top-down
         /// is unavailable (Hardware Counters Driver\\Top-down Source says why).
         pub const BACKEND_BOUND_PERCENT: u16 = 27;
-        /// "% Backend Bound Base" (perf_sample_base, standard, aggregate sum): Base for % Backend Bound:
-        /// top-down slots / 65536, kept to 32 bits. Not displayed.
+        /// "% Backend Bound Base" (perf_large_raw_base, standard, aggregate sum): Base for % Backend Bound:
+        /// top-down slots (64-bit). Not displayed.
         pub const BACKEND_BOUND_PERCENT_BASE: u16 = 28;
         /// "Top-down Slots" (perf_counter_large_rawcount, advanced, aggregate sum): Pipeline issue slots
         /// (TOPDOWN.SLOTS, fixed counter 3) since the driver started counting top-down (64-bit, never
@@ -408,14 +361,14 @@ pub mod hardware_counters {
         /// "Backend Bound Slots" (perf_counter_large_rawcount, advanced, aggregate sum): Issue slots the
         /// backend could not accept, since the driver started counting top-down (64-bit).
         pub const BACKEND_BOUND_SLOTS_TOTAL: u16 = 33;
-        /// "% Relative Frequency" (perf_sample_fraction, standard, aggregate sum): Average frequency while
-        /// not halted, as a percentage of the processor's fixed reference frequency, over the sample
+        /// "% Relative Frequency" (perf_precision_100ns_timer, standard, aggregate sum): Average frequency
+        /// while not halted, as a percentage of the processor's fixed reference frequency, over the sample
         /// interval: the change of IA32_APERF over the change of IA32_MPERF (read only, never written). Above
         /// 100 in turbo. 0 where CPUID leaf 6 does not report them. _Total: all processors' actual cycles
         /// over all their reference cycles.
         pub const RELATIVE_FREQUENCY_PERCENT: u16 = 34;
-        /// "% Relative Frequency Base" (perf_sample_base, standard, aggregate sum): Base for % Relative
-        /// Frequency: IA32_MPERF / 1024, kept to 32 bits. Not displayed.
+        /// "% Relative Frequency Base" (perf_large_raw_base, standard, aggregate sum): Base for % Relative
+        /// Frequency: IA32_MPERF (64-bit). Not displayed.
         pub const RELATIVE_FREQUENCY_PERCENT_BASE: u16 = 35;
         /// "Custom Event 0/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
         /// custom event 0: the 1. accepted line of the service's Parameters\\CustomEvents value, counted when
@@ -504,45 +457,45 @@ pub mod hardware_counters {
         CounterDescriptor { id: id::LLC_MISSES_TOTAL, struct_index: 0, offset: 32, size: 8 },
         CounterDescriptor { id: id::BRANCHES_TOTAL, struct_index: 0, offset: 40, size: 8 },
         CounterDescriptor { id: id::BRANCH_MISPREDICTS_TOTAL, struct_index: 0, offset: 48, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE_BASE, struct_index: 0, offset: 176, size: 4 },
-        CounterDescriptor { id: id::LLC_MISS_PERCENT, struct_index: 0, offset: 180, size: 4 },
-        CounterDescriptor { id: id::LLC_MISS_PERCENT_BASE, struct_index: 0, offset: 184, size: 4 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT, struct_index: 0, offset: 188, size: 4 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT_BASE, struct_index: 0, offset: 192, size: 4 },
-        CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 64, size: 8 },
-        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 196, size: 4 },
-        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 200, size: 4 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 204, size: 4 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 200, size: 4 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 208, size: 4 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 200, size: 4 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 212, size: 4 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 200, size: 4 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES_BASE, struct_index: 0, offset: 8, size: 8 },
+        CounterDescriptor { id: id::LLC_MISS_PERCENT, struct_index: 0, offset: 32, size: 8 },
+        CounterDescriptor { id: id::LLC_MISS_PERCENT_BASE, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT_BASE, struct_index: 0, offset: 40, size: 8 },
+        CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 96, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
         CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 88, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 96, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 104, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 216, size: 4 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 220, size: 4 },
-        CounterDescriptor { id: id::CUSTOM_EVENT0_PER_SEC, struct_index: 0, offset: 112, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT0_TOTAL, struct_index: 0, offset: 112, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT1_PER_SEC, struct_index: 0, offset: 120, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT1_TOTAL, struct_index: 0, offset: 120, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT2_PER_SEC, struct_index: 0, offset: 128, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT2_TOTAL, struct_index: 0, offset: 128, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT3_PER_SEC, struct_index: 0, offset: 136, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT3_TOTAL, struct_index: 0, offset: 136, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT4_PER_SEC, struct_index: 0, offset: 144, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT4_TOTAL, struct_index: 0, offset: 144, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT5_PER_SEC, struct_index: 0, offset: 152, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT5_TOTAL, struct_index: 0, offset: 152, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT6_PER_SEC, struct_index: 0, offset: 160, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT6_TOTAL, struct_index: 0, offset: 160, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT7_PER_SEC, struct_index: 0, offset: 168, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT7_TOTAL, struct_index: 0, offset: 168, size: 8 },
-        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 224, size: 4 },
+        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 96, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 104, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT0_PER_SEC, struct_index: 0, offset: 120, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT0_TOTAL, struct_index: 0, offset: 120, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT1_PER_SEC, struct_index: 0, offset: 128, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT1_TOTAL, struct_index: 0, offset: 128, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT2_PER_SEC, struct_index: 0, offset: 136, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT2_TOTAL, struct_index: 0, offset: 136, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT3_PER_SEC, struct_index: 0, offset: 144, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT3_TOTAL, struct_index: 0, offset: 144, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT4_PER_SEC, struct_index: 0, offset: 152, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT4_TOTAL, struct_index: 0, offset: 152, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT5_PER_SEC, struct_index: 0, offset: 160, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT5_TOTAL, struct_index: 0, offset: 160, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT6_PER_SEC, struct_index: 0, offset: 168, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT6_TOTAL, struct_index: 0, offset: 168, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT7_PER_SEC, struct_index: 0, offset: 176, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT7_TOTAL, struct_index: 0, offset: 176, size: 8 },
+        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 184, size: 4 },
     ];
 
     impl Values {
@@ -551,47 +504,50 @@ pub mod hardware_counters {
             if counter_mask & 0x001f_ffff_ffff_ffff == 0x001f_ffff_ffff_ffff {
                 return; // every counter requested: the common case, one test
             }
-            if counter_mask & 0x0000_0000_0000_0081 == 0 {
+            if counter_mask & 0x0000_0000_0000_4081 == 0 {
                 self.instructions_retired = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0102 == 0 {
+            if counter_mask & 0x0000_0000_0000_8102 == 0 {
                 self.core_cycles = 0;
             }
             if counter_mask & 0x0000_0000_0000_0204 == 0 {
                 self.reference_cycles = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0408 == 0 {
+            if counter_mask & 0x0000_0000_0002_0408 == 0 {
                 self.llc_references = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0810 == 0 {
+            if counter_mask & 0x0000_0000_0001_0810 == 0 {
                 self.llc_misses = 0;
             }
-            if counter_mask & 0x0000_0000_0000_1020 == 0 {
+            if counter_mask & 0x0000_0000_0008_1020 == 0 {
                 self.branches = 0;
             }
-            if counter_mask & 0x0000_0000_0000_2040 == 0 {
+            if counter_mask & 0x0000_0000_0004_2040 == 0 {
                 self.branch_mispredicts = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_4000 == 0 {
-                self.instructions_retired_scaled = 0;
             }
             if counter_mask & 0x0000_0000_0010_0000 == 0 {
                 self.overflow_interrupts = 0;
             }
-            if counter_mask & 0x0000_0000_2000_0000 == 0 {
-                self.topdown_slots = 0;
-            }
-            if counter_mask & 0x0000_0000_4000_0000 == 0 {
+            if counter_mask & 0x0000_0000_4020_0000 == 0 {
                 self.topdown_retiring_slots = 0;
             }
-            if counter_mask & 0x0000_0000_8000_0000 == 0 {
+            if counter_mask & 0x0000_0000_3540_0000 == 0 {
+                self.topdown_slots = 0;
+            }
+            if counter_mask & 0x0000_0000_8080_0000 == 0 {
                 self.topdown_bad_speculation_slots = 0;
             }
-            if counter_mask & 0x0000_0001_0000_0000 == 0 {
+            if counter_mask & 0x0000_0001_0200_0000 == 0 {
                 self.topdown_frontend_bound_slots = 0;
             }
-            if counter_mask & 0x0000_0002_0000_0000 == 0 {
+            if counter_mask & 0x0000_0002_0800_0000 == 0 {
                 self.topdown_backend_bound_slots = 0;
+            }
+            if counter_mask & 0x0000_0004_0000_0000 == 0 {
+                self.aperf_cycles = 0;
+            }
+            if counter_mask & 0x0000_0008_0000_0000 == 0 {
+                self.mperf_cycles = 0;
             }
             if counter_mask & 0x0000_0030_0000_0000 == 0 {
                 self.custom_event0 = 0;
@@ -617,42 +573,6 @@ pub mod hardware_counters {
             if counter_mask & 0x000c_0000_0000_0000 == 0 {
                 self.custom_event7 = 0;
             }
-            if counter_mask & 0x0000_0000_0000_8000 == 0 {
-                self.core_cycles_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0001_0000 == 0 {
-                self.llc_misses_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0002_0000 == 0 {
-                self.llc_references_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0004_0000 == 0 {
-                self.branch_mispredicts_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0008_0000 == 0 {
-                self.branches_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0020_0000 == 0 {
-                self.topdown_retiring_slots_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_1540_0000 == 0 {
-                self.topdown_slots_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0080_0000 == 0 {
-                self.topdown_bad_speculation_slots_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0200_0000 == 0 {
-                self.topdown_frontend_bound_slots_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0800_0000 == 0 {
-                self.topdown_backend_bound_slots_scaled = 0;
-            }
-            if counter_mask & 0x0000_0004_0000_0000 == 0 {
-                self.aperf_cycles_scaled = 0;
-            }
-            if counter_mask & 0x0000_0008_0000_0000 == 0 {
-                self.mperf_cycles_scaled = 0;
-            }
             if counter_mask & 0x0010_0000_0000_0000 == 0 {
                 self.core_type = 0;
             }
@@ -668,13 +588,14 @@ pub mod hardware_counters {
         "LlcMisses",
         "Branches",
         "BranchMispredicts",
-        "InstructionsRetiredScaled",
         "OverflowInterrupts",
-        "TopdownSlots",
         "TopdownRetiringSlots",
+        "TopdownSlots",
         "TopdownBadSpeculationSlots",
         "TopdownFrontendBoundSlots",
         "TopdownBackendBoundSlots",
+        "AperfCycles",
+        "MperfCycles",
         "CustomEvent0",
         "CustomEvent1",
         "CustomEvent2",
@@ -683,18 +604,6 @@ pub mod hardware_counters {
         "CustomEvent5",
         "CustomEvent6",
         "CustomEvent7",
-        "CoreCyclesScaled",
-        "LlcMissesScaled",
-        "LlcReferencesScaled",
-        "BranchMispredictsScaled",
-        "BranchesScaled",
-        "TopdownRetiringSlotsScaled",
-        "TopdownSlotsScaled",
-        "TopdownBadSpeculationSlotsScaled",
-        "TopdownFrontendBoundSlotsScaled",
-        "TopdownBackendBoundSlotsScaled",
-        "AperfCyclesScaled",
-        "MperfCyclesScaled",
         "CoreType",
     ];
 
@@ -711,34 +620,23 @@ pub mod hardware_counters {
                 llc_misses: value(4),
                 branches: value(5),
                 branch_mispredicts: value(6),
-                instructions_retired_scaled: value(7),
-                overflow_interrupts: value(8),
+                overflow_interrupts: value(7),
+                topdown_retiring_slots: value(8),
                 topdown_slots: value(9),
-                topdown_retiring_slots: value(10),
-                topdown_bad_speculation_slots: value(11),
-                topdown_frontend_bound_slots: value(12),
-                topdown_backend_bound_slots: value(13),
-                custom_event0: value(14),
-                custom_event1: value(15),
-                custom_event2: value(16),
-                custom_event3: value(17),
-                custom_event4: value(18),
-                custom_event5: value(19),
-                custom_event6: value(20),
-                custom_event7: value(21),
-                core_cycles_scaled: value(22) as u32,
-                llc_misses_scaled: value(23) as u32,
-                llc_references_scaled: value(24) as u32,
-                branch_mispredicts_scaled: value(25) as u32,
-                branches_scaled: value(26) as u32,
-                topdown_retiring_slots_scaled: value(27) as u32,
-                topdown_slots_scaled: value(28) as u32,
-                topdown_bad_speculation_slots_scaled: value(29) as u32,
-                topdown_frontend_bound_slots_scaled: value(30) as u32,
-                topdown_backend_bound_slots_scaled: value(31) as u32,
-                aperf_cycles_scaled: value(32) as u32,
-                mperf_cycles_scaled: value(33) as u32,
-                core_type: value(34) as u32,
+                topdown_bad_speculation_slots: value(10),
+                topdown_frontend_bound_slots: value(11),
+                topdown_backend_bound_slots: value(12),
+                aperf_cycles: value(13),
+                mperf_cycles: value(14),
+                custom_event0: value(15),
+                custom_event1: value(16),
+                custom_event2: value(17),
+                custom_event3: value(18),
+                custom_event4: value(19),
+                custom_event5: value(20),
+                custom_event6: value(21),
+                custom_event7: value(22),
+                core_type: value(23) as u32,
                 reserved: 0,
             }
         }
@@ -778,13 +676,14 @@ pub mod hardware_counters {
                 llc_misses: self.llc_misses.load(RELAXED),
                 branches: self.branches.load(RELAXED),
                 branch_mispredicts: self.branch_mispredicts.load(RELAXED),
-                instructions_retired_scaled: self.instructions_retired_scaled.load(RELAXED),
                 overflow_interrupts: self.overflow_interrupts.load(RELAXED),
-                topdown_slots: self.topdown_slots.load(RELAXED),
                 topdown_retiring_slots: self.topdown_retiring_slots.load(RELAXED),
+                topdown_slots: self.topdown_slots.load(RELAXED),
                 topdown_bad_speculation_slots: self.topdown_bad_speculation_slots.load(RELAXED),
                 topdown_frontend_bound_slots: self.topdown_frontend_bound_slots.load(RELAXED),
                 topdown_backend_bound_slots: self.topdown_backend_bound_slots.load(RELAXED),
+                aperf_cycles: self.aperf_cycles.load(RELAXED),
+                mperf_cycles: self.mperf_cycles.load(RELAXED),
                 custom_event0: self.custom_event0.load(RELAXED),
                 custom_event1: self.custom_event1.load(RELAXED),
                 custom_event2: self.custom_event2.load(RELAXED),
@@ -793,18 +692,6 @@ pub mod hardware_counters {
                 custom_event5: self.custom_event5.load(RELAXED),
                 custom_event6: self.custom_event6.load(RELAXED),
                 custom_event7: self.custom_event7.load(RELAXED),
-                core_cycles_scaled: self.core_cycles_scaled.load(RELAXED),
-                llc_misses_scaled: self.llc_misses_scaled.load(RELAXED),
-                llc_references_scaled: self.llc_references_scaled.load(RELAXED),
-                branch_mispredicts_scaled: self.branch_mispredicts_scaled.load(RELAXED),
-                branches_scaled: self.branches_scaled.load(RELAXED),
-                topdown_retiring_slots_scaled: self.topdown_retiring_slots_scaled.load(RELAXED),
-                topdown_slots_scaled: self.topdown_slots_scaled.load(RELAXED),
-                topdown_bad_speculation_slots_scaled: self.topdown_bad_speculation_slots_scaled.load(RELAXED),
-                topdown_frontend_bound_slots_scaled: self.topdown_frontend_bound_slots_scaled.load(RELAXED),
-                topdown_backend_bound_slots_scaled: self.topdown_backend_bound_slots_scaled.load(RELAXED),
-                aperf_cycles_scaled: self.aperf_cycles_scaled.load(RELAXED),
-                mperf_cycles_scaled: self.mperf_cycles_scaled.load(RELAXED),
                 core_type: self.core_type.load(RELAXED),
                 reserved: 0,
             }
@@ -824,34 +711,23 @@ pub mod hardware_counters {
                 llc_misses: self.wide[4].load(RELAXED),
                 branches: self.wide[5].load(RELAXED),
                 branch_mispredicts: self.wide[6].load(RELAXED),
-                instructions_retired_scaled: self.wide[7].load(RELAXED),
-                overflow_interrupts: self.wide[8].load(RELAXED),
+                overflow_interrupts: self.wide[7].load(RELAXED),
+                topdown_retiring_slots: self.wide[8].load(RELAXED),
                 topdown_slots: self.wide[9].load(RELAXED),
-                topdown_retiring_slots: self.wide[10].load(RELAXED),
-                topdown_bad_speculation_slots: self.wide[11].load(RELAXED),
-                topdown_frontend_bound_slots: self.wide[12].load(RELAXED),
-                topdown_backend_bound_slots: self.wide[13].load(RELAXED),
-                custom_event0: self.wide[14].load(RELAXED),
-                custom_event1: self.wide[15].load(RELAXED),
-                custom_event2: self.wide[16].load(RELAXED),
-                custom_event3: self.wide[17].load(RELAXED),
-                custom_event4: self.wide[18].load(RELAXED),
-                custom_event5: self.wide[19].load(RELAXED),
-                custom_event6: self.wide[20].load(RELAXED),
-                custom_event7: self.wide[21].load(RELAXED),
-                core_cycles_scaled: self.narrow[0].load(RELAXED),
-                llc_misses_scaled: self.narrow[1].load(RELAXED),
-                llc_references_scaled: self.narrow[2].load(RELAXED),
-                branch_mispredicts_scaled: self.narrow[3].load(RELAXED),
-                branches_scaled: self.narrow[4].load(RELAXED),
-                topdown_retiring_slots_scaled: self.narrow[5].load(RELAXED),
-                topdown_slots_scaled: self.narrow[6].load(RELAXED),
-                topdown_bad_speculation_slots_scaled: self.narrow[7].load(RELAXED),
-                topdown_frontend_bound_slots_scaled: self.narrow[8].load(RELAXED),
-                topdown_backend_bound_slots_scaled: self.narrow[9].load(RELAXED),
-                aperf_cycles_scaled: self.narrow[10].load(RELAXED),
-                mperf_cycles_scaled: self.narrow[11].load(RELAXED),
-                core_type: self.narrow[12].load(RELAXED),
+                topdown_bad_speculation_slots: self.wide[10].load(RELAXED),
+                topdown_frontend_bound_slots: self.wide[11].load(RELAXED),
+                topdown_backend_bound_slots: self.wide[12].load(RELAXED),
+                aperf_cycles: self.wide[13].load(RELAXED),
+                mperf_cycles: self.wide[14].load(RELAXED),
+                custom_event0: self.wide[15].load(RELAXED),
+                custom_event1: self.wide[16].load(RELAXED),
+                custom_event2: self.wide[17].load(RELAXED),
+                custom_event3: self.wide[18].load(RELAXED),
+                custom_event4: self.wide[19].load(RELAXED),
+                custom_event5: self.wide[20].load(RELAXED),
+                custom_event6: self.wide[21].load(RELAXED),
+                custom_event7: self.wide[22].load(RELAXED),
+                core_type: self.narrow[0].load(RELAXED),
                 reserved: 0,
             }
         }
@@ -864,13 +740,13 @@ pub mod hardware_counters {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 232);
+            assert_eq!(size_of::<Values>(), 192);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 176);
+            assert_eq!(offset_of!(AtomicCells, narrow), 184);
             let field_offsets = &[
                 offset_of!(Values, instructions_retired),
                 offset_of!(Values, core_cycles),
@@ -879,13 +755,14 @@ pub mod hardware_counters {
                 offset_of!(Values, llc_misses),
                 offset_of!(Values, branches),
                 offset_of!(Values, branch_mispredicts),
-                offset_of!(Values, instructions_retired_scaled),
                 offset_of!(Values, overflow_interrupts),
-                offset_of!(Values, topdown_slots),
                 offset_of!(Values, topdown_retiring_slots),
+                offset_of!(Values, topdown_slots),
                 offset_of!(Values, topdown_bad_speculation_slots),
                 offset_of!(Values, topdown_frontend_bound_slots),
                 offset_of!(Values, topdown_backend_bound_slots),
+                offset_of!(Values, aperf_cycles),
+                offset_of!(Values, mperf_cycles),
                 offset_of!(Values, custom_event0),
                 offset_of!(Values, custom_event1),
                 offset_of!(Values, custom_event2),
@@ -894,24 +771,12 @@ pub mod hardware_counters {
                 offset_of!(Values, custom_event5),
                 offset_of!(Values, custom_event6),
                 offset_of!(Values, custom_event7),
-                offset_of!(Values, core_cycles_scaled),
-                offset_of!(Values, llc_misses_scaled),
-                offset_of!(Values, llc_references_scaled),
-                offset_of!(Values, branch_mispredicts_scaled),
-                offset_of!(Values, branches_scaled),
-                offset_of!(Values, topdown_retiring_slots_scaled),
-                offset_of!(Values, topdown_slots_scaled),
-                offset_of!(Values, topdown_bad_speculation_slots_scaled),
-                offset_of!(Values, topdown_frontend_bound_slots_scaled),
-                offset_of!(Values, topdown_backend_bound_slots_scaled),
-                offset_of!(Values, aperf_cycles_scaled),
-                offset_of!(Values, mperf_cycles_scaled),
                 offset_of!(Values, core_type),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 176 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 184 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -932,108 +797,56 @@ pub mod hardware_counters {
             assert_eq!(offset_of!(AtomicValues, branches), offset_of!(Values, branches));
             assert_eq!(offset_of!(Values, branch_mispredicts), 48);
             assert_eq!(offset_of!(AtomicValues, branch_mispredicts), offset_of!(Values, branch_mispredicts));
-            assert_eq!(offset_of!(Values, instructions_retired_scaled), 56);
-            assert_eq!(
-                offset_of!(AtomicValues, instructions_retired_scaled),
-                offset_of!(Values, instructions_retired_scaled),
-            );
-            assert_eq!(offset_of!(Values, overflow_interrupts), 64);
+            assert_eq!(offset_of!(Values, overflow_interrupts), 56);
             assert_eq!(
                 offset_of!(AtomicValues, overflow_interrupts),
                 offset_of!(Values, overflow_interrupts),
             );
-            assert_eq!(offset_of!(Values, topdown_slots), 72);
-            assert_eq!(offset_of!(AtomicValues, topdown_slots), offset_of!(Values, topdown_slots));
-            assert_eq!(offset_of!(Values, topdown_retiring_slots), 80);
+            assert_eq!(offset_of!(Values, topdown_retiring_slots), 64);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_retiring_slots),
                 offset_of!(Values, topdown_retiring_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 88);
+            assert_eq!(offset_of!(Values, topdown_slots), 72);
+            assert_eq!(offset_of!(AtomicValues, topdown_slots), offset_of!(Values, topdown_slots));
+            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 80);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_bad_speculation_slots),
                 offset_of!(Values, topdown_bad_speculation_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 96);
+            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 88);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_frontend_bound_slots),
                 offset_of!(Values, topdown_frontend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 104);
+            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 96);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_backend_bound_slots),
                 offset_of!(Values, topdown_backend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, custom_event0), 112);
+            assert_eq!(offset_of!(Values, aperf_cycles), 104);
+            assert_eq!(offset_of!(AtomicValues, aperf_cycles), offset_of!(Values, aperf_cycles));
+            assert_eq!(offset_of!(Values, mperf_cycles), 112);
+            assert_eq!(offset_of!(AtomicValues, mperf_cycles), offset_of!(Values, mperf_cycles));
+            assert_eq!(offset_of!(Values, custom_event0), 120);
             assert_eq!(offset_of!(AtomicValues, custom_event0), offset_of!(Values, custom_event0));
-            assert_eq!(offset_of!(Values, custom_event1), 120);
+            assert_eq!(offset_of!(Values, custom_event1), 128);
             assert_eq!(offset_of!(AtomicValues, custom_event1), offset_of!(Values, custom_event1));
-            assert_eq!(offset_of!(Values, custom_event2), 128);
+            assert_eq!(offset_of!(Values, custom_event2), 136);
             assert_eq!(offset_of!(AtomicValues, custom_event2), offset_of!(Values, custom_event2));
-            assert_eq!(offset_of!(Values, custom_event3), 136);
+            assert_eq!(offset_of!(Values, custom_event3), 144);
             assert_eq!(offset_of!(AtomicValues, custom_event3), offset_of!(Values, custom_event3));
-            assert_eq!(offset_of!(Values, custom_event4), 144);
+            assert_eq!(offset_of!(Values, custom_event4), 152);
             assert_eq!(offset_of!(AtomicValues, custom_event4), offset_of!(Values, custom_event4));
-            assert_eq!(offset_of!(Values, custom_event5), 152);
+            assert_eq!(offset_of!(Values, custom_event5), 160);
             assert_eq!(offset_of!(AtomicValues, custom_event5), offset_of!(Values, custom_event5));
-            assert_eq!(offset_of!(Values, custom_event6), 160);
+            assert_eq!(offset_of!(Values, custom_event6), 168);
             assert_eq!(offset_of!(AtomicValues, custom_event6), offset_of!(Values, custom_event6));
-            assert_eq!(offset_of!(Values, custom_event7), 168);
+            assert_eq!(offset_of!(Values, custom_event7), 176);
             assert_eq!(offset_of!(AtomicValues, custom_event7), offset_of!(Values, custom_event7));
-            assert_eq!(offset_of!(Values, core_cycles_scaled), 176);
-            assert_eq!(offset_of!(AtomicValues, core_cycles_scaled), offset_of!(Values, core_cycles_scaled));
-            assert_eq!(offset_of!(Values, llc_misses_scaled), 180);
-            assert_eq!(offset_of!(AtomicValues, llc_misses_scaled), offset_of!(Values, llc_misses_scaled));
-            assert_eq!(offset_of!(Values, llc_references_scaled), 184);
-            assert_eq!(
-                offset_of!(AtomicValues, llc_references_scaled),
-                offset_of!(Values, llc_references_scaled),
-            );
-            assert_eq!(offset_of!(Values, branch_mispredicts_scaled), 188);
-            assert_eq!(
-                offset_of!(AtomicValues, branch_mispredicts_scaled),
-                offset_of!(Values, branch_mispredicts_scaled),
-            );
-            assert_eq!(offset_of!(Values, branches_scaled), 192);
-            assert_eq!(offset_of!(AtomicValues, branches_scaled), offset_of!(Values, branches_scaled));
-            assert_eq!(offset_of!(Values, topdown_retiring_slots_scaled), 196);
-            assert_eq!(
-                offset_of!(AtomicValues, topdown_retiring_slots_scaled),
-                offset_of!(Values, topdown_retiring_slots_scaled),
-            );
-            assert_eq!(offset_of!(Values, topdown_slots_scaled), 200);
-            assert_eq!(
-                offset_of!(AtomicValues, topdown_slots_scaled),
-                offset_of!(Values, topdown_slots_scaled),
-            );
-            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots_scaled), 204);
-            assert_eq!(
-                offset_of!(AtomicValues, topdown_bad_speculation_slots_scaled),
-                offset_of!(Values, topdown_bad_speculation_slots_scaled),
-            );
-            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots_scaled), 208);
-            assert_eq!(
-                offset_of!(AtomicValues, topdown_frontend_bound_slots_scaled),
-                offset_of!(Values, topdown_frontend_bound_slots_scaled),
-            );
-            assert_eq!(offset_of!(Values, topdown_backend_bound_slots_scaled), 212);
-            assert_eq!(
-                offset_of!(AtomicValues, topdown_backend_bound_slots_scaled),
-                offset_of!(Values, topdown_backend_bound_slots_scaled),
-            );
-            assert_eq!(offset_of!(Values, aperf_cycles_scaled), 216);
-            assert_eq!(
-                offset_of!(AtomicValues, aperf_cycles_scaled),
-                offset_of!(Values, aperf_cycles_scaled),
-            );
-            assert_eq!(offset_of!(Values, mperf_cycles_scaled), 220);
-            assert_eq!(
-                offset_of!(AtomicValues, mperf_cycles_scaled),
-                offset_of!(Values, mperf_cycles_scaled),
-            );
-            assert_eq!(offset_of!(Values, core_type), 224);
+            assert_eq!(offset_of!(Values, core_type), 184);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, reserved), 228);
+            assert_eq!(offset_of!(Values, reserved), 188);
             assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
@@ -1084,34 +897,30 @@ pub mod hardware_counters {
                     size_of_val(&values.branch_mispredicts),
                 ),
                 (
-                    id::INSTRUCTIONS_PER_CYCLE,
-                    offset_of!(Values, instructions_retired_scaled),
-                    size_of_val(&values.instructions_retired_scaled),
+                    id::INSTRUCTIONS_PER100_CYCLES,
+                    offset_of!(Values, instructions_retired),
+                    size_of_val(&values.instructions_retired),
                 ),
                 (
-                    id::INSTRUCTIONS_PER_CYCLE_BASE,
-                    offset_of!(Values, core_cycles_scaled),
-                    size_of_val(&values.core_cycles_scaled),
+                    id::INSTRUCTIONS_PER100_CYCLES_BASE,
+                    offset_of!(Values, core_cycles),
+                    size_of_val(&values.core_cycles),
                 ),
-                (
-                    id::LLC_MISS_PERCENT,
-                    offset_of!(Values, llc_misses_scaled),
-                    size_of_val(&values.llc_misses_scaled),
-                ),
+                (id::LLC_MISS_PERCENT, offset_of!(Values, llc_misses), size_of_val(&values.llc_misses)),
                 (
                     id::LLC_MISS_PERCENT_BASE,
-                    offset_of!(Values, llc_references_scaled),
-                    size_of_val(&values.llc_references_scaled),
+                    offset_of!(Values, llc_references),
+                    size_of_val(&values.llc_references),
                 ),
                 (
                     id::BRANCH_MISPREDICT_PERCENT,
-                    offset_of!(Values, branch_mispredicts_scaled),
-                    size_of_val(&values.branch_mispredicts_scaled),
+                    offset_of!(Values, branch_mispredicts),
+                    size_of_val(&values.branch_mispredicts),
                 ),
                 (
                     id::BRANCH_MISPREDICT_PERCENT_BASE,
-                    offset_of!(Values, branches_scaled),
-                    size_of_val(&values.branches_scaled),
+                    offset_of!(Values, branches),
+                    size_of_val(&values.branches),
                 ),
                 (
                     id::OVERFLOW_INTERRUPTS,
@@ -1120,43 +929,43 @@ pub mod hardware_counters {
                 ),
                 (
                     id::RETIRING_PERCENT,
-                    offset_of!(Values, topdown_retiring_slots_scaled),
-                    size_of_val(&values.topdown_retiring_slots_scaled),
+                    offset_of!(Values, topdown_retiring_slots),
+                    size_of_val(&values.topdown_retiring_slots),
                 ),
                 (
                     id::RETIRING_PERCENT_BASE,
-                    offset_of!(Values, topdown_slots_scaled),
-                    size_of_val(&values.topdown_slots_scaled),
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
                 ),
                 (
                     id::BAD_SPECULATION_PERCENT,
-                    offset_of!(Values, topdown_bad_speculation_slots_scaled),
-                    size_of_val(&values.topdown_bad_speculation_slots_scaled),
+                    offset_of!(Values, topdown_bad_speculation_slots),
+                    size_of_val(&values.topdown_bad_speculation_slots),
                 ),
                 (
                     id::BAD_SPECULATION_PERCENT_BASE,
-                    offset_of!(Values, topdown_slots_scaled),
-                    size_of_val(&values.topdown_slots_scaled),
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
                 ),
                 (
                     id::FRONTEND_BOUND_PERCENT,
-                    offset_of!(Values, topdown_frontend_bound_slots_scaled),
-                    size_of_val(&values.topdown_frontend_bound_slots_scaled),
+                    offset_of!(Values, topdown_frontend_bound_slots),
+                    size_of_val(&values.topdown_frontend_bound_slots),
                 ),
                 (
                     id::FRONTEND_BOUND_PERCENT_BASE,
-                    offset_of!(Values, topdown_slots_scaled),
-                    size_of_val(&values.topdown_slots_scaled),
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
                 ),
                 (
                     id::BACKEND_BOUND_PERCENT,
-                    offset_of!(Values, topdown_backend_bound_slots_scaled),
-                    size_of_val(&values.topdown_backend_bound_slots_scaled),
+                    offset_of!(Values, topdown_backend_bound_slots),
+                    size_of_val(&values.topdown_backend_bound_slots),
                 ),
                 (
                     id::BACKEND_BOUND_PERCENT_BASE,
-                    offset_of!(Values, topdown_slots_scaled),
-                    size_of_val(&values.topdown_slots_scaled),
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
                 ),
                 (
                     id::TOPDOWN_SLOTS_TOTAL,
@@ -1185,13 +994,13 @@ pub mod hardware_counters {
                 ),
                 (
                     id::RELATIVE_FREQUENCY_PERCENT,
-                    offset_of!(Values, aperf_cycles_scaled),
-                    size_of_val(&values.aperf_cycles_scaled),
+                    offset_of!(Values, aperf_cycles),
+                    size_of_val(&values.aperf_cycles),
                 ),
                 (
                     id::RELATIVE_FREQUENCY_PERCENT_BASE,
-                    offset_of!(Values, mperf_cycles_scaled),
-                    size_of_val(&values.mperf_cycles_scaled),
+                    offset_of!(Values, mperf_cycles),
+                    size_of_val(&values.mperf_cycles),
                 ),
                 (
                     id::CUSTOM_EVENT0_PER_SEC,
@@ -1894,34 +1703,29 @@ pub mod hardware_counters_by_core_type {
     /// Whether the provider reports more than one instance (`instances="multiple"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 64
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 56
     /// bytes, the 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Values {
-        /// Field `InstructionsRetired`, offset 0: read by counters 2 (InstructionsPerSec) and 10
-        /// (InstructionsTotal).
+        /// Field `InstructionsRetired`, offset 0: read by counters 2 (InstructionsPerSec), 4
+        /// (InstructionsPer100Cycles) and 10 (InstructionsTotal).
         pub instructions_retired: u64,
-        /// Field `CoreCycles`, offset 8: read by counters 3 (CyclesPerSec) and 11 (CyclesTotal).
+        /// Field `CoreCycles`, offset 8: read by counters 3 (CyclesPerSec), 5 (InstructionsPer100CyclesBase)
+        /// and 11 (CyclesTotal).
         pub core_cycles: u64,
-        /// Field `InstructionsRetiredScaled`, offset 16: read by counter 4 (InstructionsPerCycle).
-        pub instructions_retired_scaled: u64,
-        /// Field `LlcMisses`, offset 24: read by counter 6 (LlcMissesPerSec).
+        /// Field `LlcMisses`, offset 16: read by counter 6 (LlcMissesPerSec).
         pub llc_misses: u64,
-        /// Field `BranchMispredicts`, offset 32: read by counter 7 (BranchMispredictsPerSec).
+        /// Field `BranchMispredicts`, offset 24: read by counter 7 (BranchMispredictsPerSec).
         pub branch_mispredicts: u64,
-        /// Field `CoreType`, offset 40: read by counter 0 (CoreType).
+        /// Field `AperfCycles`, offset 32: read by counter 8 (RelativeFrequencyPercent).
+        pub aperf_cycles: u64,
+        /// Field `MperfCycles`, offset 40: read by counter 9 (RelativeFrequencyPercentBase).
+        pub mperf_cycles: u64,
+        /// Field `CoreType`, offset 48: read by counter 0 (CoreType).
         pub core_type: u32,
-        /// Field `Processors`, offset 44: read by counter 1 (Processors).
+        /// Field `Processors`, offset 52: read by counter 1 (Processors).
         pub processors: u32,
-        /// Field `CoreCyclesScaled`, offset 48: read by counter 5 (InstructionsPerCycleBase).
-        pub core_cycles_scaled: u32,
-        /// Field `AperfCyclesScaled`, offset 52: read by counter 8 (RelativeFrequencyPercent).
-        pub aperf_cycles_scaled: u32,
-        /// Field `MperfCyclesScaled`, offset 56: read by counter 9 (RelativeFrequencyPercentBase).
-        pub mperf_cycles_scaled: u32,
-        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
-        pub reserved: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1934,15 +1738,12 @@ pub mod hardware_counters_by_core_type {
     pub struct AtomicValues {
         pub instructions_retired: core::sync::atomic::AtomicU64,
         pub core_cycles: core::sync::atomic::AtomicU64,
-        pub instructions_retired_scaled: core::sync::atomic::AtomicU64,
         pub llc_misses: core::sync::atomic::AtomicU64,
         pub branch_mispredicts: core::sync::atomic::AtomicU64,
+        pub aperf_cycles: core::sync::atomic::AtomicU64,
+        pub mperf_cycles: core::sync::atomic::AtomicU64,
         pub core_type: core::sync::atomic::AtomicU32,
         pub processors: core::sync::atomic::AtomicU32,
-        pub core_cycles_scaled: core::sync::atomic::AtomicU32,
-        pub aperf_cycles_scaled: core::sync::atomic::AtomicU32,
-        pub mperf_cycles_scaled: core::sync::atomic::AtomicU32,
-        pub reserved: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1954,15 +1755,12 @@ pub mod hardware_counters_by_core_type {
             AtomicValues {
                 instructions_retired: core::sync::atomic::AtomicU64::new(0),
                 core_cycles: core::sync::atomic::AtomicU64::new(0),
-                instructions_retired_scaled: core::sync::atomic::AtomicU64::new(0),
                 llc_misses: core::sync::atomic::AtomicU64::new(0),
                 branch_mispredicts: core::sync::atomic::AtomicU64::new(0),
+                aperf_cycles: core::sync::atomic::AtomicU64::new(0),
+                mperf_cycles: core::sync::atomic::AtomicU64::new(0),
                 core_type: core::sync::atomic::AtomicU32::new(0),
                 processors: core::sync::atomic::AtomicU32::new(0),
-                core_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
-                aperf_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
-                mperf_cycles_scaled: core::sync::atomic::AtomicU32::new(0),
-                reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1974,9 +1772,9 @@ pub mod hardware_counters_by_core_type {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 5],
-        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
-        pub narrow: [core::sync::atomic::AtomicU32; 6],
+        pub wide: [core::sync::atomic::AtomicU64; 6],
+        /// The 4-byte fields, in layout order.
+        pub narrow: [core::sync::atomic::AtomicU32; 2],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -1987,8 +1785,8 @@ pub mod hardware_counters_by_core_type {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 5],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 6],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 6],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
             }
         }
     }
@@ -2006,11 +1804,9 @@ pub mod hardware_counters_by_core_type {
         crate::pcw::Cell::Wide(2),
         crate::pcw::Cell::Wide(3),
         crate::pcw::Cell::Wide(4),
+        crate::pcw::Cell::Wide(5),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
-        crate::pcw::Cell::Narrow(2),
-        crate::pcw::Cell::Narrow(3),
-        crate::pcw::Cell::Narrow(4),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -2026,25 +1822,25 @@ pub mod hardware_counters_by_core_type {
         /// "Unhalted Core Cycles/sec" (perf_counter_bulk_count, standard): Unhalted core cycles per second on
         /// the processors of this core type.
         pub const CYCLES_PER_SEC: u16 = 3;
-        /// "Instructions per Cycle" (perf_average_bulk, standard): Instructions retired per unhalted core
-        /// cycle over the sample interval: all instructions of this core type's processors over all their
-        /// cycles.
-        pub const INSTRUCTIONS_PER_CYCLE: u16 = 4;
-        /// "Instructions per Cycle Base" (perf_average_base, standard): Base for Instructions per Cycle: the
-        /// summed unhalted core cycles / 1024, kept to 32 bits. Not displayed.
-        pub const INSTRUCTIONS_PER_CYCLE_BASE: u16 = 5;
+        /// "Instructions per 100 Cycles" (perf_precision_100ns_timer, standard): Instructions retired per 100
+        /// unhalted core cycles over the sample interval (100 x IPC): all instructions of this core type's
+        /// processors over all their cycles, from the exact 64-bit counts.
+        pub const INSTRUCTIONS_PER100_CYCLES: u16 = 4;
+        /// "Instructions per 100 Cycles Base" (perf_large_raw_base, standard): Base for Instructions per 100
+        /// Cycles: the summed unhalted core cycles (64-bit). Not displayed.
+        pub const INSTRUCTIONS_PER100_CYCLES_BASE: u16 = 5;
         /// "LLC Misses/sec" (perf_counter_bulk_count, standard): Last-level cache misses per second on the
         /// processors of this core type (AMD: L2 cache misses; see Hardware Counters, LLC Misses/sec).
         pub const LLC_MISSES_PER_SEC: u16 = 6;
         /// "Branch Mispredicts/sec" (perf_counter_bulk_count, standard): Mispredicted branches retired per
         /// second on the processors of this core type.
         pub const BRANCH_MISPREDICTS_PER_SEC: u16 = 7;
-        /// "% Relative Frequency" (perf_sample_fraction, standard): Average frequency of this core type's
-        /// processors while not halted, as a percentage of their reference frequency, over the sample
+        /// "% Relative Frequency" (perf_precision_100ns_timer, standard): Average frequency of this core
+        /// type's processors while not halted, as a percentage of their reference frequency, over the sample
         /// interval (summed IA32_APERF over summed IA32_MPERF).
         pub const RELATIVE_FREQUENCY_PERCENT: u16 = 8;
-        /// "% Relative Frequency Base" (perf_sample_base, standard): Base for % Relative Frequency: the
-        /// summed IA32_MPERF / 1024, kept to 32 bits. Not displayed.
+        /// "% Relative Frequency Base" (perf_large_raw_base, standard): Base for % Relative Frequency: the
+        /// summed IA32_MPERF (64-bit). Not displayed.
         pub const RELATIVE_FREQUENCY_PERCENT_BASE: u16 = 9;
         /// "Instructions Retired" (perf_counter_large_rawcount, advanced): Instructions retired on the
         /// processors of this core type since the driver started counting (64-bit, never decreases).
@@ -2056,16 +1852,16 @@ pub mod hardware_counters_by_core_type {
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 40, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 44, size: 4 },
+        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 48, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 52, size: 4 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER_SEC, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_PER_SEC, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE, struct_index: 0, offset: 16, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE_BASE, struct_index: 0, offset: 48, size: 4 },
-        CounterDescriptor { id: id::LLC_MISSES_PER_SEC, struct_index: 0, offset: 24, size: 8 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 52, size: 4 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 56, size: 4 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES_BASE, struct_index: 0, offset: 8, size: 8 },
+        CounterDescriptor { id: id::LLC_MISSES_PER_SEC, struct_index: 0, offset: 16, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 32, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 40, size: 8 },
         CounterDescriptor { id: id::INSTRUCTIONS_TOTAL, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_TOTAL, struct_index: 0, offset: 8, size: 8 },
     ];
@@ -2076,14 +1872,11 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0fff == 0x0000_0000_0000_0fff {
                 return; // every counter requested: the common case, one test
             }
-            if counter_mask & 0x0000_0000_0000_0404 == 0 {
+            if counter_mask & 0x0000_0000_0000_0414 == 0 {
                 self.instructions_retired = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0808 == 0 {
+            if counter_mask & 0x0000_0000_0000_0828 == 0 {
                 self.core_cycles = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_0010 == 0 {
-                self.instructions_retired_scaled = 0;
             }
             if counter_mask & 0x0000_0000_0000_0040 == 0 {
                 self.llc_misses = 0;
@@ -2091,20 +1884,17 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0080 == 0 {
                 self.branch_mispredicts = 0;
             }
+            if counter_mask & 0x0000_0000_0000_0100 == 0 {
+                self.aperf_cycles = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0200 == 0 {
+                self.mperf_cycles = 0;
+            }
             if counter_mask & 0x0000_0000_0000_0001 == 0 {
                 self.core_type = 0;
             }
             if counter_mask & 0x0000_0000_0000_0002 == 0 {
                 self.processors = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_0020 == 0 {
-                self.core_cycles_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_0100 == 0 {
-                self.aperf_cycles_scaled = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_0200 == 0 {
-                self.mperf_cycles_scaled = 0;
             }
         }
     }
@@ -2113,14 +1903,12 @@ pub mod hardware_counters_by_core_type {
     pub const FIELDS: &[&str] = &[
         "InstructionsRetired",
         "CoreCycles",
-        "InstructionsRetiredScaled",
         "LlcMisses",
         "BranchMispredicts",
+        "AperfCycles",
+        "MperfCycles",
         "CoreType",
         "Processors",
-        "CoreCyclesScaled",
-        "AperfCyclesScaled",
-        "MperfCyclesScaled",
     ];
 
     impl Values {
@@ -2131,15 +1919,12 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: value(0),
                 core_cycles: value(1),
-                instructions_retired_scaled: value(2),
-                llc_misses: value(3),
-                branch_mispredicts: value(4),
-                core_type: value(5) as u32,
-                processors: value(6) as u32,
-                core_cycles_scaled: value(7) as u32,
-                aperf_cycles_scaled: value(8) as u32,
-                mperf_cycles_scaled: value(9) as u32,
-                reserved: 0,
+                llc_misses: value(2),
+                branch_mispredicts: value(3),
+                aperf_cycles: value(4),
+                mperf_cycles: value(5),
+                core_type: value(6) as u32,
+                processors: value(7) as u32,
             }
         }
     }
@@ -2173,15 +1958,12 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: self.instructions_retired.load(RELAXED),
                 core_cycles: self.core_cycles.load(RELAXED),
-                instructions_retired_scaled: self.instructions_retired_scaled.load(RELAXED),
                 llc_misses: self.llc_misses.load(RELAXED),
                 branch_mispredicts: self.branch_mispredicts.load(RELAXED),
+                aperf_cycles: self.aperf_cycles.load(RELAXED),
+                mperf_cycles: self.mperf_cycles.load(RELAXED),
                 core_type: self.core_type.load(RELAXED),
                 processors: self.processors.load(RELAXED),
-                core_cycles_scaled: self.core_cycles_scaled.load(RELAXED),
-                aperf_cycles_scaled: self.aperf_cycles_scaled.load(RELAXED),
-                mperf_cycles_scaled: self.mperf_cycles_scaled.load(RELAXED),
-                reserved: 0,
             }
         }
     }
@@ -2194,15 +1976,12 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: self.wide[0].load(RELAXED),
                 core_cycles: self.wide[1].load(RELAXED),
-                instructions_retired_scaled: self.wide[2].load(RELAXED),
-                llc_misses: self.wide[3].load(RELAXED),
-                branch_mispredicts: self.wide[4].load(RELAXED),
+                llc_misses: self.wide[2].load(RELAXED),
+                branch_mispredicts: self.wide[3].load(RELAXED),
+                aperf_cycles: self.wide[4].load(RELAXED),
+                mperf_cycles: self.wide[5].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
                 processors: self.narrow[1].load(RELAXED),
-                core_cycles_scaled: self.narrow[2].load(RELAXED),
-                aperf_cycles_scaled: self.narrow[3].load(RELAXED),
-                mperf_cycles_scaled: self.narrow[4].load(RELAXED),
-                reserved: 0,
             }
         }
     }
@@ -2214,29 +1993,27 @@ pub mod hardware_counters_by_core_type {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 64);
+            assert_eq!(size_of::<Values>(), 56);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 40);
+            assert_eq!(offset_of!(AtomicCells, narrow), 48);
             let field_offsets = &[
                 offset_of!(Values, instructions_retired),
                 offset_of!(Values, core_cycles),
-                offset_of!(Values, instructions_retired_scaled),
                 offset_of!(Values, llc_misses),
                 offset_of!(Values, branch_mispredicts),
+                offset_of!(Values, aperf_cycles),
+                offset_of!(Values, mperf_cycles),
                 offset_of!(Values, core_type),
                 offset_of!(Values, processors),
-                offset_of!(Values, core_cycles_scaled),
-                offset_of!(Values, aperf_cycles_scaled),
-                offset_of!(Values, mperf_cycles_scaled),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 40 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 48 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -2247,33 +2024,18 @@ pub mod hardware_counters_by_core_type {
             );
             assert_eq!(offset_of!(Values, core_cycles), 8);
             assert_eq!(offset_of!(AtomicValues, core_cycles), offset_of!(Values, core_cycles));
-            assert_eq!(offset_of!(Values, instructions_retired_scaled), 16);
-            assert_eq!(
-                offset_of!(AtomicValues, instructions_retired_scaled),
-                offset_of!(Values, instructions_retired_scaled),
-            );
-            assert_eq!(offset_of!(Values, llc_misses), 24);
+            assert_eq!(offset_of!(Values, llc_misses), 16);
             assert_eq!(offset_of!(AtomicValues, llc_misses), offset_of!(Values, llc_misses));
-            assert_eq!(offset_of!(Values, branch_mispredicts), 32);
+            assert_eq!(offset_of!(Values, branch_mispredicts), 24);
             assert_eq!(offset_of!(AtomicValues, branch_mispredicts), offset_of!(Values, branch_mispredicts));
-            assert_eq!(offset_of!(Values, core_type), 40);
+            assert_eq!(offset_of!(Values, aperf_cycles), 32);
+            assert_eq!(offset_of!(AtomicValues, aperf_cycles), offset_of!(Values, aperf_cycles));
+            assert_eq!(offset_of!(Values, mperf_cycles), 40);
+            assert_eq!(offset_of!(AtomicValues, mperf_cycles), offset_of!(Values, mperf_cycles));
+            assert_eq!(offset_of!(Values, core_type), 48);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, processors), 44);
+            assert_eq!(offset_of!(Values, processors), 52);
             assert_eq!(offset_of!(AtomicValues, processors), offset_of!(Values, processors));
-            assert_eq!(offset_of!(Values, core_cycles_scaled), 48);
-            assert_eq!(offset_of!(AtomicValues, core_cycles_scaled), offset_of!(Values, core_cycles_scaled));
-            assert_eq!(offset_of!(Values, aperf_cycles_scaled), 52);
-            assert_eq!(
-                offset_of!(AtomicValues, aperf_cycles_scaled),
-                offset_of!(Values, aperf_cycles_scaled),
-            );
-            assert_eq!(offset_of!(Values, mperf_cycles_scaled), 56);
-            assert_eq!(
-                offset_of!(AtomicValues, mperf_cycles_scaled),
-                offset_of!(Values, mperf_cycles_scaled),
-            );
-            assert_eq!(offset_of!(Values, reserved), 60);
-            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
                 (id::CORE_TYPE, offset_of!(Values, core_type), size_of_val(&values.core_type)),
@@ -2285,14 +2047,14 @@ pub mod hardware_counters_by_core_type {
                 ),
                 (id::CYCLES_PER_SEC, offset_of!(Values, core_cycles), size_of_val(&values.core_cycles)),
                 (
-                    id::INSTRUCTIONS_PER_CYCLE,
-                    offset_of!(Values, instructions_retired_scaled),
-                    size_of_val(&values.instructions_retired_scaled),
+                    id::INSTRUCTIONS_PER100_CYCLES,
+                    offset_of!(Values, instructions_retired),
+                    size_of_val(&values.instructions_retired),
                 ),
                 (
-                    id::INSTRUCTIONS_PER_CYCLE_BASE,
-                    offset_of!(Values, core_cycles_scaled),
-                    size_of_val(&values.core_cycles_scaled),
+                    id::INSTRUCTIONS_PER100_CYCLES_BASE,
+                    offset_of!(Values, core_cycles),
+                    size_of_val(&values.core_cycles),
                 ),
                 (id::LLC_MISSES_PER_SEC, offset_of!(Values, llc_misses), size_of_val(&values.llc_misses)),
                 (
@@ -2302,13 +2064,13 @@ pub mod hardware_counters_by_core_type {
                 ),
                 (
                     id::RELATIVE_FREQUENCY_PERCENT,
-                    offset_of!(Values, aperf_cycles_scaled),
-                    size_of_val(&values.aperf_cycles_scaled),
+                    offset_of!(Values, aperf_cycles),
+                    size_of_val(&values.aperf_cycles),
                 ),
                 (
                     id::RELATIVE_FREQUENCY_PERCENT_BASE,
-                    offset_of!(Values, mperf_cycles_scaled),
-                    size_of_val(&values.mperf_cycles_scaled),
+                    offset_of!(Values, mperf_cycles),
+                    size_of_val(&values.mperf_cycles),
                 ),
                 (
                     id::INSTRUCTIONS_TOTAL,

@@ -6,8 +6,8 @@
 //! violation, leak or invalid block.
 //!
 //! ```text
-//! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] [--cpu-model MODEL]
-//!            [--kernel-build BUILD] [--consumer pdh|registry|unbalanced]
+//! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS | --virtual-interval SECONDS]
+//!            [--processors N] [--cpu-model MODEL] [--kernel-build BUILD] [--consumer pdh|registry|unbalanced]
 //!            [--profile default|topdown|custom] [--custom-event LINE]...
 //! ```
 //! The consumer announces itself as PDH does (`pdh`, the default: one AddCounter per counterset
@@ -18,7 +18,7 @@
 //! default), `skylake-no-ht` (8 general-purpose counters), `ice-lake`, `alder-lake` (performance cores
 //! only), `sapphire-rapids`, `alder-lake-hybrid` (16 performance-core threads, then efficient cores;
 //! 24 processors unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type
-//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 256
+//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 2048
 //! processors, in groups of 64. `--profile` and
 //! `--custom-event` set the service's Parameters values before DriverEntry, as
 //! `Install-Pmupcw.ps1 -Profile ... -CustomEvents ...` does: `Profile` (REG_SZ) and `CustomEvents`
@@ -28,6 +28,13 @@
 //! (`kernel_double::kernel_build`). The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
 //! processors' rates differ.
+//! `--virtual-interval SECONDS` (0.1 to 600) samples on a virtual clock instead: no waiting, the
+//! double's KeQueryPerformanceCounter moves forward by SECONDS between samples, and in that time
+//! processor n runs (n mod 4 + 1) / 4 of SECONDS at 6 GHz (the busiest 6 x 10^9 core cycles a
+//! second), so a minute's sample of 2048 processors is 4.6 x 10^14 cycles, enough to wrap a 32-bit
+//! sum a hundred thousand times.
+//! After the CSV it checks every ratio against the 64-bit totals of the same CSV
+//! (`consumer::exactness`, parsed back from the printed text) and fails on a ratio off its totals.
 //! The driver defaults to `$PMUPCW_PACKAGE_DIR/pmupcw.sys`, else target/package/pmupcw/pmupcw.sys
 //! (what `cargo make package` builds); the counter manifest is the packaged `pmupcw.man` next to it,
 //! else the one this binary was built with.
@@ -45,9 +52,9 @@ fn main() {
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run {
-    use kernel_double::consumer::{self, Counterset, Sample, csv, perf_object};
-    use kernel_double::control::pcw;
+    use kernel_double::consumer::{self, Counterset, Sample, csv, exactness, perf_object};
     use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
+    use kernel_double::control::{hal, pcw};
     use kernel_double::cpu::cpuid::{self, CpuModel};
     use kernel_double::cpu::{pmu, topology};
     use kernel_double::driver::Driver;
@@ -64,6 +71,8 @@ mod run {
         driver: PathBuf,
         samples: usize,
         interval: Duration,
+        /// Sample on the virtual clock, this many seconds apart (see the module docs).
+        virtual_interval: Option<f64>,
         processors: Option<u32>,
         model: &'static CpuModel,
         kernel_build: u32,
@@ -101,7 +110,8 @@ mod run {
         let models: Vec<&str> = cpuid::MODELS.iter().map(|(name, _)| *name).collect();
         eprintln!("pmupcw-run: {why}");
         eprintln!(
-            "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS] [--processors N] \
+            "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS | --virtual-interval SECONDS] \
+             [--processors N] \
              [--cpu-model {}] [--kernel-build BUILD (>= {})] [--consumer pdh|registry|unbalanced] \
              [--profile default|topdown|custom] [--custom-event \"event=0xC4,umask=0x00,name=x\"]...",
             models.join("|"),
@@ -118,6 +128,7 @@ mod run {
             driver: directory.join("pmupcw.sys"),
             samples: 3,
             interval: Duration::from_millis(1000),
+            virtual_interval: None,
             processors: None,
             model: &cpuid::SKYLAKE,
             kernel_build: kernel_build::WINDOWS_11_24H2,
@@ -137,7 +148,18 @@ mod run {
                 "--driver" => options.driver = PathBuf::from(value()),
                 "--samples" => options.samples = number(value()).max(1) as usize,
                 "--interval-ms" => options.interval = Duration::from_millis(number(value())),
-                "--processors" => options.processors = Some(number(value()).clamp(1, 256) as u32),
+                "--virtual-interval" => {
+                    let text = value();
+                    let seconds = text
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|seconds| (0.1..=600.0).contains(seconds))
+                        .unwrap_or_else(|| {
+                            usage(&format!("--virtual-interval {text:?}: 0.1 to 600 seconds"))
+                        });
+                    options.virtual_interval = Some(seconds);
+                }
+                "--processors" => options.processors = Some(number(value()).clamp(1, 2048) as u32),
                 "--cpu-model" => options.model = model(&value()),
                 "--kernel-build" => {
                     options.kernel_build = u32::try_from(number(value()))
@@ -262,7 +284,8 @@ mod run {
         let (adds, removes) = options.consumer.calls();
         let mut failed = add_counters(&sets, adds);
         let host = host();
-        let Some(last_samples) = print_samples(&sets, options, &host) else { return true };
+        let Some((last_samples, inexact)) = print_samples(&sets, options, &host) else { return true };
+        failed |= inexact;
         failed |= check_perf_objects(&sets, &last_samples, &host);
         failed | remove_counters(&sets, removes)
     }
@@ -293,18 +316,20 @@ mod run {
     }
 
     /// Samples every counterset `options.samples` times, the workload advancing in between, and prints
-    /// the typeperf CSV; returns each counterset's last sample, or None if a sample failed.
-    fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<Vec<Option<Sample>>> {
+    /// the typeperf CSV and how its ratios compare with its totals; returns each counterset's last
+    /// sample and whether a ratio was off its totals, or None if a sample failed.
+    fn print_samples(
+        sets: &[Counterset],
+        options: &Options,
+        host: &str,
+    ) -> Option<(Vec<Option<Sample>>, bool)> {
         let mut previous: Vec<Option<Sample>> = vec![None; sets.len()];
         let mut columns = Vec::new();
         let mut paths = Vec::new();
         let mut rows = Vec::new();
         for round in 0..options.samples {
             if round > 0 {
-                std::thread::sleep(options.interval);
-                for vp in 0..topology::processor_count() {
-                    pmu::step(vp, 100_000 * u64::from(vp + 1));
-                }
+                advance(options);
             }
             let mut values = Vec::new();
             let mut stamp = None;
@@ -327,8 +352,45 @@ mod run {
             }
             rows.push(csv::row(&csv::timestamp(stamp.unwrap_or(0)), &values));
         }
-        print!("{}", csv::document(&paths, &rows, "\n"));
-        Some(previous)
+        let document = csv::document(&paths, &rows, "\n");
+        print!("{document}");
+        let inexact = match exactness::parse(&document).map(|document| exactness::check(&document)) {
+            Ok(verdict) => {
+                println!();
+                println!(
+                    "# ratios against the 64-bit totals: {} checked ({} idle), {} off",
+                    verdict.checked,
+                    verdict.idle,
+                    verdict.violations.len()
+                );
+                for violation in &verdict.violations {
+                    println!("#   {violation}");
+                }
+                !verdict.violations.is_empty()
+            }
+            Err(error) => {
+                eprintln!("pmupcw-run: the CSV does not parse: {error}");
+                true
+            }
+        };
+        Some((previous, inexact))
+    }
+
+    /// The time between two samples, and the work the processors do in it (see the module docs).
+    fn advance(options: &Options) {
+        let Some(seconds) = options.virtual_interval else {
+            std::thread::sleep(options.interval);
+            for vp in 0..topology::processor_count() {
+                pmu::step(vp, 100_000 * u64::from(vp + 1));
+            }
+            return;
+        };
+        const BUSIEST_HZ: f64 = 6e9;
+        hal::advance_clock((seconds * hal::PERFORMANCE_FREQUENCY as f64) as i64);
+        for vp in 0..topology::processor_count() {
+            let cycles = BUSIEST_HZ * seconds * f64::from(vp % 4 + 1) / 4.0;
+            pmu::step(vp, (cycles / pmu::RATES[pmu::CORE_CYCLES] as f64) as u64);
+        }
     }
 
     /// Formats the last samples as PERF_OBJECT_TYPE blocks, collected into a guarded buffer and into a

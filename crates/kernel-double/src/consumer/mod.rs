@@ -15,6 +15,8 @@
 //!   validates them with the ExtCounterTestLevel 1 checks.
 
 pub mod csv;
+pub mod exactness;
+pub mod legacy_reader;
 pub mod pdh;
 pub mod perf_object;
 
@@ -244,7 +246,7 @@ pub fn total(set: &Counterset, instances: &[InstanceRecord]) -> Vec<Option<u64>>
         .enumerate()
         .map(|(index, counter)| {
             let column: Vec<u64> = rows.iter().map(|row| row[index]).collect();
-            counter.aggregate.apply(&column)
+            counter.aggregate.apply(&column, counter.ty.size)
         })
         .collect()
 }
@@ -400,7 +402,7 @@ mod tests {
         assert!(set.has_total());
         assert_eq!(set.full_mask(), (1 << count) - 1);
         let ipc = set.index_of(14).unwrap();
-        assert_eq!(set.counters[ipc].ty.name, "perf_average_bulk");
+        assert_eq!(set.counters[ipc].ty.name, "perf_precision_100ns_timer");
         assert_eq!(set.counters[ipc].base, Some(ipc + 1));
         assert_eq!(set.counters[0].aggregate, Aggregate::Sum);
         assert_eq!(set.counters[ipc].aggregate, Aggregate::Sum);
@@ -459,7 +461,7 @@ mod tests {
         let after = values(&set, &columns, Some(&one), &two);
         assert_eq!(after[at("0,0", 0)], Value::Value(2000.0));
         assert_eq!(after[at("_Total", 0)], Value::Value(4000.0));
-        assert_eq!(after[at("0,1", 14)], Value::Value(1.5));
+        assert_eq!(after[at("0,1", 14)], Value::Value(150.0), "instructions per 100 cycles");
         let backwards = values(&set, &columns, Some(&two), &sample(30_000_000, &first));
         assert_eq!(backwards[at("0,0", 0)], Value::Status(pdh::PDH_CALC_NEGATIVE_VALUE));
         assert_eq!(
@@ -487,12 +489,12 @@ mod tests {
                 instances: vec![record("0,0", one), record("0,1", two)],
             }
         };
-        // 0,0 retires 300 (scaled) instructions in 200 cycles, 0,1 retires 100 in 800.
+        // 0,0 retires 300 instructions in 200 cycles, 0,1 retires 100 in 800 (per 100 cycles: 150, 12.5).
         let first = sample(10_000_000, (100, 100), (0, 0));
         let second = sample(20_000_000, (400, 300), (100, 800));
         let column = |instance: &str| Column { instance: Some(instance.into()), counter: ipc };
         let shown = values(&set, &[column("0,0"), column("0,1"), column(TOTAL)], Some(&first), &second);
-        assert_eq!(shown, [Value::Value(1.5), Value::Value(0.125), Value::Value(400.0 / 1000.0)]);
+        assert_eq!(shown, [Value::Value(150.0), Value::Value(12.5), Value::Value(100.0 * (400.0 / 1000.0))]);
         // A numerator summed over a base that is not aggregated has nothing to divide by.
         let mut unaggregated_base = set.clone();
         unaggregated_base.counters[base].aggregate = Aggregate::Undefined;

@@ -1,23 +1,44 @@
 //! PDH's calculations: a displayed value from two raw samples of one counter (and of its base), per
-//! counter type (the formulas of WMI's counter type pages, e.g.
-//! https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types), and perflib's
-//! `_Total` aggregation of raw values ([`Aggregate`]).
+//! counter type, and perflib's `_Total` aggregation of raw values ([`Aggregate`]).
+//!
+//! The formulas and the field widths are Microsoft's sample of how a consumer computes each type from
+//! the raw data ("Calculating Counter Values",
+//! https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values, which reads the
+//! fields as "Retrieving Counter Data" does,
+//! https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data), with the types'
+//! formulas of WMI's counter type pages
+//! (https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types):
 //!
 //! * `perf_counter_rawcount`, `perf_counter_large_rawcount`: N1.
 //! * `perf_counter_counter`, `perf_counter_bulk_count`: (N1-N0) / ((T1-T0)/F).
 //! * `perf_counter_delta`, `perf_counter_large_delta`: N1-N0.
-//! * `perf_average_bulk`: (N1-N0) / (B1-B0), B the base counter that follows.
+//! * `perf_average_bulk`: (N1-N0) / (B1-B0), B the PERF_AVERAGE_BASE counter that follows.
 //! * `perf_average_timer`: ((N1-N0)/F) / (B1-B0).
-//! * `perf_sample_fraction`: 100 (N1-N0) / (B1-B0).
+//! * `perf_sample_fraction`: 100 (N1-N0) / (B1-B0), B the PERF_SAMPLE_BASE that follows.
 //! * `perf_raw_fraction`, `perf_large_raw_fraction`: 100 N1 / B1 (one sample).
 //! * `perf_100nsec_timer`: 100 (N1-N0) / (T1-T0), T in 100 ns units (the double's clock is 10 MHz).
-//! * `perf_precision_100ns_timer`: 100 (N1-N0) / (B1-B0), B the timestamp counter that follows.
+//! * `perf_precision_100ns_timer`: 100 (N1-N0) / (D1-D0), D the 64-bit PERF_PRECISION_TIMESTAMP
+//!   (winperf.h: `#define PERF_PRECISION_TIMESTAMP PERF_LARGE_RAW_BASE`) that follows.
 //! * `perf_elapsed_time`: (T1-N1)/F.
 //!
-//! A counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a counter delta
-//! below zero is `PDH_CALC_NEGATIVE_VALUE`, a time delta below zero `PDH_CALC_NEGATIVE_TIMEBASE` and a
-//! base delta below zero `PDH_CALC_NEGATIVE_DENOMINATOR` (pdhmsg.h). A zero denominator shows 0, as PDH
-//! does.
+//! **Widths.** A type's size bits (winperf.h: PERF_SIZE_DWORD, a 32-bit field; PERF_SIZE_LARGE, 64
+//! bits) say how much of the block the consumer reads: the sample reads a PERF_SIZE_DWORD counter as
+//! `(ULONGLONG)(*(DWORD*)pData)` and a DWORD base (PERF_SAMPLE_BASE, PERF_AVERAGE_BASE) as
+//! `(LONGLONG)(*(DWORD*)pData)`, zero-extended, and a PERF_PRECISION_TIMESTAMP as a 64-bit LONGLONG.
+//! So nothing is computed modulo 2^32:
+//!
+//! * a counter whose data went down (a 32-bit counter that wrapped) is dropped ("Check for integer
+//!   overflow or bad data from provider (the data from sample 2 must be greater than the data from
+//!   sample 1)"): here `PDH_CALC_NEGATIVE_VALUE` (pdhmsg.h);
+//! * the denominator is `LONGLONG denominator = pSample2->Time - pSample1->Time`: a 32-bit base that
+//!   wrapped once gives a negative denominator, here `PDH_CALC_NEGATIVE_DENOMINATOR` (pdhmsg.h: "A
+//!   counter with a negative denominator value was detected"); one that wrapped more than once between
+//!   the samples, or wrapped and came back above its old value, gives a positive denominator that is
+//!   wrong by a multiple of 2^32, and a wrong value that nothing flags. A 64-bit base's difference is
+//!   the LONGLONG difference, right modulo 2^64.
+//!
+//! A counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a time delta below
+//! zero is `PDH_CALC_NEGATIVE_TIMEBASE`. A zero denominator shows 0, as PDH does.
 
 use counter_manifest::CounterType;
 
@@ -65,13 +86,32 @@ pub fn needs_two_samples(ty: &CounterType) -> bool {
     ) && !ty.is_base
 }
 
-fn delta(new: u64, old: u64, status: u32) -> Result<f64, u32> {
-    if new < old { Err(status) } else { Ok((new - old) as f64) }
+/// What a consumer reads of a field of `size` bytes: all of a PERF_SIZE_LARGE one, the low 32 bits
+/// (zero-extended) of a PERF_SIZE_DWORD one.
+pub fn field_value(value: u64, size: u32) -> u64 {
+    if size == 4 { value & u64::from(u32::MAX) } else { value }
 }
 
-fn base_delta(current: &Raw, previous: &Raw) -> Result<f64, u32> {
+/// The size of the base counter `ty` reads its denominator from.
+fn base_size(ty: &CounterType) -> u32 {
+    ty.base
+        .and_then(|name| counter_manifest::COUNTER_TYPES.iter().find(|base| base.name == name))
+        .map_or(8, |base| base.size)
+}
+
+/// The counter's data delta: dropped (PDH_CALC_NEGATIVE_VALUE) when the data went down.
+fn delta(new: u64, old: u64) -> Result<f64, u32> {
+    if new < old { Err(PDH_CALC_NEGATIVE_VALUE) } else { Ok((new - old) as f64) }
+}
+
+/// The denominator: the LONGLONG difference of the two bases as read (a DWORD base zero-extended).
+fn base_delta(ty: &CounterType, current: &Raw, previous: &Raw) -> Result<f64, u32> {
+    let size = base_size(ty);
     match (current.base, previous.base) {
-        (Some(new), Some(old)) => delta(new, old, PDH_CALC_NEGATIVE_DENOMINATOR),
+        (Some(new), Some(old)) => {
+            let difference = (field_value(new, size) as i64).wrapping_sub(field_value(old, size) as i64);
+            if difference < 0 { Err(PDH_CALC_NEGATIVE_DENOMINATOR) } else { Ok(difference as f64) }
+        }
         _ => Err(PDH_CSTATUS_INVALID_DATA),
     }
 }
@@ -86,14 +126,14 @@ pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value
         return Value::Status(PDH_CSTATUS_INVALID_DATA);
     }
     let frequency = current.frequency as f64;
+    let value = field_value(current.value, ty.size);
     let one_sample = match ty.name {
-        "perf_counter_rawcount" => Some(Ok(f64::from(current.value as u32))),
-        "perf_counter_large_rawcount" => Some(Ok(current.value as f64)),
+        "perf_counter_rawcount" | "perf_counter_large_rawcount" => Some(Ok(value as f64)),
         "perf_raw_fraction" | "perf_large_raw_fraction" => Some(match current.base {
-            Some(base) => Ok(100.0 * ratio(current.value as f64, base as f64)),
+            Some(base) => Ok(100.0 * ratio(value as f64, field_value(base, base_size(ty)) as f64)),
             None => Err(PDH_CSTATUS_INVALID_DATA),
         }),
-        "perf_elapsed_time" => Some(Ok(ratio(current.time as f64 - current.value as f64, frequency))),
+        "perf_elapsed_time" => Some(Ok(ratio(current.time as f64 - value as f64, frequency))),
         _ => None,
     };
     if let Some(result) = one_sample {
@@ -101,7 +141,7 @@ pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value
     }
     let Some(previous) = previous else { return Value::NoValue };
     let result = (|| -> Result<f64, u32> {
-        let n = delta(current.value, previous.value, PDH_CALC_NEGATIVE_VALUE)?;
+        let n = delta(value, field_value(previous.value, ty.size))?;
         let t = current.time - previous.time;
         if t < 0 {
             return Err(PDH_CALC_NEGATIVE_TIMEBASE);
@@ -110,10 +150,10 @@ pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value
         Ok(match ty.name {
             "perf_counter_counter" | "perf_counter_bulk_count" => ratio(n, t / frequency),
             "perf_counter_delta" | "perf_counter_large_delta" => n,
-            "perf_average_bulk" => ratio(n, base_delta(current, previous)?),
-            "perf_average_timer" => ratio(n / frequency, base_delta(current, previous)?),
+            "perf_average_bulk" => ratio(n, base_delta(ty, current, previous)?),
+            "perf_average_timer" => ratio(n / frequency, base_delta(ty, current, previous)?),
             "perf_sample_fraction" | "perf_precision_100ns_timer" => {
-                100.0 * ratio(n, base_delta(current, previous)?)
+                100.0 * ratio(n, base_delta(ty, current, previous)?)
             }
             "perf_100nsec_timer" => 100.0 * ratio(n, t),
             _ => return Err(PDH_CSTATUS_INVALID_DATA),
@@ -148,12 +188,16 @@ impl Aggregate {
         }
     }
 
-    /// The aggregate of `values` (raw data of every instance), or None for undefined or no instances.
-    pub fn apply(self, values: &[u64]) -> Option<u64> {
+    /// The aggregate of `values` (raw data of every instance) as `_Total`'s field of `size` bytes holds
+    /// it, or None for undefined or no instances. `_Total` is an instance of the same object, whose
+    /// counter definitions give every instance's field one CounterSize ("Retrieving Counter Data":
+    /// CounterOffset and CounterSize locate a counter's data in each instance's counter block), so the
+    /// sum of a PERF_SIZE_DWORD field is kept to 32 bits and wraps at 2^32.
+    pub fn apply(self, values: &[u64], size: u32) -> Option<u64> {
         if values.is_empty() {
             return None;
         }
-        match self {
+        let aggregate = match self {
             Aggregate::Sum => Some(values.iter().fold(0u64, |sum, &value| sum.wrapping_add(value))),
             Aggregate::Avg => Some(
                 (values.iter().map(|&value| u128::from(value)).sum::<u128>() / values.len() as u128) as u64,
@@ -161,7 +205,8 @@ impl Aggregate {
             Aggregate::Min => values.iter().copied().min(),
             Aggregate::Max => values.iter().copied().max(),
             Aggregate::Undefined => None,
-        }
+        };
+        aggregate.map(|value| field_value(value, size))
     }
 }
 
@@ -221,6 +266,42 @@ mod tests {
     }
 
     #[test]
+    fn a_dword_base_that_wraps_is_not_taken_modulo_2_to_the_32() {
+        let fraction = ty("perf_sample_fraction");
+        // Only the low 32 bits are read: 2^32 + 30 reads as 30.
+        let value = compute(fraction, Some(&raw(0, Some(0), 0)), &raw(15, Some((1 << 32) + 30), 1));
+        assert_eq!(value, Value::Value(50.0));
+        // Wrapped once: the LONGLONG difference of the zero-extended bases is negative.
+        let before = raw(10, Some(u64::from(u32::MAX) - 9), 0);
+        let value = compute(fraction, Some(&before), &raw(20, Some(10), 1));
+        assert_eq!(value, Value::Status(PDH_CALC_NEGATIVE_DENOMINATOR));
+        // Wrapped and came back above: a positive denominator 2^32 short, a wrong value.
+        let value = compute(fraction, Some(&raw(0, Some(100), 0)), &raw(100, Some(100 + 200), 1));
+        assert_eq!(value, Value::Value(50.0));
+        let true_base = (1u64 << 32) + 200;
+        let wrapped = compute(fraction, Some(&raw(0, Some(100), 0)), &raw(100, Some(100 + true_base), 1));
+        assert_eq!(wrapped, Value::Value(50.0), "the wrap is invisible: 50% instead of ~0%");
+        // A 32-bit counter's data that wrapped is dropped.
+        let rate = ty("perf_counter_counter");
+        let value = compute(rate, Some(&raw(u64::from(u32::MAX), None, 0)), &raw(1 << 32, None, 10));
+        assert_eq!(value, Value::Status(PDH_CALC_NEGATIVE_VALUE));
+    }
+
+    #[test]
+    fn precision_timers_divide_64_bit_deltas() {
+        let precision = ty("perf_precision_100ns_timer");
+        let (n0, d0) = (5u64 << 40, 9u64 << 40);
+        let value =
+            compute(precision, Some(&raw(n0, Some(d0), 0)), &raw(n0 + (3 << 33), Some(d0 + (4 << 33)), 1));
+        assert_eq!(value, Value::Value(75.0));
+        // The LONGLONG difference is right across a 2^64 wrap of the timestamp.
+        let before = raw(10, Some(u64::MAX - 99), 0);
+        let value = compute(precision, Some(&before), &raw(60, Some(100), 1));
+        assert_eq!(value, Value::Value(25.0));
+        assert_eq!(compute(precision, None, &before), Value::NoValue);
+    }
+
+    #[test]
     fn base_types_are_not_displayed() {
         let value = compute(ty("perf_average_base"), None, &raw(1, None, 0));
         assert_eq!(value, Value::Status(PDH_CSTATUS_INVALID_DATA));
@@ -228,12 +309,16 @@ mod tests {
 
     #[test]
     fn aggregates() {
-        assert_eq!(Aggregate::parse(Some("sum")).apply(&[1, 2, 3]), Some(6));
-        assert_eq!(Aggregate::parse(Some("avg")).apply(&[1, 2, 4]), Some(2));
-        assert_eq!(Aggregate::parse(Some("min")).apply(&[5, 2, 4]), Some(2));
-        assert_eq!(Aggregate::parse(Some("max")).apply(&[5, 2, 4]), Some(5));
-        assert_eq!(Aggregate::parse(Some("undefined")).apply(&[5]), None);
-        assert_eq!(Aggregate::parse(None).apply(&[5]), None);
-        assert_eq!(Aggregate::Sum.apply(&[]), None);
+        assert_eq!(Aggregate::parse(Some("sum")).apply(&[1, 2, 3], 8), Some(6));
+        assert_eq!(Aggregate::parse(Some("avg")).apply(&[1, 2, 4], 8), Some(2));
+        assert_eq!(Aggregate::parse(Some("min")).apply(&[5, 2, 4], 8), Some(2));
+        assert_eq!(Aggregate::parse(Some("max")).apply(&[5, 2, 4], 8), Some(5));
+        assert_eq!(Aggregate::parse(Some("undefined")).apply(&[5], 8), None);
+        assert_eq!(Aggregate::parse(None).apply(&[5], 8), None);
+        assert_eq!(Aggregate::Sum.apply(&[], 8), None);
+        // _Total's DWORD field holds the sum's low 32 bits; a LARGE one the whole sum.
+        let big = [3 << 31, 3 << 31];
+        assert_eq!(Aggregate::Sum.apply(&big, 4), Some(0));
+        assert_eq!(Aggregate::Sum.apply(&big, 8), Some(3 << 32));
     }
 }

@@ -32,7 +32,7 @@ use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Instant;
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
@@ -251,9 +251,16 @@ pub unsafe extern "win64" fn ke_query_performance_counter(frequency: *mut i64) -
         // SAFETY: the driver's LARGE_INTEGER output, checked non-null.
         unsafe { frequency.write(PERFORMANCE_FREQUENCY) };
     }
-    // Starts at one second so that no reading is 0.
-    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64 + PERFORMANCE_FREQUENCY
+    // Starts at one second so that no reading is 0; a test may move it forward
+    // ([`control::advance_clock`]), never back.
+    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64
+        + PERFORMANCE_FREQUENCY
+        + CLOCK_ADVANCE.load(Ordering::SeqCst)
 }
+
+/// Ticks the clock has been moved forward by tests, on top of the host's elapsed time: a virtual
+/// clock, so that a consumer's sample interval can be minutes while the test takes milliseconds.
+static CLOCK_ADVANCE: AtomicI64 = AtomicI64::new(0);
 
 /// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
 /// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural

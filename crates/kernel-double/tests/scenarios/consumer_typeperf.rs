@@ -66,11 +66,19 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
         let instructions = (pmu::RATES[pmu::INSTRUCTIONS] * 100_000 * (vp + 1)) as f64;
         assert_eq!(value(&name, 0), Value::Value(instructions / seconds), "{name}");
         assert_eq!(value(&name, 7), Value::Value(instructions), "{name}");
-        // IPC and the percentages read counts / 1024: close to the rates' ratios, not exact.
-        let close = |value: Value, expected: f64| matches!(value, Value::Value(v) if (v - expected).abs() < 0.01 * expected);
-        assert!(close(value(&name, 14), 16.0 / 20.0), "{name}: {:?}", value(&name, 14));
-        assert!(close(value(&name, 16), 100.0 / 2.0), "{name}: {:?}", value(&name, 16));
-        assert!(close(value(&name, 18), 100.0 / 4.0), "{name}: {:?}", value(&name, 18));
+        // Instructions per 100 cycles and the percentages: the exact ratios of the counts, as PDH
+        // computes a PERF_PRECISION_100NS_TIMER, 100 x (N1 - N0) / (D1 - D0).
+        let per_100 = |numerator: u64, base: u64| {
+            let units = (100_000 * (vp + 1)) as f64;
+            Value::Value(100.0 * ((numerator as f64 * units) / (base as f64 * units)))
+        };
+        assert_eq!(
+            value(&name, 14),
+            per_100(pmu::RATES[pmu::INSTRUCTIONS], pmu::RATES[pmu::CORE_CYCLES]),
+            "{name}"
+        );
+        assert_eq!(value(&name, 16), per_100(pmu::RATES[4], pmu::RATES[3]), "{name}");
+        assert_eq!(value(&name, 18), per_100(pmu::RATES[6], pmu::RATES[5]), "{name}");
     }
     let total_instructions = (pmu::RATES[pmu::INSTRUCTIONS] * 100_000 * (1 + 2 + 3 + 4)) as f64;
     assert_eq!(value("_Total", 0), Value::Value(total_instructions / seconds));
@@ -149,7 +157,7 @@ fn check_csv(
     let last_status = &status.counters.last().unwrap().name;
     assert!(lines[1].ends_with(&format!(r#","\\HOST\Hardware Counters Driver\{last_status}""#)));
     assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions Retired""#));
-    assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions per Cycle""#));
+    assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions per 100 Cycles""#));
     assert!(!lines[1].contains("Base"));
     for line in &lines[1..4] {
         assert_eq!(line.matches("\",\"").count(), paths.len(), "{line}");
@@ -234,7 +242,7 @@ fn pmupcw_run_passes_and_prints_the_readme_example_with_values() {
         }
     }
     let total_ipc = (1..header.len())
-        .find(|&at| header[at].ends_with("\\Hardware Counters(_Total)\\Instructions per Cycle"))
-        .expect("a _Total Instructions per Cycle column");
+        .find(|&at| header[at].ends_with("\\Hardware Counters(_Total)\\Instructions per 100 Cycles"))
+        .expect("a _Total Instructions per 100 Cycles column");
     assert!(last[total_ipc].parse::<f64>().unwrap() > 0.0, "{}", last[total_ipc]);
 }

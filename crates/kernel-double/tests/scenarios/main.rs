@@ -68,6 +68,7 @@ mod pmu_owned_by_another_client;
 mod pool_fault_injection;
 mod pool_fault_injection_1903;
 mod processors_128;
+mod ratio_exactness;
 mod seventy_two_processors;
 mod sleep_and_foreign_writers;
 mod topdown_and_frequency;

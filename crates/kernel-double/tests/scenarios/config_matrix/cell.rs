@@ -34,9 +34,6 @@ const EVENT_FIELDS: [(&str, usize); 7] = [
 ];
 /// The events every profile publishes with the custom profile: instructions and both cycle counts.
 const CUSTOM_PROFILE_EVENTS: usize = 3;
-/// `Scaled` fields hold the count shifted right by this (slots: by 16).
-const RATIO_SCALE_SHIFT: u32 = 10;
-const TOPDOWN_SCALE_SHIFT: u32 = 16;
 
 /// What the model leads to expect, beyond what the double's tables say.
 #[derive(Clone, Copy)]
@@ -212,18 +209,14 @@ impl Reading<'_> {
         let mut compared = 0;
         for (counter, value) in set.counters.iter().zip(values) {
             let value = value.expect("a raw value");
-            let (name, scaled) = match counter.field.strip_suffix("Scaled") {
-                Some(name) => (name, true),
-                None => (counter.field.as_str(), false),
-            };
-            let Some((count, shift)) = self.expected(name, truth) else { continue };
-            // A field is as wide as its counter type: a 32-bit base keeps the low 32 bits.
-            let width = 8 * u32::from(counter.descriptor.size);
-            let expected = if scaled { (count >> shift) & (u64::MAX >> (64 - width)) } else { count };
+            let Some(expected) = self.expected(&counter.field, truth) else { continue };
+            // Every counter reading a count, ratio counters and their bases included, is 64-bit.
+            assert_eq!(counter.descriptor.size, 8, "{} (field {})", counter.name, counter.field);
             assert_eq!(value, expected, "processor {instance}: {} (field {})", counter.name, counter.field);
             compared += 1;
         }
-        // The seven events and eight custom events, each a total and a rate, and their ratio fields.
+        // The seven events and eight custom events, each a total and a rate, and the ratio counters
+        // and bases reading them.
         assert!(compared > 2 * (EVENT_FIELDS.len() + 8), "only {compared} count fields found");
         if usable {
             assert!(
@@ -233,19 +226,18 @@ impl Reading<'_> {
         }
     }
 
-    /// The count field `name` must hold, and the shift of its `Scaled` twin; `None` for a field that
-    /// holds no count.
-    fn expected(&self, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<(u64, u32)> {
+    /// The count field `name` must hold; `None` for a field that holds no count.
+    fn expected(&self, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<u64> {
         let case = self.case;
         if let Some(&(_, event)) = EVENT_FIELDS.iter().find(|(field, _)| *field == name) {
             let published = case.active_profile != 2 || event < CUSTOM_PROFILE_EVENTS;
-            Some((if published { truth[event] } else { 0 }, RATIO_SCALE_SHIFT))
+            Some(if published { truth[event] } else { 0 })
         } else if let Some(line) = name.strip_prefix("CustomEvent") {
             let line: usize = line.parse().expect("CustomEvent<n>");
             let event = case.custom.get(line).copied().flatten();
-            Some((event.map_or(0, |event| truth[event]), RATIO_SCALE_SHIFT))
+            Some(event.map_or(0, |event| truth[event]))
         } else if name == "TopdownSlots" {
-            Some((self.topdown_slots(truth), TOPDOWN_SCALE_SHIFT))
+            Some(self.topdown_slots(truth))
         } else {
             None
         }

@@ -1,0 +1,161 @@
+//! Every ratio `pmupcw-run` (`cargo make run`) shows agrees with the 64-bit totals in the same CSV:
+//! for every sample after the first, every processor, every core type and `_Total`, instructions per
+//! cycle within 1e-4 (relative) and each percentage within 0.01 points of 100 x the totals' ratio
+//! (`consumer::exactness`, which parses the printed CSV with its own parser). On the default CPU
+//! models of the issue (Skylake, Alder Lake's performance cores with IA32_PERF_METRICS, Zen 4,
+//! 128 processors), and on the virtual clock: 0.1 s samples (8 and 2048 processors), and 60 s and
+//! 10-minute samples of 2048 processors at up to 6 GHz, whose cycles summed over the processors pass
+//! 2^32 a hundred thousand times per minute (a 32-bit base, or a 32-bit `_Total` sum, wraps many
+//! times between two samples).
+
+use crate::common;
+
+use kernel_double::consumer::exactness;
+
+/// Runs pmupcw-run with `arguments` and returns its output's verdict, asserting the run read
+/// something: ratios of every kind that has totals, and `_Total`'s.
+fn run(arguments: &[&str]) -> exactness::Verdict {
+    let image = common::driver_image();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_pmupcw-run"))
+        .args(["--driver", &image.display().to_string()])
+        .args(arguments)
+        .output()
+        .expect("running pmupcw-run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let document = exactness::parse(&stdout).unwrap_or_else(|error| panic!("{error}\n{stdout}"));
+    let verdict = exactness::check(&document);
+    assert!(
+        verdict.violations.is_empty(),
+        "{arguments:?}: {} of {} ratio cells off their totals, e.g.:\n{}",
+        verdict.violations.len(),
+        verdict.checked,
+        verdict.violations.iter().take(12).cloned().collect::<Vec<_>>().join("\n")
+    );
+    let ratio_columns = document
+        .paths
+        .iter()
+        .filter_map(|path| exactness::split_path(path))
+        .filter(|(_, _, counter)| exactness::RULES.iter().any(|rule| rule.ratio == counter))
+        .collect::<Vec<_>>();
+    assert!(
+        ratio_columns.iter().any(|(_, instance, _)| instance.as_deref() == Some("_Total")),
+        "{arguments:?}: no _Total ratio column"
+    );
+    let samples = document.rows.len();
+    assert!(samples >= 3, "{arguments:?}: {samples} samples");
+    assert_eq!(
+        verdict.checked,
+        ratio_columns.len() * (samples - 1),
+        "{arguments:?}: every ratio cell checked"
+    );
+    assert!(verdict.idle < verdict.checked, "{arguments:?}: nothing moved");
+    assert!(output.status.success(), "{arguments:?}:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    verdict
+}
+
+#[test]
+fn skylake() {
+    run(&["--cpu-model", "skylake"]);
+}
+
+#[test]
+fn alder_lake_top_down() {
+    let verdict = run(&["--cpu-model", "alder-lake"]);
+    // The four top-down percentages of each processor and of _Total are among the cells, and moved.
+    assert!(verdict.checked - verdict.idle >= 4 * 2 * 5, "{verdict:?}");
+}
+
+#[test]
+fn zen4() {
+    run(&["--cpu-model", "zen4"]);
+}
+
+#[test]
+fn processors_128() {
+    run(&["--processors", "128"]);
+}
+
+#[test]
+fn virtual_clock_tenth_of_a_second() {
+    run(&["--virtual-interval", "0.1", "--samples", "4", "--processors", "8"]);
+    run(&["--virtual-interval", "0.1", "--samples", "3", "--processors", "2048", "--cpu-model", "zen4"]);
+}
+
+#[test]
+fn virtual_clock_minute_samples_of_2048_processors_across_many_wraps() {
+    // Each sample: 2048 processors at 1.5 to 6 GHz for 60 s, 4.6 x 10^14 cycles in all, 107,000 times
+    // 2^32: any 32-bit base of _Total (or of one processor: 3.6 x 10^11 cycles, 84 times 2^32) wraps
+    // many times between two samples.
+    run(&["--virtual-interval", "60", "--samples", "4", "--processors", "2048", "--cpu-model", "alder-lake"]);
+}
+
+#[test]
+fn virtual_clock_ten_minute_samples_of_2048_processors() {
+    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "2048", "--cpu-model", "zen4"]);
+}
+
+#[test]
+fn virtual_clock_ten_minute_samples_on_skylake() {
+    run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "skylake"]);
+}
+
+/// A legacy consumer (HKEY_PERFORMANCE_DATA's PERF_OBJECT_TYPE blocks, computed as Microsoft's
+/// "Retrieving Counter Data" and "Calculating Counter Values" samples do) gets the same exact ratios as
+/// PDH, for every processor and `_Total`: each ratio's base is the definition that follows it, and the
+/// precision timer's base is read as 64 bits.
+#[test]
+fn a_legacy_reader_of_perf_object_blocks_gets_the_same_exact_ratios() {
+    use kernel_double::consumer::pdh::Value;
+    use kernel_double::consumer::{self, Column, Counterset, TOTAL, legacy_reader, perf_object};
+    use kernel_double::control::pcw;
+    use kernel_double::cpu::{cpuid, pmu, topology};
+    use kernel_double::status::STATUS_SUCCESS;
+
+    cpuid::set_model(&cpuid::ALDER_LAKE_P);
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let manifest = consumer::manifest();
+    let hardware = Counterset::open(&manifest, "Hardware Counters").unwrap();
+    assert_eq!(pcw::add_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    let first = consumer::sample(&hardware).unwrap();
+    // A minute of each processor at up to 6 GHz: every count passes 2^32 many times.
+    for vp in 0..topology::processor_count() {
+        pmu::step(vp, 6_000_000_000 * 60 / pmu::RATES[pmu::CORE_CYCLES] * u64::from(vp % 4 + 1) / 4);
+    }
+    let second = consumer::sample(&hardware).unwrap();
+    let blocks = [&first, &second].map(|sample| {
+        legacy_reader::read_object(&perf_object::format_object(&consumer::object_data(&hardware, sample)))
+            .unwrap()
+    });
+    let mut compared = 0;
+    for (index, counter) in hardware.counters.iter().enumerate() {
+        if counter.ty.name != "perf_precision_100ns_timer" {
+            continue;
+        }
+        let mut names: Vec<String> = second.instances.iter().map(|record| record.name.clone()).collect();
+        names.push(TOTAL.to_string());
+        for name in &names {
+            let read =
+                |object| legacy_reader::get_value(object, name, index).expect("a fraction with its base");
+            let legacy = legacy_reader::display_value(&read(&blocks[0]), &read(&blocks[1]));
+            let column = Column { instance: Some(name.clone()), counter: index };
+            let pdh = consumer::values(&hardware, &[column], Some(&first), &second)[0];
+            match (legacy, pdh) {
+                (Some(legacy), Value::Value(pdh)) => {
+                    assert!(
+                        (legacy - pdh).abs() <= 1e-9 * pdh.abs(),
+                        "{name} {}: legacy {legacy}, PDH {pdh}",
+                        counter.name
+                    )
+                }
+                other => panic!("{name} {}: {other:?}", counter.name),
+            }
+            compared += 1;
+        }
+    }
+    // Instructions per 100 cycles, 2 + 4 percentages, % relative frequency, on 4 processors and _Total.
+    assert_eq!(compared, 8 * (topology::processor_count() as usize + 1));
+    assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
+}
