@@ -1,27 +1,20 @@
 //! Event profiles: what the general-purpose counters count, chosen by the service's `Parameters` key.
 //!
-//! * `Profile` (REG_SZ): `default` (the published events), `topdown` (the published events and the
-//!   top-down inputs, where IA32_PERF_METRICS is absent), or `custom`. Missing: `default`. Anything
-//!   else: `default`, and the value is reported as rejected.
-//! * `CustomEvents` (REG_MULTI_SZ), read only by the `custom` profile: one raw event per string, in a
-//!   perf-like syntax of comma-separated `key=value` pairs, for example
-//!   `event=0xC4,umask=0x00,cmask=0,inv=0,edge=0,name=branches`. Numbers are decimal or `0x` hex.
-//!   `event` is required; `umask`, `cmask` (0-255), `inv` and `edge` (0 or 1) default to 0; `usr`
-//!   and `os` (0 or 1) default to 1 (count user mode, kernel mode: perf's `:u` and `:k`; not both
-//!   0); `counters` restricts the line to some general-purpose counters (numbers 0-7 and ranges
-//!   joined by `+`, such as `0-3`, for an event Intel's event list allows only there); `name` (up
-//!   to 32 characters) only labels the line in debug output. Intel takes 8-bit events
-//!   (IA32_PERFEVTSELx bits 7:0), AMD 12-bit ones (PerfCtl bits 7:0 and 35:32), except the AMD
-//!   events that need a merged counter pair. Nothing else can be set: the enable and interrupt
-//!   bits are the driver's, and a line naming any other key is rejected,
-//!   so no line can put a reserved bit into an event select (a reserved bit written to an event
-//!   select faults, Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2 "PerfEvtSeln").
+//! * `Profile` (REG_SZ): `default` (the published events), `topdown` (with the top-down inputs, where
+//!   IA32_PERF_METRICS is absent) or `custom`. Missing: `default`; anything else: `default`, rejected.
+//! * `CustomEvents` (REG_MULTI_SZ, `custom` only): one raw event per string, comma-separated
+//!   `key=value` pairs such as `event=0xC4,umask=0x00,name=branches` (decimal or `0x` numbers):
+//!   `event` (required; 8 bits on Intel, 12 on AMD), `umask`, `cmask` (0-255), `inv`, `edge` (0/1,
+//!   default 0), `usr`, `os` (0/1, default 1, not both 0: perf's `:u`/`:k`), `counters` (the
+//!   general-purpose counters the event may use: numbers 0-7 and ranges joined by `+`), `name` (up to
+//!   32 characters, for the debug output). No other key is taken, so no line can set a reserved
+//!   event-select bit (a #GP: Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2
+//!   "PerfEvtSeln"); AMD events that need a merged counter pair are refused.
 //!
 //! The list ends at its first empty string, as REG_MULTI_SZ does. The *i*-th accepted line counts as
-//! "Custom Event *i*". A rejected line leaves its counter at 0 and
-//! is counted and explained; the others keep working. Lines beyond the counters the processor has
-//! left (after instructions and cycles) are planned, found no counter, and stay at 0 (the plan's
-//! dropped set).
+//! "Custom Event *i*"; a rejected line is counted and explained, and the others keep working. Lines
+//! the counters left after instructions and cycles cannot hold are planned, find no counter and read 0
+//! (the plan's dropped set).
 
 use super::encoding::Encoding;
 use super::events::CUSTOM_EVENTS;
