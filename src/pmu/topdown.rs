@@ -1,28 +1,13 @@
 //! Top-down level 1 from Intel's fixed counter 3 (TOPDOWN.SLOTS) and IA32_PERF_METRICS: how the
 //! pipeline's issue slots were spent, accumulated per category at 64 bits.
 //!
-//! IA32_PERF_METRICS holds four 8-bit fractions (of 0xFF, summing to 0xFF) of the slots fixed counter
-//! 3 counted since both were last zeroed. So every read takes both, splits the slots by the fractions
-//! and zeroes both, fixed counter 3 first, as Linux does (`arch/x86/events/intel/core.c`,
-//! `intel_update_topdown_event`; Intel's description quoted in the Linux series "TopDown metrics
-//! support for Ice Lake": software starts both from zero, clears both periodically to keep the
-//! measurement accurate, and writes fixed counter 3 before PERF_METRICS). Linux does it with the PMU
-//! disabled ("PMU has to be disabled before calling this function"): fixed counter 3 counts the
-//! slots of the reading code too, and what it counted between its read and its zeroing would be in
-//! no read. The driver stops only fixed counter 3 and the split (IA32_PERF_GLOBAL_CTRL bits 35 and
-//! 48, EN_PERF_METRICS: a fixed counter counts only while its global enable is set, Intel SDM Vol. 3B,
-//! "IA32_PERF_GLOBAL_CTRL"), so the other counters count on, and puts the register back as it found
-//! it: three MSR accesses more than a read that leaves it counting.
+//! Every read takes fixed counter 3 and IA32_PERF_METRICS with the two stopped (the other counters
+//! count on), splits the slots by the register's four fractions carrying each category's remainder to
+//! the next read ([`split_carrying`]), so the four totals always sum to the slots, and zeroes both.
+//! Zeroed at every read, fixed counter 3 never wraps between two.
 //!
-//! Each category's share of a read is rarely a whole number of slots: rounding each down, as Linux
-//! does, loses up to a slot per category per read, and the four no longer sum to the slots. The
-//! driver carries each category's remainder to the next read instead ([`split_carrying`]): every
-//! read's slots are split among the four exactly, and each category's total stays within 3 slots of
-//! the exact sum of its shares.
-//!
-//! Zeroed at every read, fixed counter 3 cannot wrap between two: at 48 bits and at most 8 slots per
-//! cycle at 6 GHz it lasts about 5,800 s, and the session reads at least every 10 minutes while it
-//! owns the counters (it releases them after that long without a reader).
+//! The register's semantics, why and how the read stops the counter, the remainder's bound and the
+//! wrap arithmetic, with their sources: `docs/pmu.md`.
 
 use super::events::Event;
 use super::msr;
