@@ -2,7 +2,7 @@
 //! down in.
 
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::platform::{Client, KernelPlatform, Processor};
+use crate::kernel::platform::{Client, KernelPlatform, ProcessorState};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
@@ -42,7 +42,7 @@ impl Driver {
     pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
-        let per_processor: PoolSlice<Processor> =
+        let per_processor: PoolSlice<ProcessorState> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
         let machine = Machine::of(processors.iter().map(|instance| {
             let description =

@@ -10,6 +10,7 @@
 // layer uses looks unused: the lint is meaningful on the driver target, where it runs in `cargo make lint`.
 #![cfg_attr(not(target_os = "windows"), allow(dead_code, unused_imports))]
 
+pub(crate) mod block;
 pub(crate) mod counters;
 pub(crate) mod pcw;
 pub(crate) mod text;

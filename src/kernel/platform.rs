@@ -12,7 +12,7 @@ use super::{clock, irql, msr};
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
-pub use crate::session::Processor;
+pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
 use core::fmt;
 
@@ -35,7 +35,7 @@ impl OverflowSink for Client {
 
 // SAFETY: atomics only; all zero is "nothing counted yet", the state `Default` builds (the client
 // publishes each processor's block, its core type included, before any collect).
-unsafe impl Zeroable for Processor {}
+unsafe impl Zeroable for ProcessorState {}
 
 /// The kernel as the session sees it.
 pub struct KernelPlatform {
@@ -104,7 +104,7 @@ impl Msrs for OwnedMsrs {
 impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
-    type Processors = PoolSlice<Processor>;
+    type Processors = PoolSlice<ProcessorState>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
         let request = match form {

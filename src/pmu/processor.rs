@@ -7,13 +7,13 @@ use super::poll::PollCounters;
 use super::topdown::Remainders;
 use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
-/// One processor's state: the overflow counts (or, without an overflow interrupt, the polled values)
-/// and reported values, the last APERF/MPERF readings and the top-down split's remainders (the
-/// top-down totals are kept where they are published, crate::session::publish). All zero is "nothing counted yet" (the pool hands it out
-/// zeroed).
+/// One processor's PMU state: the overflow counts (or, without an overflow interrupt, the polled
+/// values) and reported values, the last APERF/MPERF readings and the top-down split's remainders
+/// (the top-down totals are kept where they are published, crate::block::publish). All zero is
+/// "nothing counted yet" (the pool hands it out zeroed).
 #[repr(C)]
 #[derive(Default)]
-pub struct PerProcessor {
+pub struct ProcessorPmu {
     pub counters: ProcessorCounters,
     pub frequency: FrequencyCounters,
     /// Which programming check the next read makes (they take turns: one rdmsr per read; see
@@ -25,7 +25,7 @@ pub struct PerProcessor {
     core_type: AtomicU8,
 }
 
-impl PerProcessor {
+impl ProcessorPmu {
     /// The polled counters of a session without an overflow interrupt (kept in the cells an
     /// interrupt-driven session counts overflows in).
     pub fn poll(&self) -> PollCounters<'_> {

@@ -1,6 +1,6 @@
 //! The PMU client: owns the hardware counters while consumers are active, programs them on every
 //! processor, extends them to exact 64-bit counts and keeps each processor's counter block current for
-//! the collect callback (`super::publish`). The logic it runs is in `crate::pmu` (model, events,
+//! the collect callback (`crate::block::publish`). The logic it runs is in `crate::pmu` (model, events,
 //! program, fold, poll); the machine is a [`Platform`].
 //!
 //! Concurrency:
@@ -13,13 +13,14 @@
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.
 
-use super::fields::EventCounts;
 use super::lock::SessionLock;
 use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
-use super::publish::{self, Processor};
+use super::processor_state::ProcessorState;
 use super::read::{Reading, TopdownReading, topdown_from_events};
 use super::repair::repair;
 use super::schedule::Schedule;
+use crate::block::fields::EventCounts;
+use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
@@ -327,7 +328,7 @@ impl<P: Platform> PmuClient<P> {
         index: u32,
         msrs: &mut P::Msrs,
     ) {
-        let Some(Processor { pmu: processor, published }) = self.processors.get(index as usize) else {
+        let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
         };
         msrs.with_interrupts_held(|msrs| {
@@ -521,7 +522,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
 /// One processor's values as of its last read, with `plan` (the last session's, open or closed)
 /// placing the event counts: between sessions, and while one is being opened or closed, the last plan
 /// places the last values, so counts never drop back to 0 while the counters are released.
-fn counts_under(processor: &Processor, plan: Option<&CounterPlan>) -> EventCounts {
+fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan>) -> EventCounts {
     let pmu = &processor.pmu;
     let (aperf, mperf) = pmu.frequency.last();
     let mut counts = EventCounts {

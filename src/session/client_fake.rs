@@ -62,7 +62,7 @@ impl Msrs for FakeMsrs {
 impl Platform for FakePlatform {
     type Ownership = FakeOwnership;
     type Msrs = FakeMsrs;
-    type Processors = Vec<Processor>;
+    type Processors = Vec<ProcessorState>;
 
     fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
         self.asked.lock().unwrap().push(match form {
@@ -118,7 +118,7 @@ impl Platform for FakePlatform {
 pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let processors = (0..PROCESSORS).map(|_| Processor::default()).collect();
+    let processors = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
     PmuClient::new(fake_platform(answers), detection, processors, status)
 }
 

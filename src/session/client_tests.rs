@@ -285,7 +285,7 @@ fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
     use crate::counters::{hardware_counters, hardware_counters_by_core_type};
     use crate::pmu::hybrid::{CoreType, Machine};
     let model = SKYLAKE_I7_6700K.model();
-    let processors: Vec<Processor> = (0..PROCESSORS).map(|_| Processor::default()).collect();
+    let processors: Vec<ProcessorState> = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
     for (index, processor) in processors.iter().enumerate() {
         processor.pmu.set_core_type(if index < PROCESSORS / 2 {
             CoreType::Performance
@@ -327,7 +327,7 @@ fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
         .model()
         .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let processors: Vec<Processor> = (0..PROCESSORS).map(|_| Processor::default()).collect();
+    let processors: Vec<ProcessorState> = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
     let client = PmuClient::new(fake_platform(&[]), Detection::Usable(model), processors, status);
     let topdown_source = || status.block().topdown_source.load(Ordering::Relaxed);
     assert_eq!(topdown_source(), TopdownSource::NotUnderHypervisor as u32);
@@ -344,7 +344,7 @@ fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
 fn a_processor_added_after_load_is_left_alone_and_counted() {
     // The platform runs workers on 4 processors; the client was made for the 3 active at load.
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let processors: Vec<Processor> = (0..PROCESSORS - 1).map(|_| Processor::default()).collect();
+    let processors: Vec<ProcessorState> = (0..PROCESSORS - 1).map(|_| ProcessorState::default()).collect();
     let client =
         PmuClient::new(fake_platform(&[]), Detection::Usable(SKYLAKE_I7_6700K.model()), processors, status);
     client.collect();

@@ -4,14 +4,13 @@
 #![deny(unsafe_code)]
 
 mod client;
-pub mod fields;
 mod lock;
 pub mod platform;
-pub mod publish;
+mod processor_state;
 mod read;
 mod repair;
 mod schedule;
 
 pub use client::PmuClient;
 pub use platform::{Form, Platform};
-pub use publish::Processor;
+pub use processor_state::ProcessorState;

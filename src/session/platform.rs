@@ -2,7 +2,7 @@
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
 use super::PmuClient;
-use super::publish::Processor;
+use super::processor_state::ProcessorState;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 use core::fmt;
@@ -27,7 +27,7 @@ pub trait Platform: Sync + Sized + 'static {
     /// there, under an [`Platform::Ownership`].
     type Msrs: Msrs;
     /// The per-processor state, one entry per processor index.
-    type Processors: Deref<Target = [Processor]> + Send + Sync;
+    type Processors: Deref<Target = [ProcessorState]> + Send + Sync;
 
     /// Asks the HAL for the counters in `form`. With an Overflow descriptor the overflow handler
     /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success

@@ -1,22 +1,22 @@
 //! One processor's read, inside the all-processor call with interrupts held off: how a session reads
 //! its counters ([`Reading`], decided once per session) and its top-down totals ([`TopdownReading`]),
 //! and the read itself, which stores what it reads into the processor's published block
-//! (`super::publish`).
+//! (`crate::block::publish`).
 
-use super::publish;
+use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::events::Event;
 use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
 use crate::pmu::model::Vendor;
 use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::poll::NotAWrap;
-use crate::pmu::processor::PerProcessor;
+use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
 
 /// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
 fn read_placed<M: Msrs>(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     published: &AtomicCells,
     plan: &CounterPlan,
     msrs: &mut M,
@@ -40,7 +40,7 @@ fn read_placed<M: Msrs>(
 /// many) and needs a clock that leaves out the sleep. A wrap is rare (hours apart at 48 bits), so its up to ten rdmsr
 /// cost nothing per collect.
 fn read_polled<M: Msrs>(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     published: &AtomicCells,
     plan: &CounterPlan,
     programming: &Programming,
@@ -84,7 +84,7 @@ impl Reading {
     #[inline(always)]
     pub(super) fn read<M: Msrs>(
         &self,
-        processor: &PerProcessor,
+        processor: &ProcessorPmu,
         published: &AtomicCells,
         plan: &CounterPlan,
         programming: &Programming,
@@ -121,7 +121,7 @@ impl Reading {
     /// is lost. Publishes the count.
     pub(super) fn report_stopped(
         &self,
-        processor: &PerProcessor,
+        processor: &ProcessorPmu,
         published: &AtomicCells,
         assignment: &Assignment,
         slot: usize,
@@ -147,7 +147,7 @@ impl Reading {
     /// A repair's restart of slot `slot`'s session cell, its counter stopped at `raw` and going on
     /// from there: an overflow count from 0, or a polled value from `raw` (the counter's value, as
     /// crate::pmu::poll requires). The caller has restarted every cell from 0.
-    pub(super) fn restart(&self, processor: &PerProcessor, slot: usize, raw: u64, width: u8) {
+    pub(super) fn restart(&self, processor: &ProcessorPmu, slot: usize, raw: u64, width: u8) {
         if let Reading::Polled = self {
             let _ = processor.poll().start(slot, raw, width);
         }
@@ -185,7 +185,7 @@ impl TopdownReading {
     /// Reads and publishes the top-down totals of `plan`.
     pub(super) fn read<M: Msrs>(
         self,
-        processor: &PerProcessor,
+        processor: &ProcessorPmu,
         published: &AtomicCells,
         plan: &CounterPlan,
         msrs: &mut M,
@@ -217,7 +217,7 @@ impl TopdownReading {
 /// for them.
 #[inline(always)]
 fn read_held<M: Msrs>(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     published: &AtomicCells,
     len: usize,
     msrs: &mut M,
@@ -326,7 +326,7 @@ impl HeldReads {
 /// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
 /// read publishes, and what the counts assembled whole show.
 pub(super) fn topdown_from_events(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     plan: &CounterPlan,
     width: u8,
 ) -> topdown::Topdown {

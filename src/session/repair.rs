@@ -18,7 +18,7 @@ use crate::pmu::extend::counter_mask;
 use crate::pmu::fold::SLOTS;
 use crate::pmu::model::Vendor;
 use crate::pmu::placement::CounterPlan;
-use crate::pmu::processor::PerProcessor;
+use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs};
 
 /// Repairs this processor's programming (see the module comment): stops the plan's counters, reads
@@ -28,7 +28,7 @@ use crate::pmu::program::{self, Msrs};
 #[cold]
 #[inline(never)]
 pub(super) fn repair<M: Msrs>(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     published: &AtomicCells,
     vendor: Vendor,
     plan: &CounterPlan,

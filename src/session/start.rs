@@ -5,7 +5,7 @@ use super::{Platform, Session};
 use crate::pmu::fold::{OwnedMask, SLOTS};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::CounterPlan;
-use crate::pmu::processor::PerProcessor;
+use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::session::read::{Reading, TopdownReading};
 
@@ -33,7 +33,7 @@ pub(super) fn install<P: Platform>(
 /// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
 /// session's plan) gave it: a profile change between sessions can place events differently. An
 /// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
-pub(super) fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan>, plan: &CounterPlan) {
+pub(super) fn carry_over(processor: &ProcessorPmu, previous: Option<&CounterPlan>, plan: &CounterPlan) {
     let reported = processor.counters.snapshot().values;
     let mut totals = [0u64; SLOTS];
     for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
@@ -46,7 +46,7 @@ pub(super) fn carry_over(processor: &PerProcessor, previous: Option<&CounterPlan
 /// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
 /// reported values carry on) and the plan's counters are programmed, counting from 0.
 pub(super) fn start_counting(
-    processor: &PerProcessor,
+    processor: &ProcessorPmu,
     vendor: Vendor,
     plan: &CounterPlan,
     msrs: &mut impl Msrs,

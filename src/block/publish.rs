@@ -1,7 +1,7 @@
 //! Each processor's Hardware Counters block, kept current by the reads themselves: every read stores
 //! the values it changed into the processor's block (atomic cells with the block's layout), and a
 //! collect hands PCW the block as it is, with no per-instance assembly. Which cells a value goes to
-//! comes from the manifest's field names ([`super::fields::SOURCES`]) and the generated cell table
+//! comes from the manifest's field names ([`crate::block::fields::SOURCES`]) and the generated cell table
 //! ([`hardware_counters::CELLS`]), at compile time: an event's stores are reached by one jump on the
 //! event ([`Event::visit`]), each to a constant cell.
 //!
@@ -10,40 +10,15 @@
 //!
 //! A read stores only what it read; whatever else the block shows (the core type, events of the
 //! current plan that are not read by this path) is written whole by [`publish_all`] when a session
-//! starts, so that the block always equals [`super::fields::EventCounts::values`] of the processor's
+//! starts, so that the block always equals [`crate::block::fields::EventCounts::values`] of the processor's
 //! counts (client_tests checks this after every kind of read).
 
-use super::fields::{EventCounts, SOURCES, Value};
+use crate::block::fields::{EventCounts, SOURCES, Value};
 use crate::counters::hardware_counters::{self, AtomicCells};
 use crate::pcw::{Cell, CountersetBlock};
 use crate::pmu::events::{Event, EventVisitor};
-use crate::pmu::processor::PerProcessor;
 use crate::pmu::topdown::{Category, Topdown};
 use core::sync::atomic::Ordering;
-
-/// One processor: its PMU state and its published block. All zero is "nothing counted yet" (the pool
-/// hands it out zeroed).
-///
-/// Not cache-line aligned, for the memory target (512 bytes of non-paged pool per processor): a line
-/// may hold the end of one processor's block and the start of the next one's counters. Each is
-/// written only on its own processor, the block only by a read (once per collect), so such a line
-/// moves between the two at most once per collect.
-#[repr(C)]
-#[derive(Default)]
-pub struct Processor {
-    pub pmu: PerProcessor,
-    /// What a collect hands PCW for this processor: written only on this processor (by its reads)
-    /// or before it counts, read by PCW's copy at any time.
-    pub published: AtomicCells,
-}
-
-// The non-paged memory target: at most 512 bytes per processor, its instance (name and id) included.
-const _: () = assert!(
-    core::mem::size_of::<Processor>()
-        + core::mem::size_of::<crate::pcw::processor_instances::ProcessorInstance>()
-        <= 512,
-    "at most 512 bytes of state per processor"
-);
 
 /// The field a value is stored to (none, if the manifest shows it nowhere): a value fills at most one
 /// field, which every counter showing it reads (a count's rate, total and ratio counters share it).
