@@ -10,12 +10,8 @@ use object::pe;
 use synthetic::{Section, Spec, build};
 
 /// What build.rs gives the driver's `.pmi` (lld-link `/SECTION:.pmi,ERP`): code, execute, read, not paged.
-const RESIDENT_CODE: pe::SectionFlags = pe::SectionFlags(
-    pe::IMAGE_SCN_CNT_CODE.0
-        | pe::IMAGE_SCN_MEM_EXECUTE.0
-        | pe::IMAGE_SCN_MEM_READ.0
-        | pe::IMAGE_SCN_MEM_NOT_PAGED.0,
-);
+const RESIDENT_CODE: u32 =
+    pe::IMAGE_SCN_CNT_CODE | pe::IMAGE_SCN_MEM_EXECUTE | pe::IMAGE_SCN_MEM_READ | pe::IMAGE_SCN_MEM_NOT_PAGED;
 
 /// A loop over the set bits of rcx, incrementing a counter per bit, as the overflow handler does.
 /// 11 instructions: 7 outside the loop (the `nop` aligning it included), 4 in it; then padding.
@@ -36,7 +32,7 @@ const BIT_LOOP: &[u8] = &[
 ];
 
 /// The image with `contents` in a section `name` of `characteristics`.
-fn image(name: &'static str, characteristics: pe::SectionFlags, contents: &[u8]) -> Vec<u8> {
+fn image(name: &'static str, characteristics: u32, contents: &[u8]) -> Vec<u8> {
     let section = Section { name, characteristics, contents: contents.to_vec() };
     build(&Spec { extra_section: Some(section), ..Spec::baseline() }).bytes
 }
@@ -224,12 +220,12 @@ fn execute_read_not_paged_code_is_resident() {
 
 /// `characteristics` is RESIDENT_CODE with `add` set and `remove` cleared.
 #[track_caller]
-fn assert_not_resident(name: &'static str, add: pe::SectionFlags, remove: pe::SectionFlags, error: &str) {
-    let characteristics = pe::SectionFlags((RESIDENT_CODE.0 | add.0) & !remove.0);
+fn assert_not_resident(name: &'static str, add: u32, remove: u32, error: &str) {
+    let characteristics = (RESIDENT_CODE | add) & !remove;
     assert_eq!(resident_code_section(&image(name, characteristics, BIT_LOOP), name), Err(error.to_string()));
 }
 
-const NONE: pe::SectionFlags = pe::SectionFlags(0);
+const NONE: u32 = 0;
 
 #[test]
 fn pageable_code_is_not_resident() {
@@ -276,7 +272,7 @@ fn a_data_section_is_not_resident_code() {
     assert_not_resident(
         ".pmi",
         NONE,
-        pe::SectionFlags(pe::IMAGE_SCN_MEM_EXECUTE.0 | pe::IMAGE_SCN_MEM_READ.0),
+        pe::IMAGE_SCN_MEM_EXECUTE | pe::IMAGE_SCN_MEM_READ,
         "section .pmi (characteristics 0x08000020) is not executable (no IMAGE_SCN_MEM_EXECUTE), is not \
          readable (no IMAGE_SCN_MEM_READ)",
     );
@@ -286,7 +282,7 @@ fn a_data_section_is_not_resident_code() {
 fn every_problem_is_reported_at_once() {
     assert_not_resident(
         "PAGE",
-        pe::SectionFlags(pe::IMAGE_SCN_MEM_WRITE.0 | pe::IMAGE_SCN_MEM_DISCARDABLE.0),
+        pe::IMAGE_SCN_MEM_WRITE | pe::IMAGE_SCN_MEM_DISCARDABLE,
         pe::IMAGE_SCN_MEM_NOT_PAGED,
         "section PAGE (characteristics 0xe2000020) is writable (IMAGE_SCN_MEM_WRITE), is discardable \
          (IMAGE_SCN_MEM_DISCARDABLE), is not IMAGE_SCN_MEM_NOT_PAGED, is named PAGE*, which the kernel pages",

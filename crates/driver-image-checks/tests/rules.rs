@@ -95,7 +95,7 @@ fn entry_point_without_driver_entry_export_is_reported() {
 fn driver_entry_in_text_is_reported() {
     let spec = Spec { driver_entry_in_init: false, ..Spec::baseline() };
     let text = pe::IMAGE_SCN_CNT_CODE | pe::IMAGE_SCN_MEM_EXECUTE | pe::IMAGE_SCN_MEM_READ;
-    let expected = Violation::EntryOutsideInit { section: Some(".text".into()), characteristics: text.0 };
+    let expected = Violation::EntryOutsideInit { section: Some(".text".into()), characteristics: text };
     assert_eq!(violations(spec), [expected]);
 }
 
@@ -103,7 +103,7 @@ fn driver_entry_in_text_is_reported() {
 fn init_section_that_is_not_discardable_is_reported() {
     let init = pe::IMAGE_SCN_CNT_CODE | pe::IMAGE_SCN_MEM_EXECUTE | pe::IMAGE_SCN_MEM_READ;
     let spec = Spec { init_characteristics: init, ..Spec::baseline() };
-    let expected = Violation::EntryOutsideInit { section: Some("INIT".into()), characteristics: init.0 };
+    let expected = Violation::EntryOutsideInit { section: Some("INIT".into()), characteristics: init };
     assert_eq!(violations(spec), [expected]);
 }
 
@@ -205,7 +205,7 @@ fn writable_executable_section_is_reported() {
         | pe::IMAGE_SCN_MEM_WRITE
         | pe::IMAGE_SCN_MEM_EXECUTE;
     let spec = Spec { data_characteristics: data, ..Spec::baseline() };
-    let expected = Violation::WritableExecutableSection { name: ".data".into(), characteristics: data.0 };
+    let expected = Violation::WritableExecutableSection { name: ".data".into(), characteristics: data };
     assert_eq!(violations(spec), [expected]);
 }
 
@@ -258,7 +258,7 @@ fn missing_force_integrity_is_reported() {
         | pe::IMAGE_DLLCHARACTERISTICS_DYNAMIC_BASE
         | pe::IMAGE_DLLCHARACTERISTICS_NX_COMPAT;
     let spec = Spec { dll_characteristics: flags, ..Spec::baseline() };
-    assert_eq!(violations(spec), [Violation::NoForceIntegrity { dll_characteristics: flags.0 }]);
+    assert_eq!(violations(spec), [Violation::NoForceIntegrity { dll_characteristics: flags }]);
 }
 
 // Rule::Signature

@@ -9,6 +9,10 @@
 
 use driver_image_checks::recompute_checksum;
 use object::pe;
+
+/// IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS (winnt.h; Microsoft Learn, "PE Format", Debug Type): the
+/// debug entry /CETCOMPAT writes.
+const IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS: u32 = 20;
 use object::write::pe::{NtHeaders, Writer};
 
 pub const TEST_IMPORTS: [&str; 3] = ["DbgPrintEx", "KeBugCheckEx", "memset"];
@@ -34,17 +38,17 @@ pub fn by_name(names: &[&'static str]) -> Vec<Thunk> {
 #[derive(Clone, Debug)]
 pub struct Spec {
     pub is_64: bool,
-    pub machine: pe::Machine,
-    pub subsystem: pe::Subsystem,
-    pub dll_characteristics: pe::DllFlags,
+    pub machine: u16,
+    pub subsystem: u16,
+    pub dll_characteristics: u16,
     /// Where DriverEntry's code and export are: INIT (true) or .text.
     pub driver_entry_in_init: bool,
     /// The name under which DriverEntry's code is exported.
     pub export_name: &'static str,
     /// Added to DriverEntry's RVA to give AddressOfEntryPoint.
     pub entry_point_delta: u32,
-    pub init_characteristics: pe::SectionFlags,
-    pub data_characteristics: pe::SectionFlags,
+    pub init_characteristics: u32,
+    pub data_characteristics: u32,
     pub imports: Vec<(&'static str, Vec<Thunk>)>,
     pub tls_directory: bool,
     /// wCertificateType of the embedded WIN_CERTIFICATE, or no certificate table at all.
@@ -63,7 +67,7 @@ pub struct Spec {
 #[derive(Clone, Debug)]
 pub struct Section {
     pub name: &'static str,
-    pub characteristics: pe::SectionFlags,
+    pub characteristics: u32,
     pub contents: Vec<u8>,
 }
 
@@ -144,7 +148,7 @@ pub fn build(spec: &Spec) -> Built {
 
     let driver_entry = if spec.driver_entry_in_init { init.virtual_address } else { text.virtual_address };
     // The next section starts at the next file-aligned offset: the debug directory records it.
-    let rdata_file_offset = writer.reserved_len().next_multiple_of(FILE_ALIGNMENT) as u32;
+    let rdata_file_offset = (writer.reserved_len() as u32).next_multiple_of(FILE_ALIGNMENT as u32);
     let rdata = Rdata::build(spec, writer.virtual_len(), rdata_file_offset, driver_entry);
     let rdata_range = writer.reserve_rdata_section(rdata.bytes.len() as u32);
     assert_eq!(rdata_range.virtual_address, rdata.rva, ".rdata was laid out for another address");
@@ -268,7 +272,7 @@ impl Rdata {
         let directory = self.here();
         // IMAGE_DEBUG_DIRECTORY: Characteristics, TimeDateStamp, Major+MinorVersion, Type, SizeOfData,
         // AddressOfRawData, PointerToRawData (a file offset).
-        let debug_type = pe::IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS.0;
+        let debug_type = IMAGE_DEBUG_TYPE_EX_DLLCHARACTERISTICS;
         for field in [0, 0, 0, debug_type, 4, data, data_file_offset] {
             self.u32(field);
         }
