@@ -7,11 +7,7 @@
 //!
 //! Who touches what, why the read is exact, the memory orderings and the memory: `docs/pmu.md`.
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicU64, Ordering};
-
-#[cfg(not(loom))]
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::atomic::{AtomicU64, Ordering};
 
 use super::extend::{counter_mask, extend_with};
 

@@ -9,6 +9,7 @@
 //! ownership session (`crate::session`) drives them.
 #![deny(unsafe_code)]
 
+mod atomic;
 pub mod encoding;
 pub mod events;
 pub mod extend;

@@ -17,11 +17,7 @@
 //!
 //! The state, one word per counter, and why: `docs/pmu.md`.
 
-#[cfg(loom)]
-use loom::sync::atomic::{AtomicU64, Ordering};
-
-#[cfg(not(loom))]
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::atomic::{AtomicU64, Ordering};
 
 use core::sync::atomic::compiler_fence;
 
