@@ -272,27 +272,34 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
 /// The events in the order of their bits in the status counters Events Without a Counter and Events
 /// Not Supported (documented in the manifest): published events first, in the order users see them,
 /// so that a row added to the table does not move a documented bit.
-pub const STATUS_BIT_ORDER: [Event; Event::COUNT] = [
-    Event::Instructions,
-    Event::CoreCycles,
-    Event::ReferenceCycles,
-    Event::LlcReferences,
-    Event::LlcMisses,
-    Event::Branches,
-    Event::BranchMispredicts,
-    Event::SlotsNotDelivered,
-    Event::SlotsIssued,
-    Event::SlotsRetired,
-    Event::RecoveryCycles,
-    Event::Custom0,
-    Event::Custom1,
-    Event::Custom2,
-    Event::Custom3,
-    Event::Custom4,
-    Event::Custom5,
-    Event::Custom6,
-    Event::Custom7,
-];
+pub const STATUS_BIT_ORDER: [Event; Event::COUNT] = {
+    let head = [
+        Event::Instructions,
+        Event::CoreCycles,
+        Event::ReferenceCycles,
+        Event::LlcReferences,
+        Event::LlcMisses,
+        Event::Branches,
+        Event::BranchMispredicts,
+        Event::SlotsNotDelivered,
+        Event::SlotsIssued,
+        Event::SlotsRetired,
+        Event::RecoveryCycles,
+    ];
+    let mut order = [Event::Instructions; Event::COUNT];
+    let mut bit = 0;
+    while bit < head.len() {
+        order[bit] = head[bit];
+        bit += 1;
+    }
+    // Then the custom events, in order (bits 11-18).
+    let mut custom = 0;
+    while custom < CUSTOM_EVENTS {
+        order[bit + custom] = Event::CUSTOM[custom];
+        custom += 1;
+    }
+    order
+};
 
 /// A set of [`Event`]s.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
