@@ -148,7 +148,7 @@ pub fn build(spec: &Spec) -> Built {
 
     let driver_entry = if spec.driver_entry_in_init { init.virtual_address } else { text.virtual_address };
     // The next section starts at the next file-aligned offset: the debug directory records it.
-    let rdata_file_offset = (writer.reserved_len() as u32).next_multiple_of(FILE_ALIGNMENT as u32);
+    let rdata_file_offset = writer.reserved_len().next_multiple_of(FILE_ALIGNMENT as u32);
     let rdata = Rdata::build(spec, writer.virtual_len(), rdata_file_offset, driver_entry);
     let rdata_range = writer.reserve_rdata_section(rdata.bytes.len() as u32);
     assert_eq!(rdata_range.virtual_address, rdata.rva, ".rdata was laid out for another address");
