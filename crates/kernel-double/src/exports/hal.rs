@@ -31,9 +31,7 @@ use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
 use std::sync::Mutex;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
 pub mod control;
@@ -246,21 +244,13 @@ pub const PERFORMANCE_FREQUENCY: i64 = 10_000_000;
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn ke_query_performance_counter(frequency: *mut i64) -> i64 {
     enter("KeQueryPerformanceCounter", HIGH_LEVEL);
-    static START: OnceLock<Instant> = OnceLock::new();
     if !frequency.is_null() {
         // SAFETY: the driver's LARGE_INTEGER output, checked non-null.
         unsafe { frequency.write(PERFORMANCE_FREQUENCY) };
     }
-    // Starts at one second so that no reading is 0; a test may move it forward
-    // ([`control::advance_clock`]), never back.
-    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64
-        + PERFORMANCE_FREQUENCY
-        + CLOCK_ADVANCE.load(Ordering::SeqCst)
+    // The kernel's clock in 100 ns units, which is the counter's 10 MHz (super::ke::interrupt_time).
+    super::ke::interrupt_time()
 }
-
-/// Ticks the clock has been moved forward by tests, on top of the host's elapsed time: a virtual
-/// clock, so that a consumer's sample interval can be minutes while the test takes milliseconds.
-static CLOCK_ADVANCE: AtomicI64 = AtomicI64::new(0);
 
 /// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
 /// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural

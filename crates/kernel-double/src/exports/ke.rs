@@ -8,7 +8,8 @@ use super::enter;
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
@@ -129,7 +130,31 @@ static TIMED_OUT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomic
 /// 100 ns units since 1601-01-01, the kernel's system time.
 fn system_time() -> i64 {
     let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    116_444_736_000_000_000 + (since_unix.as_nanos() / 100) as i64
+    116_444_736_000_000_000
+        + (since_unix.as_nanos() / 100) as i64
+        + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+}
+
+/// The kernel's clock, in 100 ns units (what KeQueryPerformanceCounter reports at its 10 MHz, and what
+/// relative timeouts count): the host's time since the first reading, from one second on so that no
+/// reading is 0, plus what tests moved it forward by ([`advance_time`]). A virtual clock: a test can
+/// let minutes pass in milliseconds, and every timed wait sees them.
+pub(crate) fn interrupt_time() -> i64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64
+        + 10_000_000
+        + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+}
+
+/// 100 ns units the clock was moved forward by tests, on top of the host's time.
+static TIME_ADVANCE: AtomicU64 = AtomicU64::new(0);
+
+/// Moves the kernel's clock forward by `units` of 100 ns at once (never back), and wakes every timed
+/// wait so that those whose timeout has now passed return STATUS_TIMEOUT.
+pub(crate) fn advance_time(units: u64) {
+    TIME_ADVANCE.fetch_add(units, Ordering::SeqCst);
+    let _guard = dispatcher_lock();
+    SIGNALLED.notify_all();
 }
 
 /// `NTSTATUS KeWaitForSingleObject(PVOID Object, KWAIT_REASON, KPROCESSOR_MODE, BOOLEAN Alertable,
@@ -155,10 +180,11 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
         call.violation(format!("{object:?} is not a dispatcher object this kernel knows"));
         return STATUS_INVALID_PARAMETER;
     }
+    // The deadline on the kernel's clock (100 ns units), which tests may move forward.
     let deadline = timeout.map(|timeout| {
-        let ticks =
+        let units =
             if timeout < 0 { timeout.unsigned_abs() } else { (timeout - system_time()).max(0) as u64 };
-        Instant::now() + Duration::from_nanos(ticks.saturating_mul(100))
+        (interrupt_time() as u64).saturating_add(units)
     });
     let mut guard = dispatcher_lock();
     loop {
@@ -173,14 +199,15 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
         match deadline {
             None => guard = SIGNALLED.wait(guard).ignore_poison(),
             Some(deadline) => {
-                let now = Instant::now();
+                let now = interrupt_time() as u64;
                 if now >= deadline {
                     if timeout != Some(0) {
                         TIMED_OUT_WAITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     return STATUS_TIMEOUT;
                 }
-                guard = SIGNALLED.wait_timeout(guard, deadline - now).ignore_poison().0;
+                let left = Duration::from_nanos((deadline - now).saturating_mul(100));
+                guard = SIGNALLED.wait_timeout(guard, left).ignore_poison().0;
             }
         }
     }

@@ -187,7 +187,7 @@ fn malformed_parameters_fall_back_and_are_counted() {
 #[test]
 fn a_profile_change_applies_at_the_next_acquisition() {
     use kernel_double::control::hal;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     cpuid::set_model(&cpuid::SKYLAKE);
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));
     registry::set_value(
@@ -204,11 +204,7 @@ fn a_profile_change_applies_at_the_next_acquisition() {
 
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("default"));
     assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
-    let removed = Instant::now();
-    while hal::owner().is_some() {
-        assert!(removed.elapsed() < Duration::from_secs(6), "the counters were never released");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::until_released(|| hal::owner().is_none(), Duration::from_secs(6));
     assert_eq!(common::driver_status()[ACTIVE_PROFILE], 2, "nothing changes before the next acquisition");
 
     assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));

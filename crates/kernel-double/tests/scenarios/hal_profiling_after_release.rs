@@ -12,7 +12,7 @@ use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel, PmuKind};
 use kernel_double::cpu::pmu;
 use kernel_double::status::STATUS_SUCCESS;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROCESSORS: u32 = 4;
 const UNITS: u64 = 1000;
@@ -70,11 +70,7 @@ fn run(model: &'static CpuModel) {
         "the driver's own counts"
     );
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-    let removed = Instant::now();
-    while hal::owner().is_some() {
-        assert!(removed.elapsed() < Duration::from_secs(6), "the counters were never released");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_released(|| hal::owner().is_none(), Duration::from_secs(6));
     assert_eq!(driver_status()[0], IDLE);
     let released = kernel_double::violations::all();
     assert_eq!(

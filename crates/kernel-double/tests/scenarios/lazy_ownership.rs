@@ -10,7 +10,7 @@ use common::*;
 use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, pmu};
 use kernel_double::status::STATUS_SUCCESS;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn check_exact_and_monotonic(previous: &mut Vec<[u64; 7]>, when: &str) {
     let collected: Vec<[u64; 7]> = collect_totals().into_iter().map(|(totals, _)| totals).collect();
@@ -44,12 +44,7 @@ fn counters_are_released_after_the_hysteresis_and_counts_stay_monotonic() {
     check_exact_and_monotonic(&mut previous, "first session");
 
     assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-    let removed = Instant::now();
-    while hal::owner().is_some() {
-        assert!(removed.elapsed() < Duration::from_secs(6), "the counters were never released");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let released_after = removed.elapsed();
+    let released_after = until_released(|| hal::owner().is_none(), Duration::from_secs(6));
     assert!(released_after >= Duration::from_millis(1900), "released before the hysteresis");
     println!("released {released_after:?} after the last RemoveCounter");
     let status = driver_status();

@@ -84,5 +84,11 @@ pub fn hal_profile(vp: u32, counter: u32, units: u64) -> u64 {
 /// that much time had passed: the clock stays monotonic, and keeps running with the host's time.
 pub fn advance_clock(ticks: i64) {
     assert!(ticks >= 0, "the performance counter never goes back");
-    CLOCK_ADVANCE.fetch_add(ticks, Ordering::SeqCst);
+    // The counter runs at 10 MHz: a tick is the kernel clock's 100 ns unit.
+    crate::exports::ke::advance_time(ticks as u64);
+}
+
+/// KeQueryPerformanceCounter now, as the driver would read it (ticks of [`PERFORMANCE_FREQUENCY`]).
+pub fn clock() -> i64 {
+    crate::exports::ke::interrupt_time()
 }

@@ -129,3 +129,24 @@ pub fn readable(address: usize) -> bool {
     // SAFETY: reads one byte of this process into `byte`; an unreadable address fails the call.
     unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
 }
+
+/// Lets the kernel's clock run until `released()`: moves it forward in 100 ms steps, giving the
+/// driver's housekeeping thread a moment after each, instead of sleeping through the release
+/// hysteresis in real time. Returns how much time passed on the driver's clock
+/// (KeQueryPerformanceCounter) before the release; fails past `limit` of it.
+pub fn until_released(released: impl Fn() -> bool, limit: std::time::Duration) -> std::time::Duration {
+    use kernel_double::control::hal;
+    const STEP: i64 = hal::PERFORMANCE_FREQUENCY / 10;
+    let started = hal::clock();
+    let elapsed = || std::time::Duration::from_nanos((hal::clock() - started) as u64 * 100);
+    while !released() {
+        assert!(
+            elapsed() < limit,
+            "the counters were never released ({:?} on the kernel's clock)",
+            elapsed()
+        );
+        hal::advance_clock(STEP);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    elapsed()
+}
