@@ -13,6 +13,12 @@
 //!   `denominator = Time2 - Time1` (LONGLONG); PERF_SAMPLE_FRACTION and the precision timers show
 //!   `(double)(100*numerator)/denominator`, PERF_AVERAGE_BULK `(double)numerator/denominator`.
 
+use std::mem::size_of;
+
+use zerocopy::FromBytes;
+
+use super::perf_object::{PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType};
+
 /// winperf.h counter types this reader computes.
 pub const PERF_AVERAGE_BULK: u32 = 1_073_874_176;
 pub const PERF_SAMPLE_FRACTION: u32 = 549_585_920;
@@ -36,46 +42,41 @@ pub struct Object {
     pub instances: Vec<(String, Vec<u8>)>,
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> Result<u32, String> {
-    bytes
-        .get(at..at + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .ok_or_else(|| format!("a DWORD at {at} is past the block's {} bytes", bytes.len()))
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> Result<u64, String> {
-    Ok(u64::from(u32_at(bytes, at)?) | u64::from(u32_at(bytes, at + 4)?) << 32)
+/// A `T` read from `bytes` at `at` (through the winperf.h types [`super::perf_object`] writes them with).
+fn read<T: FromBytes>(bytes: &[u8], at: usize) -> Result<T, String> {
+    let value = bytes.get(at..).and_then(|rest| T::read_from_prefix(rest).ok());
+    value
+        .map(|(value, _)| value)
+        .ok_or_else(|| format!("{} bytes at {at} are past the block's {} bytes", size_of::<T>(), bytes.len()))
 }
 
 /// Reads a multi-instance PERF_OBJECT_TYPE block: HeaderLength, NumCounters and NumInstances from the
 /// header, the definitions after the header, the instances after DefinitionLength.
 pub fn read_object(bytes: &[u8]) -> Result<Object, String> {
-    let definition_length = u32_at(bytes, 4)? as usize;
-    let header_length = u32_at(bytes, 8)? as usize;
-    let num_counters = u32_at(bytes, 32)? as usize;
-    let num_instances = u32_at(bytes, 40)? as i32;
-    let mut definitions = Vec::with_capacity(num_counters);
-    let mut at = header_length;
-    for _ in 0..num_counters {
+    let header: PerfObjectType = read(bytes, 0)?;
+    let mut definitions = Vec::with_capacity(header.num_counters as usize);
+    let mut at = header.header_length as usize;
+    for _ in 0..header.num_counters {
+        let definition: PerfCounterDefinition = read(bytes, at)?;
         definitions.push(Definition {
-            counter_type: u32_at(bytes, at + 28)?,
-            size: u32_at(bytes, at + 32)?,
-            offset: u32_at(bytes, at + 36)?,
+            counter_type: definition.counter_type,
+            size: definition.counter_size,
+            offset: definition.counter_offset,
         });
-        at += u32_at(bytes, at)? as usize;
+        at += definition.byte_length as usize;
     }
     let mut instances = Vec::new();
-    let mut at = definition_length;
-    for _ in 0..num_instances.max(0) {
-        let byte_length = u32_at(bytes, at)? as usize;
-        let (name_offset, name_length) = (u32_at(bytes, at + 16)? as usize, u32_at(bytes, at + 20)? as usize);
+    let mut at = header.definition_length as usize;
+    for _ in 0..header.num_instances.max(0) {
+        let instance: PerfInstanceDefinition = read(bytes, at)?;
+        let name_at = at + instance.name_offset as usize;
         let name_bytes =
-            bytes.get(at + name_offset..at + name_offset + name_length).ok_or("a name is cut")?;
+            bytes.get(name_at..name_at + instance.name_length as usize).ok_or("a name is cut")?;
         let units: Vec<u16> =
             name_bytes.chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]])).collect();
         let name = String::from_utf16_lossy(&units).trim_end_matches('\0').to_string();
-        let block_at = at + byte_length;
-        let block_length = u32_at(bytes, block_at)? as usize;
+        let block_at = at + instance.byte_length as usize;
+        let block_length = read::<PerfCounterBlock>(bytes, block_at)?.byte_length as usize;
         let block = bytes.get(block_at..block_at + block_length).ok_or("a counter block is cut")?.to_vec();
         instances.push((name, block));
         at = block_at + block_length;
@@ -96,16 +97,16 @@ pub struct RawData {
 /// the base, or None if the next counter is not a base.
 pub fn get_value(object: &Object, instance: &str, counter: usize) -> Option<RawData> {
     let (_, block) = object.instances.iter().find(|(name, _)| name == instance)?;
-    let read = |definition: &Definition| -> Option<u64> {
+    let data = |definition: &Definition| -> Option<u64> {
         let at = definition.offset as usize;
-        if definition.size == 8 { u64_at(block, at).ok() } else { u32_at(block, at).ok().map(u64::from) }
+        if definition.size == 8 { read(block, at).ok() } else { read::<u32>(block, at).ok().map(u64::from) }
     };
     let definition = object.definitions.get(counter)?;
     let base = object.definitions.get(counter + 1)?;
     if base.counter_type & PERF_COUNTER_BASE != PERF_COUNTER_BASE {
         return None;
     }
-    Some(RawData { counter_type: definition.counter_type, data: read(definition)?, time: read(base)? as i64 })
+    Some(RawData { counter_type: definition.counter_type, data: data(definition)?, time: data(base)? as i64 })
 }
 
 /// DisplayCalculatedValue for the fraction types: None where the sample drops the pair (data went
