@@ -6,6 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use regex::Regex;
 
@@ -43,13 +44,16 @@ fn crate_root(file: &Path) -> Option<&Path> {
 /// The repository paths `text` names that exist neither from the repository root nor from the
 /// crate root of the file at `file`, with their line numbers.
 fn missing_paths(text: &str, file: &Path) -> Vec<(usize, String)> {
-    let prefixes = TOP_LEVEL.join("|");
     // A word boundary before the prefix, so that `target/x86_64.../src/lib.rs` or `OUT_DIR/...` are
-    // not taken for repository paths; file names end in a known extension.
-    let pattern = format!(
-        r"(?:^|[\s`'(\[])((?:{prefixes})/[A-Za-z0-9_./-]*\.(?:rs|md|toml|sh|ps1|psm1|man|inx|asm|rc|txt))\b"
-    );
-    let regex = Regex::new(&pattern).expect("the path pattern");
+    // not taken for repository paths; file names end in a known extension. Compiled once for all files.
+    static PATH: LazyLock<Regex> = LazyLock::new(|| {
+        let prefixes = TOP_LEVEL.join("|");
+        let pattern = format!(
+            r"(?:^|[\s`'(\[])((?:{prefixes})/[A-Za-z0-9_./-]*\.(?:rs|md|toml|sh|ps1|psm1|man|inx|asm|rc|txt))\b"
+        );
+        Regex::new(&pattern).expect("the path pattern")
+    });
+    let regex = &*PATH;
     let crate_root = crate_root(file);
     let mut missing = Vec::new();
     for (number, line) in text.lines().enumerate() {

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::machine_code::function;
+use common::machine_code::{self, function};
 
 use kernel_double::cpu::{self, cpuid, msr};
 use kernel_double::status::STATUS_SUCCESS;
@@ -25,10 +25,8 @@ fn privileged_instructions_fault_and_are_emulated() {
     let read_cr8 = function(&[0x44, 0x0F, 0x20, 0xC0, 0xC3]);
     // mov cr8, rcx ; ret
     let write_cr8 = function(&[0x44, 0x0F, 0x22, 0xC1, 0xC3]);
-    // rdmsr (ecx) ; shl rdx, 32 ; or rax, rdx ; ret
-    let rdmsr = function(&[0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0xC3]);
-    // mov rax, rdx ; shr rdx, 32 ; wrmsr (ecx, edx:eax) ; ret
-    let wrmsr = function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3]);
+    let rdmsr = machine_code::rdmsr();
+    let wrmsr = machine_code::wrmsr();
     // cli ; ret   and   sti ; ret
     let cli = function(&[0xFA, 0xC3]);
     let sti = function(&[0xFB, 0xC3]);

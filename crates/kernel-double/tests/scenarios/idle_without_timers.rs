@@ -42,7 +42,6 @@ fn the_housekeeping_thread_sleeps_without_a_timer_while_idle() {
 /// run (and be counted by `ke::timed_out_waits`).
 fn let_time_pass() {
     for _ in 0..26 {
-        hal::advance_clock(hal::PERFORMANCE_FREQUENCY / 10);
-        std::thread::sleep(Duration::from_millis(5));
+        tick_kernel_clock();
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::machine_code::function;
+use common::machine_code;
 use kernel_double::cpu::{self, cpuid, pmu};
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
@@ -30,10 +30,7 @@ const INSTRUCTIONS_EVTSEL: u64 = 0xC0 | 1 << 16 | 1 << 17 | 1 << 20 | 1 << 22;
 fn intel_architectural_semantics() {
     cpuid::set_model(&cpuid::SKYLAKE);
     let _kpcr = cpu::enter(0);
-    // rdmsr (ecx) ; shl rdx, 32 ; or rax, rdx ; ret
-    let rdmsr = function(&[0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0xC3]);
-    // mov rax, rdx ; shr rdx, 32 ; wrmsr (ecx, edx:eax) ; ret
-    let wrmsr = function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3]);
+    let (rdmsr, wrmsr) = (machine_code::rdmsr(), machine_code::wrmsr());
     let mut handle = 0usize;
     // SAFETY: whole-PMU allocation (no affinity, no list, so no overflow handler) with a valid output.
     let status = unsafe {
@@ -126,8 +123,7 @@ const IA32_PERF_METRICS: u64 = 0x329;
 fn intel_perf_metrics_semantics() {
     cpuid::set_model(&cpuid::ALDER_LAKE_P);
     let _kpcr = cpu::enter(0);
-    let rdmsr = function(&[0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0xC3]);
-    let wrmsr = function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3]);
+    let (rdmsr, wrmsr) = (machine_code::rdmsr(), machine_code::wrmsr());
     let mut handle = 0usize;
     // SAFETY: whole-PMU allocation (no affinity, no list) with a valid output.
     let status = unsafe {

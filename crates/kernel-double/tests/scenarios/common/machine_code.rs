@@ -28,3 +28,15 @@ pub fn function(code: &[u8]) -> Win64Fn {
     // SAFETY: the bytes are a complete Windows x64 function ending in `ret`.
     unsafe { std::mem::transmute::<usize, Win64Fn>(executable(code)) }
 }
+
+/// `rdmsr` as a function: `rdmsr(msr, _)` returns EDX:EAX (rdmsr (ecx) ; shl rdx, 32 ; or rax, rdx ;
+/// ret).
+pub fn rdmsr() -> Win64Fn {
+    function(&[0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0xC3])
+}
+
+/// `wrmsr` as a function: `wrmsr(msr, value)` writes `value` (mov rax, rdx ; shr rdx, 32 ; wrmsr
+/// (ecx, edx:eax) ; ret).
+pub fn wrmsr() -> Win64Fn {
+    function(&[0x48, 0x89, 0xD0, 0x48, 0xC1, 0xEA, 0x20, 0x0F, 0x30, 0xC3])
+}

@@ -136,7 +136,6 @@ pub fn readable(address: usize) -> bool {
 /// (KeQueryPerformanceCounter) before the release; fails past `limit` of it.
 pub fn until_released(released: impl Fn() -> bool, limit: std::time::Duration) -> std::time::Duration {
     use kernel_double::control::hal;
-    const STEP: i64 = hal::PERFORMANCE_FREQUENCY / 10;
     let started = hal::clock();
     let elapsed = || std::time::Duration::from_nanos((hal::clock() - started) as u64 * 100);
     while !released() {
@@ -145,8 +144,15 @@ pub fn until_released(released: impl Fn() -> bool, limit: std::time::Duration) -
             "the counters were never released ({:?} on the kernel's clock)",
             elapsed()
         );
-        hal::advance_clock(STEP);
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        tick_kernel_clock();
     }
     elapsed()
+}
+
+/// Moves the kernel's clock forward by 100 ms (waking every timed wait) and gives the threads a
+/// timeout woke a moment to run.
+pub fn tick_kernel_clock() {
+    use kernel_double::control::hal;
+    hal::advance_clock(hal::PERFORMANCE_FREQUENCY / 10);
+    std::thread::sleep(std::time::Duration::from_millis(5));
 }

@@ -132,7 +132,8 @@ impl Cell<'_> {
             .zip(&self.before)
             .map(|(now, then)| std::array::from_fn(|e| now[e] - then[e]))
             .collect();
-        let source = common::driver_status()[TOPDOWN_SOURCE];
+        let status = common::driver_status();
+        let source = status[TOPDOWN_SOURCE];
         if self.usable {
             assert_eq!(source, expected_topdown_source(self.case, self.expect), "Top-down Source");
         }
@@ -142,15 +143,14 @@ impl Cell<'_> {
         }
         if self.usable {
             check_custom_capacity(self.case, &truth);
-            self.check_zeros_say_why(set, &sample);
+            self.check_zeros_say_why(set, &sample, &status);
         }
     }
 
     /// Every event the profile asks for that reads 0 on processor 0 (the workload makes every event)
     /// is in the status counters' Events Without a Counter or Events Not Supported, and no event that
     /// counts is; an event nobody asked for is in neither.
-    fn check_zeros_say_why(&self, set: &Counterset, sample: &Sample) {
-        let status = common::driver_status();
+    fn check_zeros_say_why(&self, set: &Counterset, sample: &Sample, status: &[u64]) {
         let why = status[EVENTS_WITHOUT_COUNTER] | status[EVENTS_NOT_SUPPORTED];
         let values = sample.values_of(set, "0,0").expect("processor 0,0");
         let value_of = |field: &str| {
