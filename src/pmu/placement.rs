@@ -363,7 +363,8 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // plan's storage. Take events in priority order while the chosen set can still give each a
     // distinct counter it allows, then place them (see `assign_counters`).
     let fixed_used = fixed_events.iter().flatten().count() as u8;
-    let general = RegisterLayout::of(model).general_purpose.min(MAX_ASSIGNMENTS as u8 - fixed_used);
+    let layout = RegisterLayout::of(model);
+    let general = layout.general_purpose.min(MAX_ASSIGNMENTS as u8 - fixed_used);
     let mut chosen: [(Event, Encoding, u8); MAX_GENERAL_PURPOSE] =
         [(Event::Instructions, Encoding::new(0, 0), 0); MAX_GENERAL_PURPOSE];
     let mut chosen_len = 0;
@@ -375,7 +376,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         let candidate = (event, encoding, counter_mask(model, encoding, general));
         let fits = chosen_len < MAX_GENERAL_PURPOSE && {
             chosen[chosen_len] = candidate;
-            assign_counters(&mut chosen[..=chosen_len]).is_some()
+            assign_counters(&chosen[..=chosen_len]).is_some()
         };
         if fits {
             chosen_len += 1;
@@ -399,7 +400,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     // double the stack this function needs).
     let general = (0..MAX_GENERAL_PURPOSE as u8).filter_map(|counter| {
         let chosen = chosen.iter().zip(&counters).find(|&(_, &assigned)| assigned == counter)?.0;
-        Some(general_purpose(model, chosen.0, chosen.1, counter, pmi))
+        Some(general_purpose(model, &layout, chosen.0, chosen.1, counter, pmi))
     });
     let fixed = (0..MAX_FIXED_ASSIGNED as u8)
         .filter_map(|fixed| Some(intel_fixed(model, fixed_events[usize::from(fixed)]?, fixed, pmi)));
@@ -413,7 +414,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
 
 /// A distinct counter for each of `candidates` from its mask, in the candidates' order (augmenting
 /// paths, Kuhn's bipartite matching: at most 8 counters); `None` when there is none.
-fn assign_counters(candidates: &mut [(Event, Encoding, u8)]) -> Option<[u8; MAX_GENERAL_PURPOSE]> {
+fn assign_counters(candidates: &[(Event, Encoding, u8)]) -> Option<[u8; MAX_GENERAL_PURPOSE]> {
     let masks: [u8; MAX_GENERAL_PURPOSE] = core::array::from_fn(|i| candidates.get(i).map_or(0, |c| c.2));
     let mut owner: [Option<u8>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];
     for candidate in 0..candidates.len() as u8 {
@@ -470,8 +471,14 @@ fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignme
     }
 }
 
-fn general_purpose(model: &PmuModel, event: Event, encoding: Encoding, counter: u8, pmi: bool) -> Assignment {
-    let layout = RegisterLayout::of(model);
+fn general_purpose(
+    model: &PmuModel,
+    layout: &RegisterLayout,
+    event: Event,
+    encoding: Encoding,
+    counter: u8,
+    pmi: bool,
+) -> Assignment {
     let (counter_msr, control_msr) = layout.general_purpose_registers(counter);
     Assignment {
         event,

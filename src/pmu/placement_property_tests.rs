@@ -215,8 +215,8 @@ fn matchable(masks: &[u8], used: u8) -> bool {
 proptest! {
     #[test]
     fn counters_are_matched_whenever_a_matching_exists(masks in prop::collection::vec(any::<u8>(), 0..=8)) {
-        let mut candidates: Vec<_> = masks.iter().map(|&mask| (Event::Instructions, Encoding::new(0, 0), mask)).collect();
-        let counters = assign_counters(&mut candidates);
+        let candidates: Vec<_> = masks.iter().map(|&mask| (Event::Instructions, Encoding::new(0, 0), mask)).collect();
+        let counters = assign_counters(&candidates);
         prop_assert_eq!(counters.is_some(), matchable(&masks, 0));
         if let Some(counters) = counters {
             for (i, &mask) in masks.iter().enumerate() {

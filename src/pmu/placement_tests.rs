@@ -235,8 +235,8 @@ fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
 fn counters_are_matched_to_what_each_event_allows() {
     let candidate = |mask| (Instructions, intel_encoding(Instructions, 6, 0x5E).unwrap(), mask);
     let assigned = |masks: &[u8]| {
-        let mut candidates: Vec<_> = masks.iter().map(|&mask| candidate(mask)).collect();
-        assign_counters(&mut candidates).map(|counters| counters[..masks.len()].to_vec())
+        let candidates: Vec<_> = masks.iter().map(|&mask| candidate(mask)).collect();
+        assign_counters(&candidates).map(|counters| counters[..masks.len()].to_vec())
     };
     assert_eq!(assigned(&[]), Some(vec![]));
     assert_eq!(assigned(&[0b11, 0b01]), Some(vec![1, 0]), "the first moves over for the second");
