@@ -65,10 +65,7 @@ pub fn start(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
 /// must read them still and then write only the control registers.
 pub fn stop(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     match global_registers(vendor, plan) {
-        Some(global) => {
-            let control = msrs.read(global.control);
-            msrs.write(global.control, control & !plan.global_ctrl());
-        }
+        Some(global) => disable_globally(global, plan, msrs),
         None => {
             for assignment in plan.iter() {
                 if let Slot::General(_) = assignment.slot {
@@ -77,6 +74,13 @@ pub fn stop(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
             }
         }
     }
+}
+
+/// Clears the plan's global enable bits, leaving other clients' (one write stops the plan's counters
+/// together).
+fn disable_globally(global: GlobalRegisters, plan: &CounterPlan, msrs: &mut impl Msrs) {
+    let control = msrs.read(global.control);
+    msrs.write(global.control, control & !plan.global_ctrl());
 }
 
 /// Clears the plan's counters' overflow status bits (where the vendor has a global status).
@@ -108,10 +112,8 @@ pub fn program_controls(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs
 /// Disables the plan's counters (globally first, so they stop together), clears their controls,
 /// zeroes them and clears their overflow status: what the HAL expects before the counters are freed.
 pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
-    let global = global_registers(vendor, plan);
-    if let Some(global) = global {
-        let control = msrs.read(global.control);
-        msrs.write(global.control, control & !plan.global_ctrl());
+    if let Some(global) = global_registers(vendor, plan) {
+        disable_globally(global, plan, msrs);
     }
     if fixed_fields(plan) != 0 {
         let fixed = msrs.read(msr::IA32_FIXED_CTR_CTRL);
@@ -130,9 +132,7 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
         msrs.write(msr::IA32_FIXED_CTR3, 0);
         msrs.write(msr::IA32_PERF_METRICS, 0);
     }
-    if let Some(global) = global {
-        msrs.write(global.clear_status, plan.global_ctrl());
-    }
+    clear_status(vendor, plan, msrs);
 }
 
 /// Stops and clears the plan's counters ([`stop_and_clear`]), then gives the PMU back as the HAL
