@@ -17,6 +17,7 @@ cd "$(dirname "$0")/../.."
 
 CARGO_MAKE_VERSION=0.37.24
 CARGO_NEXTEST_VERSION=0.9.143
+MIN_CARGO_NEXTEST=0.9.91
 # The oldest versions tested (README, "On a fresh Linux machine"): Debian 12's osslsigncode (verify
 # -catalog, CAT signing) and llvm (llvm-rc's /no-preprocess, which LLVM 13 added).
 MIN_OSSLSIGNCODE=2.5
@@ -58,8 +59,9 @@ cargo_tool() {
     if cargo "$subcommand" --version 2>/dev/null | grep -q "$version"; then
         return
     fi
-    if [[ $crate == cargo-nextest ]] && cargo nextest --version >/dev/null 2>&1; then
-        return # any nextest will do; the machine image ships one
+    if [[ $crate == cargo-nextest ]] \
+        && at_least "$(first_version "$(cargo nextest --version 2>/dev/null | head -1)")" "$MIN_CARGO_NEXTEST"; then
+        return # the machine image ships one; .config/nextest.toml's test priorities need 0.9.91
     fi
     say "installing $crate $version from crates.io (a few minutes, once)"
     cargo install --locked --quiet "$crate" --version "$version"
