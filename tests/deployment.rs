@@ -42,6 +42,14 @@ mod upgrade;
 #[path = "deployment/boot_checks.rs"]
 mod boot_checks;
 
+// The attestation-submission cabinet beside the package.
+#[path = "deployment/submission.rs"]
+mod submission;
+
+// The build time is the source's, and packaging an unchanged source again changes nothing.
+#[path = "deployment/reproducible.rs"]
+mod reproducible;
+
 fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
