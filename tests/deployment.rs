@@ -50,6 +50,10 @@ mod submission;
 #[path = "deployment/reproducible.rs"]
 mod reproducible;
 
+// Test-Pmupcw.ps1's sleep check bounds the rise by elapsed time and the processor's clock.
+#[path = "deployment/rise_bound.rs"]
+mod rise_bound;
+
 fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
