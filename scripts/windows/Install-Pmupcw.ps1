@@ -211,7 +211,12 @@ try {
         $loaded = if ($runningHash) { "$runningImage (SHA-256 $runningHash)" } else { 'an image this script cannot find' }
         Write-Step ("service $ServiceName runs $loaded, not the package's " +
             "$($PackageFiles.Driver) (SHA-256 $packageHash): restarting it")
-        Stop-DriverService $ServiceName
+        try {
+            Stop-DriverService $ServiceName
+        } catch {
+            throw ("$($_.Exception.Message) Restart the machine: the service starts at boot, from the " +
+                "package's $($PackageFiles.Driver) now.")
+        }
         $state = Get-ServiceState $ServiceName
     }
     if ($state -eq 'RUNNING') {

@@ -159,7 +159,7 @@ function Stop-DriverService([string]$Name) {
     $null = Invoke-Tool sc.exe @('stop', $Name) -OkExitCodes @(0, 1062)
     for ($i = 0; $i -lt 20 -and (Get-ServiceState $Name) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
     $state = Get-ServiceState $Name
-    if ($state -ne 'STOPPED') { throw "service $Name did not stop (state $state); a restart unloads it." }
+    if ($state -ne 'STOPPED') { throw "service $Name did not stop (state $state)." }
 }
 
 # The counter provider the manifest declares: its GUID, and whether lodctr has registered it.

@@ -425,8 +425,12 @@ function Invoke-TestRun($Pending) {
         return 'done'
     }
     Add-Check 'install' PASS "$($PackageFiles.InstallScript) installed or upgraded the package and started $ServiceName"
-    $folder = Get-ServiceImageFolder $ServiceName
-    $running = Join-Path $folder $PackageFiles.Driver
+    # The image loaded now (a running service keeps the one it was started from), else the one the
+    # service names.
+    $configured = Join-Path (Get-ServiceImageFolder $ServiceName) $PackageFiles.Driver
+    $loaded = Get-LoadedDriverPath $PackageFiles.Driver
+    $running = if ($loaded) { $loaded } else { $configured }
+    $folder = Split-Path -Parent $running
     $packaged = Join-Path $PackageDir $PackageFiles.Driver
     $runningHash = (Get-FileHash -LiteralPath $running -Algorithm SHA256).Hash
     $packagedHash = (Get-FileHash -LiteralPath $packaged -Algorithm SHA256).Hash
@@ -434,7 +438,8 @@ function Invoke-TestRun($Pending) {
     $storeInf = Join-Path $folder $PackageFiles.Inf
     $installedDriverVer = if (Test-Path -LiteralPath $storeInf) { Get-InfDriverVer $storeInf } else { $null }
     Save-Report 'driver.txt' (@(
-            "service image: $running"
+            "service image: $configured"
+            "loaded image: $(if ($loaded) { $loaded } else { 'not listed by EnumDeviceDrivers' })"
             "file version: $fileVersion"
             "SHA-256: $runningHash (package: $packagedHash)"
             "installed DriverVer: $(Format-DriverVer $installedDriverVer) (package: $(Format-DriverVer $packageDriverVer))"
