@@ -25,7 +25,9 @@
 source_epoch() {
     local dir=$1 epoch entry path time
     epoch=$(git -C "$dir" log -1 --format=%ct 2>/dev/null) && [[ $epoch =~ ^[0-9]+$ ]] || {
-        echo "source_epoch: $dir is not a git work tree with a commit: set SOURCE_DATE_EPOCH (seconds since 1970) to the source's time" >&2
+        echo "source_epoch: cannot read the last commit's time in $dir" \
+            "(git: $(git -C "$dir" log -1 --format=%ct 2>&1 >/dev/null | tr '\n' ' ')):" \
+            "outside a git work tree, set SOURCE_DATE_EPOCH (seconds since 1970) to the source's time" >&2
         return 1
     }
     while IFS= read -r -d '' entry; do
