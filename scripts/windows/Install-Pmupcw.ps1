@@ -112,13 +112,14 @@ try {
     $options = '0x{0:X8}' -f $integrity.Options
     if (-not $integrity.TestSigning) {
         $configured = Get-BcdTestSigning
-        if ($configured -eq $true) {
+        # With Secure Boot on, the boot loader ignores the setting: a restart alone would not help.
+        if ($configured -eq $true -and $integrity.SecureBoot -ne $true) {
             throw ("test signing is set for the next boot ('bcdedit /set testsigning on' was run), but this boot " +
                 "started without it (code integrity options $options), so Windows will not load the test-signed " +
                 "$($PackageFiles.Driver). Restart first (Restart-Computer), then run this script again.")
         }
         $secureBootHint = if ($integrity.SecureBoot -eq $true) {
-            "Secure Boot is on, and bcdedit refuses while it is: turn Secure Boot off in the firmware (the VM's settings) first. "
+            "Secure Boot is on, which keeps test signing off (and bcdedit from turning it on): turn Secure Boot off in the firmware (the VM's settings) first. "
         } elseif ($null -eq $integrity.SecureBoot) {
             "With Secure Boot on, bcdedit refuses: turn it off in the firmware (the VM's settings) first. "
         } else { '' }
