@@ -42,6 +42,21 @@ source_epoch() {
     echo "$epoch"
 }
 
+# The time of a package of the source in DIR: SOURCE_DATE_EPOCH when set (it must be a number of
+# seconds since 1970), else source_epoch DIR. package.sh stamps it; `cargo make lint` builds the driver
+# with the same build number, so that its clippy run leaves package.sh's build fresh.
+package_epoch() {
+    if [[ -n ${SOURCE_DATE_EPOCH:-} ]]; then
+        [[ $SOURCE_DATE_EPOCH =~ ^[0-9]+$ ]] || {
+            echo "package_epoch: SOURCE_DATE_EPOCH '$SOURCE_DATE_EPOCH' is not a number of seconds since 1970" >&2
+            return 1
+        }
+        echo "$SOURCE_DATE_EPOCH"
+    else
+        source_epoch "$1"
+    fi
+}
+
 # The build number of a package built at EPOCH (seconds since 1970-01-01 UTC).
 driver_build_number() {
     echo $(($1 % 86400 / 2))

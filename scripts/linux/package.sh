@@ -54,13 +54,7 @@ fi
 # PMUPCW_BUILD_NUMBER), so the image and the INF say the same version, and an unchanged source gives
 # an unchanged number, which leaves cargo's build of the driver fresh.
 source scripts/linux/driver-ver.sh
-if [[ -n ${SOURCE_DATE_EPOCH:-} ]]; then
-    [[ $SOURCE_DATE_EPOCH =~ ^[0-9]+$ ]] \
-        || { echo "package: SOURCE_DATE_EPOCH '$SOURCE_DATE_EPOCH' is not a number of seconds since 1970" >&2; exit 1; }
-    build_epoch=$SOURCE_DATE_EPOCH
-else
-    build_epoch=$(source_epoch .)
-fi
+build_epoch=$(package_epoch .)
 PMUPCW_BUILD_NUMBER=$(driver_build_number "$build_epoch")
 export PMUPCW_BUILD_NUMBER
 
