@@ -1,8 +1,8 @@
 //! Deployment checks on the package that `cargo make package` (scripts/linux/package.sh) produces:
 //!
 //! - the stamped INF (`pmupcw.inf`, from `inf/pmupcw.inx`) has the structure of a primitive driver
-//!   that installs pmupcw.sys as a demand-start kernel service and places the manifest beside it, with
-//!   DriverVer stamped from the Cargo version and a build number, and names exactly the package's files;
+//!   that installs pmupcw.sys as a kernel service started at boot and places the manifest beside it,
+//!   with DriverVer stamped from the Cargo version and a build number, and names exactly its files;
 //! - a package built later outranks the ones built before it (DriverVer), the image's VERSIONINFO says
 //!   the INF's DriverVer version, and Install-Pmupcw.ps1 restarts a service that runs another image
 //!   than the package's (tests/deployment/upgrade.rs);
@@ -37,6 +37,22 @@ use driver_catalog::inf::{Inf, fields, unquote};
 // script's restart of a service that runs another image than the package's.
 #[path = "deployment/upgrade.rs"]
 mod upgrade;
+
+// Install-Pmupcw.ps1 checks test signing in the running boot, and says to restart first.
+#[path = "deployment/boot_checks.rs"]
+mod boot_checks;
+
+// The attestation-submission cabinet beside the package.
+#[path = "deployment/submission.rs"]
+mod submission;
+
+// The build time is the source's, and packaging an unchanged source again changes nothing.
+#[path = "deployment/reproducible.rs"]
+mod reproducible;
+
+// Test-Pmupcw.ps1's sleep check bounds the rise by elapsed time and the processor's clock.
+#[path = "deployment/rise_bound.rs"]
+mod rise_bound;
 
 fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -270,7 +286,8 @@ fn check_source_disks(inf: &Inf, package: &BTreeSet<String>, problems: &mut Vec<
     }
 }
 
-/// The service: AddService=pmupcw with a demand-start kernel-driver install section.
+/// The service: AddService=pmupcw with a system-start kernel-driver install section (loaded at every
+/// boot; inf/pmupcw.inx says why this start type).
 fn check_service(inf: &Inf, copied: &[(String, Option<String>)], problems: &mut Vec<String>) {
     let services_name = format!("{ARCH_DEFAULT_INSTALL}.Services");
     let add_services =
@@ -293,7 +310,7 @@ fn check_service(inf: &Inf, copied: &[(String, Option<String>)], problems: &mut 
         };
         for (key, expected, meaning) in [
             ("ServiceType", "1", "SERVICE_KERNEL_DRIVER"),
-            ("StartType", "3", "SERVICE_DEMAND_START"),
+            ("StartType", "1", "SERVICE_SYSTEM_START"),
             ("ErrorControl", "1", "SERVICE_ERROR_NORMAL"),
         ] {
             if install.value(key) != Some(expected) {
@@ -353,7 +370,7 @@ fn assert_inf_problem(text: &str, package: &BTreeSet<String>, expected: &str) {
 }
 
 #[test]
-fn stamped_inf_installs_the_driver_as_a_demand_start_kernel_service() {
+fn stamped_inf_installs_the_driver_as_a_kernel_service_started_at_boot() {
     let (text, package) = stamped_inf();
     let problems = check_inf(&text, env!("CARGO_PKG_VERSION"), &package);
     assert!(problems.is_empty(), "pmupcw.inf:\n{}", listed(&problems));
@@ -391,9 +408,10 @@ fn inf_checker_reports_a_missing_add_service() {
 #[test]
 fn inf_checker_reports_a_wrong_service_start_type() {
     let (text, package) = stamped_inf();
-    let mutated = text.replacen("StartType     = 3", "StartType     = 1", 1);
+    // Demand start: nothing would load the driver after a restart.
+    let mutated = text.replacen("StartType     = 1", "StartType     = 3", 1);
     assert_ne!(mutated, text, "the stamped INF has a StartType line to change");
-    assert_inf_problem(&mutated, &package, "StartType is Some(\"1\"), not 3");
+    assert_inf_problem(&mutated, &package, "StartType is Some(\"3\"), not 1");
 }
 
 #[test]

@@ -60,7 +60,7 @@ try {
     if ($state.Active) {
         Write-Step "$driver is loaded and verified now"
     } else {
-        Write-Step "$driver is not verified in this boot (restart after enabling, and start the service)"
+        Write-Step "$driver is not verified in this boot (restart after enabling: the service starts at boot)"
     }
     exit 0
 } catch {

@@ -8,18 +8,24 @@
     Run from the package folder (the one holding pmupcw.inf, pmupcw.sys, pmupcw.man, pmupcw.cer and
     the signed catalog). Each step checks first and is skipped when already done, so running the
     script again is harmless, and running it from a newer package upgrades:
-      1. test signing must be on (bcdedit /enum {current}: "testsigning Yes");
+      1. the running boot must load test-signed drivers: its code-integrity options
+         (NtQuerySystemInformation, not bcdedit's localized text) have TESTSIGN. When they do not, the
+         message says what to do: restart first where the boot entry already has test signing on (the
+         setting applies from the next boot), else turn it on (Secure Boot off first where it is on);
       2. the test certificate goes into LocalMachine\Root and LocalMachine\TrustedPublisher
          (skipped when its thumbprint is already there);
-      3. pnputil /add-driver pmupcw.inf /install (a primitive driver: this creates the demand-start
-         kernel service pmupcw, running from the driver store), then checks that the service's image
+      3. pnputil /add-driver pmupcw.inf /install (a primitive driver: this creates the kernel service
+         pmupcw, running from the driver store and started at every boot from then on), then checks
+         that the service's image
          is now the package's pmupcw.sys (same SHA-256): Windows prefers the package with the later
          DriverVer (date, then version), so an older or equal one may leave the installed one in place;
       4. lodctr /m:<driver store folder>\pmupcw.man <driver store folder>
          (unlodctr /m: first when the provider is already registered);
-      5. sc.exe start pmupcw; when the service is already running an image whose SHA-256 differs from
-         the package's pmupcw.sys (an upgrade: a running driver keeps the image it was started from),
-         sc.exe stop pmupcw first, so that the new image runs against the new manifest;
+      5. sc.exe start pmupcw, so the counters are there now and not only after the next restart; when
+         the service is already running and the loaded image (the file it was loaded from, listed by
+         EnumDeviceDrivers, not the ImagePath configured since) is not the package's pmupcw.sys by
+         SHA-256, or cannot be found, sc.exe stop pmupcw first, so that the new image runs against
+         the new manifest (an upgrade: a running driver keeps the image it was started from);
       6. typeperf "\Hardware Counters(*)\Instructions Retired/sec" -sc 2.
     Any failure stops the script with a message saying what failed and what to do, and exit code 1.
 
@@ -101,14 +107,29 @@ try {
             "certificate you import into Root and TrustedPublisher.")
     }
 
-    # 1. Test signing.
-    $bcd = Invoke-Tool bcdedit.exe @('/enum', '{current}') -Quiet
-    if ($bcd.Output -notmatch '(?im)^\s*testsigning\s+Yes\s*$') {
-        throw ("Test signing is off, so Windows will not load the test-signed pmupcw.sys. Turn it on from an " +
-            "elevated prompt with 'bcdedit /set testsigning on' and restart (with Secure Boot on, bcdedit " +
-            "refuses: turn Secure Boot off in the VM's firmware settings first), then run this script again.")
+    # 1. Test signing, in the running boot: bcdedit's setting applies only from the next boot.
+    $integrity = Get-CodeIntegrityState
+    $options = '0x{0:X8}' -f $integrity.Options
+    if (-not $integrity.TestSigning) {
+        $configured = Get-BcdTestSigning
+        # With Secure Boot on, the boot loader ignores the setting: a restart alone would not help.
+        if ($configured -eq $true -and $integrity.SecureBoot -ne $true) {
+            throw ("test signing is set for the next boot ('bcdedit /set testsigning on' was run), but this boot " +
+                "started without it (code integrity options $options), so Windows will not load the test-signed " +
+                "$($PackageFiles.Driver). Restart first (Restart-Computer), then run this script again.")
+        }
+        $secureBootHint = if ($integrity.SecureBoot -eq $true) {
+            "Secure Boot is on, which keeps test signing off (and bcdedit from turning it on): turn Secure Boot off in the firmware (the VM's settings) first. "
+        } elseif ($null -eq $integrity.SecureBoot) {
+            "With Secure Boot on, bcdedit refuses: turn it off in the firmware (the VM's settings) first. "
+        } else { '' }
+        $known = if ($null -eq $configured) { 'If you have already run it, restart first. ' } else { '' }
+        throw ("this boot does not load test-signed drivers (code integrity options $options: no TESTSIGN), so " +
+            "Windows will not load $($PackageFiles.Driver). ${secureBootHint}Run 'bcdedit /set testsigning on' " +
+            "from an elevated prompt and restart, then run this script again. $known".TrimEnd())
     }
-    Write-Step 'test signing is on'
+    Write-Step ("this boot loads test-signed drivers (code integrity options $options; Secure Boot " +
+        "$($integrity.SecureBoot); memory integrity (HVCI) $($integrity.Hvci))")
 
     # 2. Test certificate into Root and TrustedPublisher.
     $cert = [System.Security.Cryptography.X509Certificates.X509Certificate2]::new($cer)
@@ -128,11 +149,12 @@ try {
     }
 
     # 3. The driver package (its signed catalog was checked above). A running service keeps the image
-    #    it was started from, whatever pnputil installs: note that image first, for step 5.
+    #    it was loaded from, whatever pnputil installs or an earlier run configured: note the loaded
+    #    image, for step 5.
     $runningImage = $null
     $runningHash = $null
     if ((Get-ServiceState $ServiceName) -eq 'RUNNING') {
-        $runningImage = Get-ServiceImagePath $ServiceName
+        $runningImage = Get-LoadedDriverPath $PackageFiles.Driver
         $runningHash = if ($runningImage -and (Test-Path -LiteralPath $runningImage)) { (Get-FileHash -LiteralPath $runningImage -Algorithm SHA256).Hash }
     }
     $pnp = Invoke-Tool pnputil.exe @('/add-driver', $inf, '/install') -OkExitCodes @(0, 259, 3010)
@@ -182,13 +204,20 @@ try {
     $null = Invoke-Tool lodctr.exe @("/m:$manifest", $folder)
     Write-Step "registered the countersets of $manifest"
 
-    # 5. Start the service. One that runs another image than the package's (noted before step 3) is
-    #    restarted, so that the new image runs against the counters just registered.
+    # 5. Start the service. One whose loaded image (noted before step 3) is another than the package's,
+    #    or could not be found, is restarted, so that the new image runs against the counters just
+    #    registered.
     $state = Get-ServiceState $ServiceName
     if ($state -eq 'RUNNING' -and $runningHash -ne $packageHash) {
-        Write-Step ("service $ServiceName runs $runningImage (SHA-256 $runningHash), not the package's " +
+        $loaded = if ($runningHash) { "$runningImage (SHA-256 $runningHash)" } else { 'an image this script cannot find' }
+        Write-Step ("service $ServiceName runs $loaded, not the package's " +
             "$($PackageFiles.Driver) (SHA-256 $packageHash): restarting it")
-        Stop-DriverService $ServiceName
+        try {
+            Stop-DriverService $ServiceName
+        } catch {
+            throw ("$($_.Exception.Message) Restart the machine: the service starts at boot, from the " +
+                "package's $($PackageFiles.Driver) now.")
+        }
         $state = Get-ServiceState $ServiceName
     }
     if ($state -eq 'RUNNING') {

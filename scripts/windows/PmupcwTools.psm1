@@ -45,10 +45,106 @@ function Get-ServiceImagePath([string]$Name) {
     if (-not (Test-Path $key)) { return $null }
     $image = (Get-ItemProperty -Path $key -Name ImagePath -ErrorAction SilentlyContinue).ImagePath
     if (-not $image) { return $null }
-    $image = $image -replace '^\\\?\?\\', ''
-    $image = $image -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
-    if ($image -match '^(?i)system32\\') { $image = Join-Path $env:SystemRoot $image }
-    $image
+    ConvertFrom-KernelPath $image
+}
+
+# A file path as the kernel writes it (\??\C:\..., \SystemRoot\..., system32\...) as a Win32 path.
+function ConvertFrom-KernelPath([string]$Path) {
+    $Path = $Path -replace '^\\\?\?\\', ''
+    $Path = $Path -replace '^(?i)\\SystemRoot\\', ($env:SystemRoot.TrimEnd('\') + '\')
+    if ($Path -match '^(?i)system32\\') { $Path = Join-Path $env:SystemRoot $Path }
+    $Path
+}
+
+# The native functions below: ntdll's NtQuerySystemInformation and psapi's driver enumeration.
+function Initialize-NativeApi {
+    if ('PmupcwTools.Native' -as [type]) { return }
+    Add-Type -Namespace PmupcwTools -Name Native -MemberDefinition @'
+[DllImport("ntdll.dll")]
+public static extern int NtQuerySystemInformation(int informationClass, byte[] information, int length, out int returned);
+[DllImport("psapi.dll", SetLastError = true)]
+public static extern bool EnumDeviceDrivers([Out] IntPtr[] imageBases, int size, out int needed);
+[DllImport("psapi.dll", SetLastError = true, CharSet = CharSet.Unicode)]
+public static extern int GetDeviceDriverBaseNameW(IntPtr imageBase, System.Text.StringBuilder name, int size);
+[DllImport("psapi.dll", SetLastError = true, CharSet = CharSet.Unicode)]
+public static extern int GetDeviceDriverFileNameW(IntPtr imageBase, System.Text.StringBuilder name, int size);
+'@
+}
+
+# What the running boot enforces, read from the kernel rather than from bcdedit's (localized) text.
+# NtQuerySystemInformation(SystemCodeIntegrityInformation = 103) fills SYSTEM_CODEINTEGRITY_INFORMATION
+# { ULONG Length; ULONG CodeIntegrityOptions } (https://learn.microsoft.com/windows/win32/api/winternl/nf-winternl-ntquerysysteminformation):
+# CODEINTEGRITY_OPTION_TESTSIGN (0x02) is set when this boot loads test-signed drivers,
+# CODEINTEGRITY_OPTION_HVCI_KMCI_ENABLED (0x400) when memory integrity (HVCI) is on. Secure Boot:
+# Confirm-SecureBootUEFI (https://learn.microsoft.com/powershell/module/secureboot/confirm-securebootuefi),
+# $true or $false, and PlatformNotSupportedException on a machine without UEFI ($false here); $null
+# when it cannot tell.
+function Get-CodeIntegrityState {
+    Initialize-NativeApi
+    $information = New-Object byte[] 8
+    [BitConverter]::GetBytes([int]8).CopyTo($information, 0)
+    $returned = 0
+    $status = [PmupcwTools.Native]::NtQuerySystemInformation(103, $information, 8, [ref]$returned)
+    if ($status -ne 0) {
+        throw ('NtQuerySystemInformation(SystemCodeIntegrityInformation) failed with NTSTATUS 0x{0:X8}' -f $status)
+    }
+    $options = [BitConverter]::ToUInt32($information, 4)
+    $secureBoot = try {
+        [bool](Confirm-SecureBootUEFI -ErrorAction Stop)
+    } catch [System.PlatformNotSupportedException] {
+        $false
+    } catch {
+        $null
+    }
+    [pscustomobject]@{
+        Options     = $options
+        TestSigning = ($options -band 0x2) -ne 0
+        Hvci        = ($options -band 0x400) -ne 0
+        SecureBoot  = $secureBoot
+    }
+}
+
+# Whether the boot entry Windows starts next allows test-signed drivers: BcdLibraryBoolean_AllowPrereleaseSignatures
+# (0x16000049, https://learn.microsoft.com/previous-versions/windows/desktop/bcd/bcdlibraryelementtypes)
+# of {current} ({fa926493-6f1c-4193-a414-58f0b2456d1e}), what `bcdedit /set testsigning on` writes,
+# read through the BCD WMI provider (https://learn.microsoft.com/previous-versions/windows/desktop/bcd/bcd-wmi-provider),
+# so no localized text is parsed. $true, $false, or $null when it cannot tell.
+function Get-BcdTestSigning {
+    try {
+        $store = ([wmiclass]'\\.\root\wmi:BcdStore').OpenStore('').Store
+        $current = $store.OpenObject('{fa926493-6f1c-4193-a414-58f0b2456d1e}').Object
+        $element = $current.GetElement(0x16000049)
+        if (-not $element.ReturnValue) { return $false }
+        [bool]$element.Element.Boolean
+    } catch {
+        $null
+    }
+}
+
+# The file the loaded image named $Driver (pmupcw.sys) was loaded from, or $null when no driver of that
+# name is loaded or Windows does not tell. A running service keeps the image it was started from,
+# whatever its ImagePath says since: EnumDeviceDrivers and GetDeviceDriverFileNameW
+# (https://learn.microsoft.com/windows/win32/api/psapi/nf-psapi-getdevicedriverfilenamew) list the
+# loaded images. They need SeDebugPrivilege for the image bases (Process.EnterDebugMode,
+# https://learn.microsoft.com/dotnet/api/system.diagnostics.process.enterdebugmode).
+function Get-LoadedDriverPath([string]$Driver) {
+    Initialize-NativeApi
+    try { [System.Diagnostics.Process]::EnterDebugMode() } catch { return $null }
+    $needed = 0
+    $null = [PmupcwTools.Native]::EnumDeviceDrivers($null, 0, [ref]$needed)
+    $bases = New-Object IntPtr[] ([int]($needed / [IntPtr]::Size) + 16)
+    if (-not [PmupcwTools.Native]::EnumDeviceDrivers($bases, $bases.Length * [IntPtr]::Size, [ref]$needed)) { return $null }
+    $name = New-Object System.Text.StringBuilder 1024
+    foreach ($base in $bases[0..([int]($needed / [IntPtr]::Size) - 1)]) {
+        if ($base -eq [IntPtr]::Zero) { continue }
+        $null = $name.Clear()
+        if ([PmupcwTools.Native]::GetDeviceDriverBaseNameW($base, $name, $name.Capacity) -eq 0) { continue }
+        if ($name.ToString() -ne $Driver) { continue }
+        $null = $name.Clear()
+        if ([PmupcwTools.Native]::GetDeviceDriverFileNameW($base, $name, $name.Capacity) -eq 0) { return $null }
+        return ConvertFrom-KernelPath $name.ToString()
+    }
+    $null
 }
 
 # The folder the service's image runs from (the driver store folder), or $null without a service.
@@ -63,7 +159,7 @@ function Stop-DriverService([string]$Name) {
     $null = Invoke-Tool sc.exe @('stop', $Name) -OkExitCodes @(0, 1062)
     for ($i = 0; $i -lt 20 -and (Get-ServiceState $Name) -ne 'STOPPED'; $i++) { Start-Sleep -Milliseconds 500 }
     $state = Get-ServiceState $Name
-    if ($state -ne 'STOPPED') { throw "service $Name did not stop (state $state); a restart unloads it." }
+    if ($state -ne 'STOPPED') { throw "service $Name did not stop (state $state)." }
 }
 
 # The counter provider the manifest declares: its GUID, and whether lodctr has registered it.
@@ -97,4 +193,4 @@ function Get-VerifierState([string]$Driver) {
     }
 }
 
-Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider, Get-InfDriverVer, Get-VerifierState
+Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, ConvertFrom-KernelPath, Initialize-NativeApi, Get-CodeIntegrityState, Get-BcdTestSigning, Get-LoadedDriverPath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider, Get-InfDriverVer, Get-VerifierState

@@ -23,14 +23,18 @@
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this
          hypervisor, 4 failed, 5 no architectural perfmon, 6 not Intel/AMD, 7 too few counters); with a
-         PMU, _Total's Instructions Retired rises and its Instructions per 100 Cycles is plausible, without
+         PMU, _Total's Instructions Retired rises, no processor's faster than its clock allows
+         (Get-RiseBound), and its Instructions per 100 Cycles is plausible, without
          one every count reads 0;
       5. the PDH stress harness (pdh-harness.exe beside this script, or -HarnessPath):
          pdh-harness.csv (one row per check) and pdh-harness.log;
       6. sleep and resume, only where the machine has S3 and its real-time clock can wake it from S3
          (GetPwrCapabilities; powercfg /availablesleepstates in sleep-states.txt): a wake timer 60 s
          out, SetSuspendState, and a typeperf running across it (sleep-typeperf.csv); counts must keep
-         rising after the resume. Elsewhere the check is SKIP with the reason;
+         rising after the resume, and no processor's count may rise between two samples by more than
+         the seconds between them x MaxClockSpeed x $TurboAllowance x $MaxInstructionsPerCycle (a
+         counter that lost its value at resume jumps far past that). Elsewhere the check is SKIP with
+         the reason;
       7. what Driver Verifier has checked (verifier /query, verifier-query.txt) and any bug check logged
          since the run began.
     summary.txt holds the one-line verdict, printed last; transcript.txt everything the run printed.
@@ -106,6 +110,12 @@ $PerProcessorInstructions = '\Hardware Counters(*)\Instructions Retired'
 $TotalInstructions = '\Hardware Counters(_Total)\Instructions Retired'
 $TotalIpc = '\Hardware Counters(_Total)\Instructions per 100 Cycles'
 $PmuStatePath = '\Hardware Counters Driver\PMU State'
+# The most instructions an x86 core retires in one cycle (the Instructions per 100 Cycles check
+# allows up to 100 times it), and how far above Win32_Processor's MaxClockSpeed a core may run: it
+# reports the rated clock, which turbo exceeds, on low-power parts by several times. A count that rises
+# faster than elapsed time x MaxClockSpeed x both is not counting (a 48-bit counter's wrap adds 2^48).
+$MaxInstructionsPerCycle = 8
+$TurboAllowance = 8
 $PmuStates = @{
     0 = 'idle'; 1 = 'active'; 2 = 'busy'; 3 = 'no PMU under this hypervisor'; 4 = 'failed'
     5 = 'no architectural perfmon'; 6 = 'not Intel/AMD'; 7 = 'too few counters'
@@ -210,6 +220,31 @@ function Test-Rising([double[]]$Values) {
     if ($Values.Count -lt 2) { return $false }
     for ($i = 1; $i -lt $Values.Count; $i++) { if ($Values[$i] -lt $Values[$i - 1]) { return $false } }
     $Values[-1] -gt $Values[0]
+}
+
+# The most Instructions Retired one processor can add in $Seconds at a clock of at most $MaxHz.
+function Get-RiseBound([double]$Seconds, [double]$MaxHz) {
+    $Seconds * $MaxHz * $MaxInstructionsPerCycle
+}
+
+# Each rise of a processor's Instructions Retired ($PerProcessorInstructions, _Total left out) between
+# two consecutive samples of $Rows that is larger than Get-RiseBound allows for the time between them,
+# as text; none when every rise is plausible.
+function Find-ImplausibleRises($Csv, $Rows, [double]$MaxHz) {
+    $times = @($Rows | ForEach-Object { [datetime]::Parse($_.PSObject.Properties[$Csv.Time].Value, [cultureinfo]::InvariantCulture) })
+    $pattern = '(?i)' + [regex]::Escape($PerProcessorInstructions).Replace('\(\*\)', '\(([^)]*)\)') + '$'
+    foreach ($column in @($Csv.Columns | Where-Object { $_ -match $pattern -and $Matches[1] -ne '_Total' })) {
+        # One value per row, $null for a blank sample, so that values and times stay aligned.
+        $values = New-Object 'System.Collections.Generic.List[object]'
+        foreach ($row in $Rows) { $values.Add((ConvertTo-Number $row.PSObject.Properties[$column].Value)) }
+        for ($i = 1; $i -lt $values.Count; $i++) {
+            if ($null -eq $values[$i] -or $null -eq $values[$i - 1]) { continue }
+            $seconds = ($times[$i] - $times[$i - 1]).TotalSeconds
+            $rise = $values[$i] - $values[$i - 1]
+            $bound = Get-RiseBound $seconds $MaxHz
+            if ($rise -gt $bound) { "$column rose by $rise in $seconds s (at most $bound)" }
+        }
+    }
 }
 
 # typeperf on every counterset into the report's $Name, one sample a second.
@@ -390,8 +425,12 @@ function Invoke-TestRun($Pending) {
         return 'done'
     }
     Add-Check 'install' PASS "$($PackageFiles.InstallScript) installed or upgraded the package and started $ServiceName"
-    $folder = Get-ServiceImageFolder $ServiceName
-    $running = Join-Path $folder $PackageFiles.Driver
+    # The image loaded now (a running service keeps the one it was started from), else the one the
+    # service names.
+    $configured = Join-Path (Get-ServiceImageFolder $ServiceName) $PackageFiles.Driver
+    $loaded = Get-LoadedDriverPath $PackageFiles.Driver
+    $running = if ($loaded) { $loaded } else { $configured }
+    $folder = Split-Path -Parent $running
     $packaged = Join-Path $PackageDir $PackageFiles.Driver
     $runningHash = (Get-FileHash -LiteralPath $running -Algorithm SHA256).Hash
     $packagedHash = (Get-FileHash -LiteralPath $packaged -Algorithm SHA256).Hash
@@ -399,7 +438,8 @@ function Invoke-TestRun($Pending) {
     $storeInf = Join-Path $folder $PackageFiles.Inf
     $installedDriverVer = if (Test-Path -LiteralPath $storeInf) { Get-InfDriverVer $storeInf } else { $null }
     Save-Report 'driver.txt' (@(
-            "service image: $running"
+            "service image: $configured"
+            "loaded image: $(if ($loaded) { $loaded } else { 'not listed by EnumDeviceDrivers' })"
             "file version: $fileVersion"
             "SHA-256: $runningHash (package: $packagedHash)"
             "installed DriverVer: $(Format-DriverVer $installedDriverVer) (package: $(Format-DriverVer $packageDriverVer))"
@@ -460,6 +500,10 @@ function Invoke-TestRun($Pending) {
     # 4. typeperf on every counterset, and PMU State against what the machine says.
     Save-RunState 'running: typeperf'
     $expected = Get-ExpectedPmuState $cpu ([bool]$computer.HypervisorPresent) $pmc
+    # The highest clock a core may run at (see $TurboAllowance); a machine that reports none gets a
+    # bound no count can pass, so the rise checks fail saying why.
+    $maxHz = [double]$cpu.MaxClockSpeed * 1e6 * $TurboAllowance
+    if ($maxHz -le 0) { Add-Check 'processor clock' FAIL 'Win32_Processor reports no MaxClockSpeed: the rise checks cannot be bounded' }
     $csv = $null
     $state = -1
     $stateText = 'not sampled'
@@ -493,7 +537,10 @@ function Invoke-TestRun($Pending) {
         $totals = @(if ($instructions) { Get-ColumnValues $csv.Rows $instructions })
         $ratios = @(if ($ipc) { Get-ColumnValues $csv.Rows $ipc })
         if ($state -eq 1) {
-            if (Test-Rising $totals) {
+            $implausible = @(Find-ImplausibleRises $csv @($csv.Rows) $maxHz)
+            if ($implausible.Count -ne 0) {
+                Add-Check 'counts rise' FAIL "a count rose faster than $($maxHz / 1e9) GHz x $MaxInstructionsPerCycle instructions a cycle allow: $($implausible -join '; ')"
+            } elseif (Test-Rising $totals) {
                 Add-Check 'counts rise' PASS "_Total Instructions Retired rose from $($totals[0]) to $($totals[-1]) over $($totals.Count) samples, never backwards"
             } else {
                 Add-Check 'counts rise' FAIL "_Total Instructions Retired did not rise steadily: $($totals -join ', ')"
@@ -566,10 +613,15 @@ function Invoke-TestRun($Pending) {
             $afterState = if ($afterStates.Count) { [int]$afterStates[-1] } else { 'none' }
             $lastBefore = if ($before.Count) { $before[-1] } else { 'none' }
             $seen = "slept $([int]$gap) s (Power-Troubleshooter logged the resume: $($cycle.Resumed)); _Total Instructions Retired before: $lastBefore, after: $($after -join ', '); PMU State after: $afterState"
+            # No processor's count may rise faster than its clock can retire instructions, the sleep's
+            # samples included: a counter reprogrammed at resume without its old value jumps.
+            $implausible = @(Find-ImplausibleRises $sleepCsv $rows $maxHz)
             if ($state -ne 1) {
                 Add-Check 'sleep and resume' SKIP "no PMU to count with (State $stateText); $seen"
-            } elseif ($before.Count -and $after.Count -ge 2 -and $after[0] -ge $lastBefore -and (Test-Rising $after)) {
-                Add-Check 'sleep and resume' PASS $seen
+            } elseif ($implausible.Count -ne 0) {
+                Add-Check 'sleep and resume' FAIL "a count rose faster than $($maxHz / 1e9) GHz x $MaxInstructionsPerCycle instructions a cycle allow: $($implausible -join '; '); $seen"
+            } elseif ($before.Count -and $after.Count -ge 2 -and $after[0] -ge $lastBefore -and (Test-Rising $after) -and $implausible.Count -eq 0) {
+                Add-Check 'sleep and resume' PASS "$seen; every processor's rise within elapsed time x $($maxHz / 1e9) GHz x $MaxInstructionsPerCycle"
             } else {
                 Add-Check 'sleep and resume' FAIL "counts did not keep rising after the resume: $seen"
             }

@@ -6,7 +6,8 @@
 .DESCRIPTION
     Each step checks first and is skipped when there is nothing to do, so running the script again
     (or on a machine without pmupcw) is harmless:
-      1. sc.exe stop pmupcw (when running);
+      1. sc.exe stop pmupcw (when running; the service starts at boot, so where the driver does not
+         stop, the steps below still run and it is not loaded again after the next restart);
       2. unlodctr /m:pmupcw.man (when the counter provider is registered);
       3. pnputil /delete-driver <oemNN.inf> /uninstall /force for every driver package whose original
          name is pmupcw.inf (found with pnputil /enum-drivers); as a primitive driver, this also removes
@@ -50,8 +51,14 @@ try {
     # 1. Stop the service.
     $state = Get-ServiceState $ServiceName
     if ($state -eq 'RUNNING') {
-        Stop-DriverService $ServiceName
-        Write-Step "stopped service $ServiceName"
+        try {
+            Stop-DriverService $ServiceName
+            Write-Step "stopped service $ServiceName"
+        } catch {
+            # The service starts at boot: removing it below is what keeps the driver from loading again.
+            Write-Warning ("$($_.Exception.Message) It stays loaded until the next restart; its package and " +
+                'service are removed all the same, so it does not load again.')
+        }
     } else {
         Write-Step "service $ServiceName is not running ($state)"
     }

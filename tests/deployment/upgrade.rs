@@ -5,14 +5,16 @@
 //!   stamps the build time's date and the Cargo version with a build number; run at chosen times, a
 //!   package built later must outrank every package built before it.
 //! - The image's VERSIONINFO says the version the INF's DriverVer does.
-//! - A running driver keeps the image it was started from, so Install-Pmupcw.ps1 must hash the image the
-//!   service runs and the package's pmupcw.sys, and stop and start the service when they differ, saying
-//!   so. The script is checked statically (no PowerShell here): its code, with strings and comments
+//! - A running driver keeps the image it was started from, so Install-Pmupcw.ps1 must hash the image
+//!   loaded now (not the ImagePath configured since) and the package's pmupcw.sys, and stop and start
+//!   the service when they differ, saying so; and it must check test signing in the running boot. The
+//!   scripts are checked statically (no PowerShell here): their code, with strings and comments
 //!   blanked, gives the structure; the text gives the commands.
 //!
 //! Each checker is shown to fail on a mutated copy: a fixed build number, a build number counted since
 //! an epoch, an INF whose build number is not the image's, and install scripts that compare nothing,
-//! branch on equal hashes, do not stop the service, do not say so, or hash another file.
+//! branch on equal hashes, do not stop the service, do not say so, hash another file or the configured
+//! image, read bcdedit's text or check test signing after installing.
 
 use std::cmp::Ordering;
 use std::process::Command;
@@ -259,7 +261,7 @@ fn version_checker_reports_an_inf_whose_build_number_is_not_the_image_s() {
 /// `text` with every string and comment replaced by spaces (line breaks kept), so that brackets and
 /// keywords are found only in code. PowerShell: `'...'` (`''` inside), `"..."` (backtick escapes),
 /// `# ...` to the end of the line, `<# ... #>`.
-fn code_only(text: &str) -> String {
+pub(crate) fn code_only(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut code = bytes.to_vec();
     let mut at = 0;
@@ -295,7 +297,7 @@ fn code_only(text: &str) -> String {
 }
 
 /// The index just past the bracket that closes the one at `open` (`(` or `{`) in `code`.
-fn closing(code: &str, open: usize) -> Option<usize> {
+pub(crate) fn closing(code: &str, open: usize) -> Option<usize> {
     let (opening, closing) = match code.as_bytes()[open] {
         b'(' => (b'(', b')'),
         _ => (b'{', b'}'),
@@ -315,7 +317,7 @@ fn closing(code: &str, open: usize) -> Option<usize> {
 }
 
 /// Every `if (condition) { block }` of `code`: the ranges of the condition and of the block.
-fn if_blocks(code: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+pub(crate) fn if_blocks(code: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     let mut blocks = Vec::new();
     for (at, _) in code.match_indices("if (") {
         let open = at + "if ".len();
@@ -334,7 +336,7 @@ fn if_blocks(code: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)
 }
 
 /// The right-hand sides of `$name = ...` lines in `text`.
-fn assignments<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+pub(crate) fn assignments<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
     let prefix = format!("${name} = ");
     text.lines().filter_map(|line| line.trim_start().strip_prefix(prefix.as_str())).collect()
 }
@@ -362,19 +364,20 @@ const SC_STOP: &str = "Invoke-Tool sc.exe @('stop'";
 const SC_START: &str = "Invoke-Tool sc.exe @('start'";
 
 /// What is wrong with how `script` (importing the helper `module`) upgrades a running service: it
-/// must hash the service's image (Get-ServiceImagePath) and the package's driver
-/// ($PackageFiles.Driver), and where the two differ stop the service (sc.exe stop, itself or through a
+/// must hash the image loaded now (Get-LoadedDriverPath) and the package's driver (Get-PackagePath
+/// $PackageFiles.Driver), and where the two differ stop the service (sc.exe stop, itself or through a
 /// module function), say that it restarts it, and start it after.
 fn restart_problems(script: &str, module: &str) -> Vec<String> {
-    let service_hashes = hashes_of(script, |path| path.contains("Get-ServiceImagePath"));
-    let package_hashes = hashes_of(script, |path| path.contains("$PackageFiles.Driver"));
+    let service_hashes = hashes_of(script, |path| path.contains("Get-LoadedDriverPath"));
+    let package_hashes = hashes_of(script, |path| path.contains("Get-PackagePath $PackageFiles.Driver"));
     let mut problems = Vec::new();
     if service_hashes.is_empty() {
-        problems
-            .push("hashes no image the service runs (Get-FileHash of a Get-ServiceImagePath path)".into());
+        problems.push("hashes no loaded image (Get-FileHash of a Get-LoadedDriverPath path)".into());
     }
     if package_hashes.is_empty() {
-        problems.push("hashes no package pmupcw.sys (Get-FileHash of the $PackageFiles.Driver path)".into());
+        problems.push(
+            "hashes no package pmupcw.sys (Get-FileHash of Get-PackagePath $PackageFiles.Driver)".into(),
+        );
     }
     let differs = |condition: &str| {
         let words: Vec<&str> = condition.split([' ', '(', ')']).filter(|word| !word.is_empty()).collect();
@@ -435,7 +438,7 @@ fn says_restart(block: &str) -> bool {
         .any(|message| message.lines().take(3).any(|line| line.to_ascii_lowercase().contains("restart")))
 }
 
-fn install_script_and_module() -> (String, String) {
+pub(crate) fn install_script_and_module() -> (String, String) {
     let dir = repository().join("scripts/windows");
     (read_text(&dir.join("Install-Pmupcw.ps1")), read_text(&dir.join(TOOLS_MODULE)))
 }
@@ -459,7 +462,7 @@ fn assert_restart_problem(script: &str, module: &str, expected: &str) {
 
 /// `text` with `from` replaced by `to`, which must change it.
 #[track_caller]
-fn mutated(text: &str, from: &str, to: &str) -> String {
+pub(crate) fn mutated(text: &str, from: &str, to: &str) -> String {
     assert!(text.contains(from), "the script has no {from:?} to mutate");
     text.replace(from, to)
 }
@@ -468,7 +471,7 @@ fn mutated(text: &str, from: &str, to: &str) -> String {
 fn restart_checker_reports_a_script_that_compares_no_hashes() {
     let (install, module) = install_script_and_module();
     let script = mutated(&install, "Get-FileHash", "Get-Item");
-    assert_restart_problem(&script, &module, "hashes no image the service runs");
+    assert_restart_problem(&script, &module, "hashes no loaded image");
     assert_restart_problem(&script, &module, "hashes no package pmupcw.sys");
 }
 
@@ -504,4 +507,16 @@ fn restart_checker_reports_a_hash_of_another_package_file() {
     let (install, module) = install_script_and_module();
     let script = mutated(&install, "Get-FileHash -LiteralPath $driver", "Get-FileHash -LiteralPath $inf");
     assert_restart_problem(&script, &module, "hashes no package pmupcw.sys");
+}
+
+#[test]
+fn restart_checker_reports_a_decision_from_the_configured_image() {
+    // The service's ImagePath names the image it starts next time, not the one it runs.
+    let (install, module) = install_script_and_module();
+    let script = mutated(
+        &install,
+        "$runningImage = Get-LoadedDriverPath $PackageFiles.Driver",
+        "$runningImage = Get-ServiceImagePath $ServiceName",
+    );
+    assert_restart_problem(&script, &module, "hashes no loaded image");
 }
