@@ -24,6 +24,19 @@ pub fn read(path: &str) -> String {
     std::fs::read_to_string(&file).unwrap_or_else(|error| panic!("{}: {error}", file.display()))
 }
 
+/// The values of the driver's status enumeration `name` (`PmuState`, `TopdownSource`) as
+/// `src/pcw/driver_status.rs` defines them (`Variant = n,`), which the status counters report.
+pub fn driver_values(name: &str) -> std::collections::BTreeSet<u32> {
+    let text = read("src/pcw/driver_status.rs");
+    let start = text.find(&format!("pub enum {name} {{")).unwrap_or_else(|| panic!("enum {name}"));
+    let body = &text[start..start + text[start..].find('}').expect("the enum's end")];
+    let variant = regex::Regex::new(r"(?m)^\s*[A-Z][A-Za-z]* = (\d+),").expect("the pattern");
+    let values: std::collections::BTreeSet<u32> =
+        variant.captures_iter(body).map(|c| c[1].parse().expect("a number")).collect();
+    assert!(!values.is_empty(), "no values in {name}");
+    values
+}
+
 /// PDH's instance wildcard (`*` any run, `?` one character, case-insensitive), the way an agent's
 /// `instances: ["*"]` reaches PDH: whether `pattern` names `instance`.
 pub fn instance_matches(pattern: &str, instance: &str) -> bool {
