@@ -3,7 +3,7 @@
 //! attributes `name = expression`, `//` and `/* */` comments. No Rust crate reads it, so this reads the
 //! part a configuration of components uses: strings, numbers, booleans, lists and references
 //! (`local.file.objects.content`). And the rules of the components used here, from Alloy's reference
-//! (`docs/sources/reference/components/prometheus/prometheus.exporter.windows.md`): the exporter takes
+//! (its page `prometheus.exporter.windows` in grafana/alloy): the exporter takes
 //! `enabled_collectors` and a `performancecounter` block whose `objects` is the YAML string
 //! windows_exporter's collector takes (Alloy v1.9.0 is the first to embed windows_exporter v0.30.x,
 //! whose objects take `type: formatted`; `go.mod` of each tag); `prometheus.scrape` needs `targets`
@@ -113,6 +113,9 @@ fn tokens(text: &str) -> Result<Vec<Token>, String> {
     Ok(out)
 }
 
+/// A body's attributes and blocks.
+type Body = (Vec<(String, Value)>, Vec<Block>);
+
 struct Reader {
     tokens: Vec<Token>,
     at: usize,
@@ -137,7 +140,7 @@ impl Reader {
     }
 
     /// Statements until `}` (inside a block) or the end.
-    fn body(&mut self, inside: bool) -> Result<(Vec<(String, Value)>, Vec<Block>), String> {
+    fn body(&mut self, inside: bool) -> Result<Body, String> {
         let (mut attributes, mut blocks) = (Vec::new(), Vec::new());
         loop {
             match self.next() {
