@@ -82,3 +82,19 @@ fn accepted_values_reach_the_load() {
         assert!(stderr.contains("loading /nonexistent/pmupcw.sys"), "{arguments:?}: {stderr}");
     }
 }
+
+#[test]
+fn every_model_the_readme_names_is_one_pmupcw_run_takes() {
+    // The support matrix names each cell's double model as "Double: `model`, `model`".
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let help = String::from_utf8(run(&["--help"]).stdout).unwrap();
+    let mut named = Vec::new();
+    for cell in readme.split("Double: ").skip(1) {
+        let list = cell.split(['|', '.']).next().unwrap_or_default();
+        named.extend(list.split('`').skip(1).step_by(2).map(str::to_string));
+    }
+    assert!(named.len() >= 10, "{named:?}");
+    for model in &named {
+        assert!(help.lines().any(|line| line.trim_start().starts_with(&format!("{model} "))), "{model}");
+    }
+}
