@@ -5,27 +5,21 @@
 //! (RemoveCounter), unloads the driver and prints the double's end-of-run report. Exits 1 on any
 //! violation, leak or invalid block.
 //!
-//! ```text
-//! pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS | --virtual-interval SECONDS]
-//!            [--processors N] [--cpu-model MODEL] [--kernel-build BUILD] [--consumer pdh|registry|unbalanced]
-//!            [--profile default|topdown|custom] [--custom-event LINE]...
-//! ```
+//! `pmupcw-run --help` (clap) lists every option with its range, the CPU models and the Windows
+//! builds; a value outside them is refused with a message and exit code 2.
 //! The consumer announces itself as PDH does (`pdh`, the default: one AddCounter per counterset
 //! before the samples, one RemoveCounter after), as a registry consumer does (`registry`:
 //! HKEY_PERFORMANCE_DATA and WMI's raw classes only collect, never AddCounter), or unpaired
 //! (`unbalanced`: two AddCounters, three RemoveCounters), since PCW promises no pairing.
-//! MODEL is one of the double's CPU models (`kernel_double::cpu::cpuid::MODELS`): `skylake` (the
-//! default), `skylake-no-ht` (8 general-purpose counters), `ice-lake`, `alder-lake` (performance cores
-//! only), `sapphire-rapids`, `alder-lake-hybrid` (16 performance-core threads, then efficient cores;
-//! 24 processors unless `--processors` says otherwise), `hybrid-own-leaf-a` (the same, each core type
-//! reporting its own leaf 0xA), `zen3`, `zen4`, `zen5`, `hyperv-no-pmu`, `no-pmu`. N is 1 to 2048
-//! processors, in groups of 64. `--profile` and
-//! `--custom-event` set the service's Parameters values before DriverEntry, as
-//! `Install-Pmupcw.ps1 -Profile ... -CustomEvents ...` does: `Profile` (REG_SZ) and `CustomEvents`
-//! (REG_MULTI_SZ, one line per `--custom-event`, e.g. `event=0xC4,umask=0x00,name=branches`; read only
-//! by the custom profile). BUILD is the Windows build the fake kernel presents, 18362 (Windows 10
-//! 1903) or later, by default 26100; it decides what ntoskrnl.exe exports
-//! (`kernel_double::kernel_build`). The workload: after each interval every virtual processor runs
+//! MODEL is one of the double's CPU models (`kernel_double::cpu::cpuid::MODELS`, plus the Hyper-V
+//! models with a PMU); a hybrid model runs 24 processors unless `--processors` says otherwise. N is 1
+//! to 2048 processors, in groups of 64. `--profile` and `--custom-event` set the service's Parameters
+//! values before DriverEntry, as `Install-Pmupcw.ps1 -Profile ... -CustomEvents ...` does: `Profile`
+//! (REG_SZ) and `CustomEvents` (REG_MULTI_SZ, one line per `--custom-event`; custom events alone imply
+//! the custom profile, and any other profile with them is refused). BUILD is the Windows build the fake
+//! kernel presents, a released one from 18362 (Windows 10 1903) on, by default 26100; it decides what
+//! ntoskrnl.exe exports (`kernel_double::kernel_build`).
+//! The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
 //! processors' rates differ.
 //! `--virtual-interval SECONDS` (0.1 to 600) samples on a virtual clock instead: no waiting, the
@@ -84,10 +78,13 @@ mod run {
     }
 
     /// How the consumer announces its query (see the module docs).
-    #[derive(Clone, Copy, PartialEq, Eq)]
+    #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
     enum ConsumerMode {
+        /// One AddCounter per counterset before the samples, one RemoveCounter after (PDH).
         Pdh,
+        /// Collects only, never AddCounter (HKEY_PERFORMANCE_DATA, WMI's raw classes).
         Registry,
+        /// Two AddCounters and three RemoveCounters per counterset (PCW promises no pairing).
         Unbalanced,
     }
 
@@ -102,94 +99,170 @@ mod run {
         }
     }
 
-    fn model(name: &str) -> &'static CpuModel {
-        cpuid::model_named(name).unwrap_or_else(|| usage(&format!("unknown CPU model {name:?}")))
+    /// The service's `Profile` values (src/pmu/profile.rs).
+    #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+    enum Profile {
+        /// The published events.
+        Default,
+        /// Adds the top-down events where IA32_PERF_METRICS is missing.
+        Topdown,
+        /// The `--custom-event` lines.
+        Custom,
     }
 
-    fn usage(why: &str) -> ! {
-        let models: Vec<&str> = cpuid::MODELS.iter().map(|(name, _)| *name).collect();
-        eprintln!("pmupcw-run: {why}");
-        eprintln!(
-            "usage: pmupcw-run [--driver PATH] [--samples N] [--interval-ms MS | --virtual-interval SECONDS] \
-             [--processors N] \
-             [--cpu-model {}] [--kernel-build BUILD (>= {})] [--consumer pdh|registry|unbalanced] \
-             [--profile default|topdown|custom] [--custom-event \"event=0xC4,umask=0x00,name=x\"]...",
-            models.join("|"),
-            kernel_build::WINDOWS_10_1903
-        );
-        std::process::exit(2);
+    /// The CPU models `--cpu-model` takes: every model of the double's table (which the configuration
+    /// matrix runs too) and the two Hyper-V models with a PMU whose IA32_PERF_METRICS the hypervisor
+    /// intercepts (`hyperv_perf_metrics.rs` runs them).
+    fn models() -> Vec<(&'static str, &'static CpuModel)> {
+        let mut models = cpuid::MODELS.to_vec();
+        models.push(("hyperv-root-alder-lake", &cpuid::HYPERV_ROOT_ALDER_LAKE));
+        models.push(("hyperv-guest-alder-lake-pmu", &cpuid::HYPERV_GUEST_ALDER_LAKE_PMU));
+        models
     }
 
+    /// The Windows builds `--kernel-build` takes: released x64 builds from Windows 10 1903 on (the
+    /// oldest the double presents), so that a typo is not taken for a future Windows.
+    const KERNEL_BUILDS: &[(u32, &str)] = &[
+        (18362, "Windows 10 1903"),
+        (18363, "Windows 10 1909"),
+        (19041, "Windows 10 2004"),
+        (19042, "Windows 10 20H2"),
+        (19043, "Windows 10 21H1"),
+        (19044, "Windows 10 21H2"),
+        (19045, "Windows 10 22H2"),
+        (20348, "Windows Server 2022"),
+        (22000, "Windows 11 21H2"),
+        (22621, "Windows 11 22H2"),
+        (22631, "Windows 11 23H2"),
+        (26100, "Windows 11 24H2, Windows Server 2025"),
+        (26200, "Windows 11 25H2"),
+    ];
+
+    /// The command line (`--help` prints it).
+    #[derive(clap::Parser)]
+    #[command(
+        name = "pmupcw-run",
+        about = "Runs the real pmupcw.sys in the kernel double and prints typeperf CSV of every counterset",
+        long_about = "Runs the real, signed pmupcw.sys in the kernel double (virtual processors and PMU, fake \
+            ntoskrnl/HAL with Driver Verifier-style checks), samples every counterset as PDH does and prints \
+            typeperf CSV, checks every ratio against the 64-bit totals of the same CSV, validates the \
+            PERF_OBJECT_TYPE blocks (ExtCounterTestLevel 1), unloads the driver and prints the double's leak \
+            and violation report. Exits 0 on PASS, 1 on any violation, leak, invalid block or inexact ratio, \
+            2 on a bad argument."
+    )]
+    struct Cli {
+        /// The driver image [default: $PMUPCW_PACKAGE_DIR/pmupcw.sys, else target/package/pmupcw/pmupcw.sys]
+        #[arg(long, value_name = "PATH")]
+        driver: Option<PathBuf>,
+        /// Samples to take (a rate or ratio shows a value from the second on)
+        #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        samples: u32,
+        /// Real time between samples, in milliseconds
+        #[arg(long, value_name = "MS", default_value_t = 1000, conflicts_with = "virtual_interval",
+              value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        interval_ms: u64,
+        /// Sample on the double's virtual clock, SECONDS apart (0.1 to 600), each processor running up to
+        /// 6 GHz worth of work in between: minutes-long samples take no time
+        #[arg(long, value_name = "SECONDS", value_parser = virtual_interval)]
+        virtual_interval: Option<f64>,
+        /// Logical processors (1 to 2048, in groups of 64) [default: 4; 24 for a hybrid model]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2048))]
+        processors: Option<u32>,
+        /// The CPU model the virtual processors present (listed below)
+        #[arg(long, value_name = "MODEL", default_value = "skylake", value_parser = cpu_model)]
+        cpu_model: &'static CpuModel,
+        /// The Windows build the fake kernel presents (listed below); it decides what ntoskrnl.exe exports
+        #[arg(long, value_name = "BUILD", default_value_t = kernel_build::WINDOWS_11_24H2, value_parser = windows_build)]
+        kernel_build: u32,
+        /// How the consumer announces its query
+        #[arg(long, value_enum, default_value_t = ConsumerMode::Pdh)]
+        consumer: ConsumerMode,
+        /// The service's Parameters value `Profile`, set before DriverEntry as Install-Pmupcw.ps1 -Profile does
+        /// [default: none, which the driver reads as default; custom when --custom-event is given]
+        #[arg(long, value_enum)]
+        profile: Option<Profile>,
+        /// One line of the Parameters value `CustomEvents` (REG_MULTI_SZ; repeat for more lines, read by the
+        /// custom profile), e.g. "event=0xC4,umask=0x00,name=branches"
+        #[arg(long = "custom-event", visible_alias = "custom-events", value_name = "LINE")]
+        custom_events: Vec<String>,
+    }
+
+    fn cpu_model(name: &str) -> Result<&'static CpuModel, String> {
+        models().into_iter().find(|(known, _)| *known == name).map(|(_, model)| model).ok_or_else(|| {
+            let names: Vec<&str> = models().iter().map(|(known, _)| *known).collect();
+            format!("unknown CPU model; one of: {}", names.join(", "))
+        })
+    }
+
+    fn windows_build(text: &str) -> Result<u32, String> {
+        let known: Vec<String> = KERNEL_BUILDS.iter().map(|(build, _)| build.to_string()).collect();
+        text.parse::<u32>()
+            .ok()
+            .filter(|build| KERNEL_BUILDS.iter().any(|(known, _)| known == build))
+            .ok_or_else(|| format!("not a Windows build the double presents; one of: {}", known.join(", ")))
+    }
+
+    fn virtual_interval(text: &str) -> Result<f64, String> {
+        text.parse::<f64>()
+            .ok()
+            .filter(|seconds| (0.1..=600.0).contains(seconds))
+            .ok_or_else(|| "from 0.1 to 600 seconds".to_string())
+    }
+
+    /// The lists `--help` ends with: the CPU models and Windows builds.
+    fn lists() -> String {
+        let mut text = String::from("CPU models (--cpu-model):\n");
+        for (name, model) in models() {
+            text.push_str(&format!("  {name:<28} {}\n", model.name));
+        }
+        text.push_str("\nWindows builds (--kernel-build):\n");
+        for (build, name) in KERNEL_BUILDS {
+            text.push_str(&format!("  {build:<28} {name}\n"));
+        }
+        text
+    }
+
+    /// The options, or the process exits: 0 after `--help` (on stdout), 2 with a message on a bad
+    /// argument.
     fn options() -> Options {
+        use clap::{CommandFactory, FromArgMatches};
+        // cargo-make passes the end-of-options marker of `cargo make run -- ...` on: drop it.
+        let mut arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if arguments.get(1).is_some_and(|first| first == "--") {
+            arguments.remove(1);
+        }
+        let command = Cli::command().after_help(lists());
+        let mut matches =
+            command.clone().try_get_matches_from(arguments).unwrap_or_else(|error| error.exit());
+        let cli = Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|error| error.exit());
+        let profile = match (cli.profile, cli.custom_events.is_empty()) {
+            (None, false) | (Some(Profile::Custom), _) => Some("custom"),
+            (Some(Profile::Default), true) => Some("default"),
+            (Some(Profile::Topdown), true) => Some("topdown"),
+            (None, true) => None,
+            (Some(_), false) => command
+                .clone()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--custom-event is read by the custom profile only: leave --profile out or say --profile custom",
+                )
+                .exit(),
+        };
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let directory = std::env::var_os("PMUPCW_PACKAGE_DIR")
             .map_or_else(|| repository.join("target/package/pmupcw"), PathBuf::from);
-        let mut options = Options {
-            driver: directory.join("pmupcw.sys"),
-            samples: 3,
-            interval: Duration::from_millis(1000),
-            virtual_interval: None,
-            processors: None,
-            model: &cpuid::SKYLAKE,
-            kernel_build: kernel_build::WINDOWS_11_24H2,
-            consumer: ConsumerMode::Pdh,
-            profile: None,
-            custom_events: Vec::new(),
-        };
-        let mut arguments = std::env::args().skip(1);
-        while let Some(argument) = arguments.next() {
-            let mut value =
-                || arguments.next().unwrap_or_else(|| usage(&format!("{argument} needs a value")));
-            let number =
-                |text: String| text.parse::<u64>().unwrap_or_else(|_| usage(&format!("bad number {text:?}")));
-            match argument.as_str() {
-                // The end-of-options marker: cargo-make passes the one in `cargo make run -- ...` on.
-                "--" => {}
-                "--driver" => options.driver = PathBuf::from(value()),
-                "--samples" => options.samples = number(value()).max(1) as usize,
-                "--interval-ms" => options.interval = Duration::from_millis(number(value())),
-                "--virtual-interval" => {
-                    let text = value();
-                    let seconds = text
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|seconds| (0.1..=600.0).contains(seconds))
-                        .unwrap_or_else(|| {
-                            usage(&format!("--virtual-interval {text:?}: 0.1 to 600 seconds"))
-                        });
-                    options.virtual_interval = Some(seconds);
-                }
-                "--processors" => options.processors = Some(number(value()).clamp(1, 2048) as u32),
-                "--cpu-model" => options.model = model(&value()),
-                "--kernel-build" => {
-                    options.kernel_build = u32::try_from(number(value()))
-                        .ok()
-                        .filter(|&build| build >= kernel_build::WINDOWS_10_1903)
-                        .unwrap_or_else(|| {
-                            usage(&format!("the oldest kernel build is {}", kernel_build::WINDOWS_10_1903))
-                        })
-                }
-                "--consumer" => {
-                    options.consumer = match value().as_str() {
-                        "pdh" => ConsumerMode::Pdh,
-                        "registry" => ConsumerMode::Registry,
-                        "unbalanced" => ConsumerMode::Unbalanced,
-                        other => usage(&format!("unknown consumer {other:?}")),
-                    }
-                }
-                "--profile" => {
-                    let profile = value();
-                    if !["default", "topdown", "custom"].contains(&profile.as_str()) {
-                        usage(&format!("unknown profile {profile:?}"));
-                    }
-                    options.profile = Some(profile);
-                }
-                "--custom-event" => options.custom_events.push(value()),
-                "--help" | "-h" => usage("help"),
-                other => usage(&format!("unknown argument {other:?}")),
-            }
+        Options {
+            driver: cli.driver.unwrap_or_else(|| directory.join("pmupcw.sys")),
+            samples: cli.samples as usize,
+            interval: Duration::from_millis(cli.interval_ms),
+            virtual_interval: cli.virtual_interval,
+            processors: cli.processors,
+            model: cli.cpu_model,
+            kernel_build: cli.kernel_build,
+            consumer: cli.consumer,
+            profile: profile.map(str::to_string),
+            custom_events: cli.custom_events,
         }
-        options
     }
 
     fn host() -> String {

@@ -1,5 +1,5 @@
 //! The profile axis of the matrix: what each cell writes into the service's Parameters key, and what
-//! the driver must make of it (src/pmu/profile.rs and the README's "Event profiles").
+//! the driver must make of it (src/pmu/profile.rs and docs/internals.md, "Event profiles").
 
 use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_MULTI_SZ, REG_SZ};
 use kernel_double::cpu::pmu;

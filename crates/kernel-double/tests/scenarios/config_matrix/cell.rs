@@ -17,7 +17,7 @@ const ACTIVE_PROFILE: usize = 10;
 const REJECTED: usize = 11;
 const EVENTS_WITHOUT_COUNTER: usize = 13;
 const EVENTS_NOT_SUPPORTED: usize = 14;
-/// The status bit of custom line 0 (README: bits 11-18 are custom events 0-7).
+/// The status bit of custom line 0 (docs/internals.md: bits 11-18 are custom events 0-7).
 const CUSTOM_STATUS_BIT0: usize = 11;
 const ACTIVE: u64 = 1;
 
@@ -274,7 +274,7 @@ fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
 }
 
 /// Custom events take every general-purpose counter the profile's fixed events leave, within the
-/// plan's 8 counters (README, event profiles): Intel: all of them up to 8 less the fixed counters
+/// plan's 8 counters (docs/internals.md, event profiles): Intel: all of them up to 8 less the fixed counters
 /// 0-2 (instructions and both cycle counts are there); AMD: all but the two for instructions and
 /// core cycles. In line order; a line past them finds none and counts nothing.
 fn check_custom_capacity(case: &Case, truth: &Counts) {
