@@ -61,7 +61,11 @@ pub fn interval_from(setting: Setting<'_>) -> Result<u32, Rejection> {
         Setting::Value { kind, .. } if kind != REG_DWORD => Err(Rejection::WrongType { kind }),
         Setting::Value { units: &[low, high], odd: false, .. } => {
             let milliseconds = u32::from(low) | (u32::from(high) << 16);
-            if INTERVAL_RANGE_MS.contains(&milliseconds) { Ok(milliseconds) } else { Err(Rejection::OutOfRange) }
+            if INTERVAL_RANGE_MS.contains(&milliseconds) {
+                Ok(milliseconds)
+            } else {
+                Err(Rejection::OutOfRange)
+            }
         }
         Setting::Value { .. } => Err(Rejection::Malformed),
     }
