@@ -9,7 +9,8 @@
 //! * 10^5 AddCounter and RemoveCounter calls that do not pair;
 //! * instance masks of PCW's longest length (a UNICODE_STRING holds at most 32,767 UTF-16 units)
 //!   made of pathological wildcards;
-//! * the service stopped (DriverUnload) while 16 consumers query.
+//! * the service stopped (DriverUnload) while 16 consumers query;
+//! * the interval as the registry sets it, and the default for a bad value.
 
 use crate::common::{self, *};
 use kernel_double::control::{hal, ke, pcw, pool};
@@ -273,4 +274,44 @@ fn service_stop_while_sixteen_consumers_query() {
     assert!(pcw::registrations().is_empty(), "{:?}", pcw::registrations());
     assert_eq!(pool_in_use(), 0, "pool left after unload");
     assert_clean();
+}
+
+/// The interval an administrator sets (Parameters\MinimumCollectIntervalMs) is what the driver
+/// bounds reads by; a bad value leaves the default in force.
+#[test]
+fn the_minimum_interval_is_the_registry_value_and_a_bad_one_is_the_default() {
+    use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_SZ};
+    let set =
+        |kind, data: Vec<u8>| registry::set_value(PARAMETERS_KEY, "MinimumCollectIntervalMs", kind, data);
+    let cases: [(u32, Vec<u8>, i64); 4] = [
+        (REG_DWORD, 250u32.to_le_bytes().to_vec(), 250),
+        (REG_DWORD, 0u32.to_le_bytes().to_vec(), 10),
+        (REG_DWORD, 1001u32.to_le_bytes().to_vec(), 10),
+        (REG_SZ, registry::sz("250"), 10),
+    ];
+    topology::configure(PROCESSORS, 64);
+    cpuid::set_model(&cpuid::SKYLAKE);
+    for (kind, data, milliseconds) in cases {
+        set(kind, data);
+        let mut driver = common::load();
+        assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+        cpu::enter(0);
+        assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
+        let interval = milliseconds * 10_000;
+        assert_eq!(minimum_collect_interval_100ns(), interval, "kind {kind}");
+        hal::advance_clock(interval);
+        let fresh = totals_now();
+        for vp in 0..PROCESSORS {
+            pmu::step(vp, 100);
+        }
+        hal::advance_clock(interval - 20_000);
+        assert_eq!(totals_now(), fresh, "{milliseconds} ms: served 2 ms before the interval ends");
+        hal::advance_clock(20_000);
+        // The virtual PMU's totals run on across the loads of this test: compare the workload's events.
+        let workload: Vec<[u64; 7]> =
+            fresh.iter().map(|totals| std::array::from_fn(|e| totals[e] + pmu::RATES[e] * 100)).collect();
+        assert_eq!(totals_now(), workload, "{milliseconds} ms: fresh once it ended");
+        assert!(driver.unload());
+        assert_clean();
+    }
 }
