@@ -280,7 +280,7 @@ fn run_case(case: &str) {
     }
 }
 
-const CASES: [&str; 8] = [
+const CASES: [&str; 10] = [
     "memory_4",
     "memory_64",
     "collect_time_4",
