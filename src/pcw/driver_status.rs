@@ -81,6 +81,21 @@ impl DriverStatus {
         self.block.collect_count.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts one collect that read every processor (an all-processor call).
+    pub fn record_fresh_collect(&self) {
+        self.block.fresh_collects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one collect served from the last read, within the minimum collect interval.
+    pub fn record_served_collect(&self) {
+        self.block.served_collects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The minimum interval between fresh reads in force, in milliseconds.
+    pub fn set_minimum_collect_interval(&self, milliseconds: u32) {
+        self.block.minimum_collect_interval.store(milliseconds, Ordering::Relaxed);
+    }
+
     pub fn set_topdown_source(&self, source: TopdownSource) {
         self.block.topdown_source.store(source as u32, Ordering::Relaxed);
     }

@@ -15,7 +15,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the per-processor counter blocks come from: the PMU client's published blocks in the driver.
 pub trait CountSource: Sync {
-    /// Brings every processor's counts up to date, once per collect, before [`CountSource::block`].
+    /// Brings every processor's counts up to date, once per collect, before [`CountSource::block`]; or,
+    /// within the minimum collect interval of the last read, leaves them as that read left them.
     fn refresh(&self) {}
     /// The collect that [`CountSource::refresh`] began has handed every instance to PCW.
     fn collect_done(&self) {}

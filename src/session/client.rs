@@ -19,6 +19,7 @@ use super::processor_state::ProcessorState;
 use super::read::{Reading, TopdownReading, topdown_from_events};
 use super::repair::repair;
 use super::schedule::Schedule;
+use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
 use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
@@ -89,6 +90,8 @@ pub struct PmuClient<P: Platform> {
     /// set before the counters are enabled, cleared after they are stopped.
     pmi_owned: AtomicU64,
     schedule: Schedule,
+    /// Which collects read every processor afresh, and which are served from the last read.
+    throttle: Throttle,
     status: &'static DriverStatus,
 }
 
@@ -120,6 +123,7 @@ impl<P: Platform> PmuClient<P> {
         for processor in processors.iter() {
             publish::publish_all(&processor.published, &counts_under(processor, None));
         }
+        status.set_minimum_collect_interval(DEFAULT_INTERVAL_MS);
         PmuClient {
             machine,
             platform,
@@ -128,6 +132,7 @@ impl<P: Platform> PmuClient<P> {
             last_plan: SessionLock::new(None),
             pmi_owned: AtomicU64::new(0),
             schedule: Schedule::new(),
+            throttle: Throttle::new(),
             status,
         }
     }
@@ -191,6 +196,9 @@ impl<P: Platform> PmuClient<P> {
         }
         // Read before taking the lock: registry reads may wait.
         let selection = self.read_selection(model.vendor);
+        let interval = throttle::read_interval_ms(&self.platform);
+        self.throttle.set_interval_ms(interval);
+        self.status.set_minimum_collect_interval(interval);
         let wanted_events = Wanted::of(&selection);
         let mut session = self.session.write();
         if session.is_some() {
@@ -356,11 +364,12 @@ impl<P: Platform> PmuClient<P> {
         });
     }
 
-    /// Reads every processor's counters, if a session is open (and not being opened or closed).
-    fn read_all(&self, check: Check) {
-        let Some(vendor) = self.model().map(|model| model.vendor) else { return };
-        let Some(session) = self.session.try_read() else { return };
-        let Some(open) = session.as_ref() else { return };
+    /// Reads every processor's counters, if a session is open (and not being opened or closed):
+    /// returns whether it did.
+    fn read_all(&self, check: Check) -> bool {
+        let Some(vendor) = self.model().map(|model| model.vendor) else { return false };
+        let Some(session) = self.session.try_read() else { return false };
+        let Some(open) = session.as_ref() else { return false };
         // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
         // `vendor` itself, not a reference to it).
         match check {
@@ -374,6 +383,7 @@ impl<P: Platform> PmuClient<P> {
         let interrupts =
             self.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
         self.status.set_overflow_interrupts(interrupts);
+        true
     }
 
     fn polling(&self) -> bool {
@@ -426,7 +436,7 @@ impl<P: Platform> PmuClient<P> {
     /// sleep are kept. Back in S0: the read finds the PMU reset and programs it again at once,
     /// instead of at the next collect. At IRQL <= DISPATCH_LEVEL: the read waits for no lock.
     pub fn power_transition(&self, _back_in_s0: bool) {
-        self.read_all(Check::All);
+        let _ = self.read_all(Check::All);
     }
 
     /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
@@ -455,7 +465,7 @@ impl<P: Platform> PmuClient<P> {
             self.acquire();
         }
         if self.polling() {
-            self.read_all(Check::OneInTurn);
+            let _ = self.read_all(Check::OneInTurn);
         }
         let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
         if self.plan().is_some() && idle() {
@@ -486,9 +496,16 @@ enum Check {
 impl<P: Platform> CountSource for PmuClient<P> {
     fn refresh(&self) {
         // A collect is activity for as long as it runs, until collect_done (Schedule::collect_started).
-        self.schedule.collect_started(self.platform.now_100ns());
+        let now = self.platform.now_100ns();
+        self.schedule.collect_started(now);
         self.demand(false);
-        self.read_all(Check::OneInTurn);
+        // Within the minimum interval of the last fresh read, the blocks as that read (or one running
+        // now) left them: no all-processor call.
+        if !self.throttle.fresh_due(now) {
+            self.status.record_served_collect();
+        } else if self.read_all(Check::OneInTurn) {
+            self.status.record_fresh_collect();
+        }
     }
 
     fn collect_done(&self) {

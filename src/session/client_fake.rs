@@ -144,7 +144,14 @@ pub(super) fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
 impl PmuClient<FakePlatform> {
     /// One collect as PCW's callback makes it: refresh, then (instances handed over) done. Each
     /// processor's published block must then show its counts (see [`Self::assert_published`]).
+    /// A consumer's sample, no sooner than the default minimum collect interval after the last: a
+    /// fresh read.
     pub(super) fn collect(&self) {
+        self.advance(u64::from(super::throttle::DEFAULT_INTERVAL_MS) * SECOND / 1000);
+        self.collect_now();
+    }
+    /// A collect at the clock's time as it is (served if within the interval of the last read).
+    pub(super) fn collect_now(&self) {
         self.refresh();
         self.assert_published();
         self.collect_done();

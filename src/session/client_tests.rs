@@ -111,9 +111,9 @@ fn the_counters_go_back_after_the_hysteresis_without_activity_whatever_the_adds(
 #[test]
 fn a_slow_consumer_keeps_the_counters_for_three_of_its_intervals() {
     let client = skylake(&[]);
-    client.collect();
+    client.collect_now();
     client.advance(15 * SECOND);
-    client.collect();
+    client.collect_now();
     client.advance(45 * SECOND - 1);
     client.tick();
     assert!(client.owns(), "a 15 s agent lost the counters between samples");
@@ -356,4 +356,36 @@ fn a_processor_added_after_load_is_left_alone_and_counted() {
     assert_ne!(client.msr(0, 0x38F), 0, "the processors known at load are");
     client.release();
     assert!(untouched(), "the added processor was written at release");
+}
+
+/// A collect within the minimum interval of the last fresh read is served from it: no all-processor
+/// call, the blocks as that read left them, counted as served; the interval comes from the Parameters
+/// key at acquisition, a bad value falling back to the default.
+#[test]
+fn collects_within_the_minimum_interval_are_served_from_the_last_read() {
+    const MS: u64 = SECOND / 1000;
+    let fixed_counter_0 = |client: &PmuClient<FakePlatform>| client.values(0).instructions_retired;
+    for (setting, interval_ms) in [(None, 10u32), (Some(250u32), 250), (Some(0), 10), (Some(5000), 10)] {
+        let client = skylake(&[]);
+        if let Some(value) = setting {
+            let units = vec![value as u16, (value >> 16) as u16];
+            client.platform.settings.lock().unwrap().push(("MinimumCollectIntervalMs", 4, units));
+        }
+        client.collect_now(); // acquires, reads
+        let status = client.status.block();
+        assert_eq!(status.minimum_collect_interval.load(Ordering::Relaxed), interval_ms);
+        client.set_msr(0, IA32_FIXED_CTR0, 1000);
+        client.advance(u64::from(interval_ms) * MS);
+        client.collect_now();
+        assert_eq!(fixed_counter_0(&client), 1000, "fresh once the interval passed");
+        client.set_msr(0, IA32_FIXED_CTR0, 2000);
+        client.advance(u64::from(interval_ms) * MS - 1);
+        client.collect_now();
+        assert_eq!(fixed_counter_0(&client), 1000, "served: the last read's count");
+        client.advance(1);
+        client.collect_now();
+        assert_eq!(fixed_counter_0(&client), 2000, "fresh again");
+        assert_eq!(status.fresh_collects.load(Ordering::Relaxed), 3);
+        assert_eq!(status.served_collects.load(Ordering::Relaxed), 1);
+    }
 }

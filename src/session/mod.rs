@@ -10,6 +10,7 @@ mod processor_state;
 mod read;
 mod repair;
 mod schedule;
+mod throttle;
 
 pub use client::PmuClient;
 pub use platform::{Form, Platform};

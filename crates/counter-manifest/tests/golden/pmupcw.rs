@@ -1114,7 +1114,7 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 72 bytes, the 8-byte
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 88 bytes, the 8-byte
     /// fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1123,34 +1123,38 @@ pub mod driver_status {
         pub overflow_interrupts: u64,
         /// Field `CollectRequests`, offset 8: read by counter 3 (CollectsPerSec).
         pub collect_requests: u64,
-        /// Field `PmuState`, offset 16: read by counter 0 (PmuState).
+        /// Field `FreshCollects`, offset 16: read by counter 15 (FreshCollectsPerSec).
+        pub fresh_collects: u64,
+        /// Field `ServedCollects`, offset 24: read by counter 16 (ServedCollectsPerSec).
+        pub served_collects: u64,
+        /// Field `PmuState`, offset 32: read by counter 0 (PmuState).
         pub pmu_state: u32,
-        /// Field `CountersOwned`, offset 20: read by counter 1 (CountersOwned).
+        /// Field `CountersOwned`, offset 36: read by counter 1 (CountersOwned).
         pub counters_owned: u32,
-        /// Field `CollectTime`, offset 24: read by counter 4 (AverageCollectTime).
+        /// Field `CollectTime`, offset 40: read by counter 4 (AverageCollectTime).
         pub collect_time: u32,
-        /// Field `CollectCount`, offset 28: read by counter 5 (AverageCollectTimeBase).
+        /// Field `CollectCount`, offset 44: read by counter 5 (AverageCollectTimeBase).
         pub collect_count: u32,
-        /// Field `AllocationFailures`, offset 32: read by counter 6 (AllocationFailures).
+        /// Field `AllocationFailures`, offset 48: read by counter 6 (AllocationFailures).
         pub allocation_failures: u32,
-        /// Field `OwnershipFailures`, offset 36: read by counter 7 (OwnershipFailures).
+        /// Field `OwnershipFailures`, offset 52: read by counter 7 (OwnershipFailures).
         pub ownership_failures: u32,
-        /// Field `PmuReprograms`, offset 40: read by counter 8 (PmuReprograms).
+        /// Field `PmuReprograms`, offset 56: read by counter 8 (PmuReprograms).
         pub pmu_reprograms: u32,
-        /// Field `TopdownSource`, offset 44: read by counter 9 (TopdownSource).
+        /// Field `TopdownSource`, offset 60: read by counter 9 (TopdownSource).
         pub topdown_source: u32,
-        /// Field `ActiveProfile`, offset 48: read by counter 10 (ActiveProfile).
+        /// Field `ActiveProfile`, offset 64: read by counter 10 (ActiveProfile).
         pub active_profile: u32,
-        /// Field `RejectedCustomEvents`, offset 52: read by counter 11 (RejectedCustomEvents).
+        /// Field `RejectedCustomEvents`, offset 68: read by counter 11 (RejectedCustomEvents).
         pub rejected_custom_events: u32,
-        /// Field `ProcessorsNotMonitored`, offset 56: read by counter 12 (ProcessorsNotMonitored).
+        /// Field `ProcessorsNotMonitored`, offset 72: read by counter 12 (ProcessorsNotMonitored).
         pub processors_not_monitored: u32,
-        /// Field `EventsWithoutCounter`, offset 60: read by counter 13 (EventsWithoutCounter).
+        /// Field `EventsWithoutCounter`, offset 76: read by counter 13 (EventsWithoutCounter).
         pub events_without_counter: u32,
-        /// Field `EventsNotSupported`, offset 64: read by counter 14 (EventsNotSupported).
+        /// Field `EventsNotSupported`, offset 80: read by counter 14 (EventsNotSupported).
         pub events_not_supported: u32,
-        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
-        pub reserved: u32,
+        /// Field `MinimumCollectInterval`, offset 84: read by counter 17 (MinimumCollectInterval).
+        pub minimum_collect_interval: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1163,6 +1167,8 @@ pub mod driver_status {
     pub struct AtomicValues {
         pub overflow_interrupts: core::sync::atomic::AtomicU64,
         pub collect_requests: core::sync::atomic::AtomicU64,
+        pub fresh_collects: core::sync::atomic::AtomicU64,
+        pub served_collects: core::sync::atomic::AtomicU64,
         pub pmu_state: core::sync::atomic::AtomicU32,
         pub counters_owned: core::sync::atomic::AtomicU32,
         pub collect_time: core::sync::atomic::AtomicU32,
@@ -1176,7 +1182,7 @@ pub mod driver_status {
         pub processors_not_monitored: core::sync::atomic::AtomicU32,
         pub events_without_counter: core::sync::atomic::AtomicU32,
         pub events_not_supported: core::sync::atomic::AtomicU32,
-        pub reserved: core::sync::atomic::AtomicU32,
+        pub minimum_collect_interval: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1188,6 +1194,8 @@ pub mod driver_status {
             AtomicValues {
                 overflow_interrupts: core::sync::atomic::AtomicU64::new(0),
                 collect_requests: core::sync::atomic::AtomicU64::new(0),
+                fresh_collects: core::sync::atomic::AtomicU64::new(0),
+                served_collects: core::sync::atomic::AtomicU64::new(0),
                 pmu_state: core::sync::atomic::AtomicU32::new(0),
                 counters_owned: core::sync::atomic::AtomicU32::new(0),
                 collect_time: core::sync::atomic::AtomicU32::new(0),
@@ -1201,7 +1209,7 @@ pub mod driver_status {
                 processors_not_monitored: core::sync::atomic::AtomicU32::new(0),
                 events_without_counter: core::sync::atomic::AtomicU32::new(0),
                 events_not_supported: core::sync::atomic::AtomicU32::new(0),
-                reserved: core::sync::atomic::AtomicU32::new(0),
+                minimum_collect_interval: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1213,8 +1221,8 @@ pub mod driver_status {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 2],
-        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub wide: [core::sync::atomic::AtomicU64; 4],
+        /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 14],
     }
 
@@ -1226,7 +1234,7 @@ pub mod driver_status {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 2],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 4],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
             }
         }
@@ -1242,6 +1250,8 @@ pub mod driver_status {
     pub const CELLS: &[crate::pcw::Cell] = &[
         crate::pcw::Cell::Wide(0),
         crate::pcw::Cell::Wide(1),
+        crate::pcw::Cell::Wide(2),
+        crate::pcw::Cell::Wide(3),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
         crate::pcw::Cell::Narrow(2),
@@ -1255,6 +1265,7 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(10),
         crate::pcw::Cell::Narrow(11),
         crate::pcw::Cell::Narrow(12),
+        crate::pcw::Cell::Narrow(13),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1332,31 +1343,47 @@ pub mod driver_status {
         /// marks an architectural event unavailable in CPUID leaf 0AH, and AMD processors before Zen 4 have
         /// no reference-cycles event. They read 0; the debug output names them.
         pub const EVENTS_NOT_SUPPORTED: u16 = 14;
+        /// "Fresh Collects/sec" (perf_counter_bulk_count, standard): Hardware Counters collect requests per
+        /// second that read every processor's counters (one all-processor call each). At most one per Minimum
+        /// Collect Interval, however many consumers collect.
+        pub const FRESH_COLLECTS_PER_SEC: u16 = 15;
+        /// "Served Collects/sec" (perf_counter_bulk_count, standard): Hardware Counters collect requests per
+        /// second that came within the Minimum Collect Interval of the last fresh read and were answered with
+        /// that read's counts, without touching any processor.
+        pub const SERVED_COLLECTS_PER_SEC: u16 = 16;
+        /// "Minimum Collect Interval (ms)" (perf_counter_rawcount, standard): The least time between two
+        /// reads of every processor's counters, in milliseconds, from the service's
+        /// Parameters\\MinimumCollectIntervalMs (REG_DWORD, 1 to 1000; default 10; any other value is
+        /// ignored, logged, and the default used), read at each acquisition of the counters.
+        pub const MINIMUM_COLLECT_INTERVAL: u16 = 17;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 16, size: 4 },
-        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 20, size: 4 },
+        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 32, size: 4 },
+        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 36, size: 4 },
         CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::COLLECTS_PER_SEC, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME, struct_index: 0, offset: 24, size: 4 },
-        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_BASE, struct_index: 0, offset: 28, size: 4 },
-        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 32, size: 4 },
-        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 36, size: 4 },
-        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 40, size: 4 },
-        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 44, size: 4 },
-        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 48, size: 4 },
-        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 52, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 56, size: 4 },
-        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 60, size: 4 },
-        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 64, size: 4 },
+        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME, struct_index: 0, offset: 40, size: 4 },
+        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_BASE, struct_index: 0, offset: 44, size: 4 },
+        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 48, size: 4 },
+        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 52, size: 4 },
+        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 56, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 60, size: 4 },
+        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 64, size: 4 },
+        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 68, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 72, size: 4 },
+        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 76, size: 4 },
+        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 80, size: 4 },
+        CounterDescriptor { id: id::FRESH_COLLECTS_PER_SEC, struct_index: 0, offset: 16, size: 8 },
+        CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 84, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_0000_7fff == 0x0000_0000_0000_7fff {
+            if counter_mask & 0x0000_0000_0003_ffff == 0x0000_0000_0003_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1364,6 +1391,12 @@ pub mod driver_status {
             }
             if counter_mask & 0x0000_0000_0000_0008 == 0 {
                 self.collect_requests = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_8000 == 0 {
+                self.fresh_collects = 0;
+            }
+            if counter_mask & 0x0000_0000_0001_0000 == 0 {
+                self.served_collects = 0;
             }
             if counter_mask & 0x0000_0000_0000_0001 == 0 {
                 self.pmu_state = 0;
@@ -1404,6 +1437,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0000_4000 == 0 {
                 self.events_not_supported = 0;
             }
+            if counter_mask & 0x0000_0000_0002_0000 == 0 {
+                self.minimum_collect_interval = 0;
+            }
         }
     }
 
@@ -1411,6 +1447,8 @@ pub mod driver_status {
     pub const FIELDS: &[&str] = &[
         "OverflowInterrupts",
         "CollectRequests",
+        "FreshCollects",
+        "ServedCollects",
         "PmuState",
         "CountersOwned",
         "CollectTime",
@@ -1424,6 +1462,7 @@ pub mod driver_status {
         "ProcessorsNotMonitored",
         "EventsWithoutCounter",
         "EventsNotSupported",
+        "MinimumCollectInterval",
     ];
 
     impl Values {
@@ -1434,20 +1473,22 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: value(0),
                 collect_requests: value(1),
-                pmu_state: value(2) as u32,
-                counters_owned: value(3) as u32,
-                collect_time: value(4) as u32,
-                collect_count: value(5) as u32,
-                allocation_failures: value(6) as u32,
-                ownership_failures: value(7) as u32,
-                pmu_reprograms: value(8) as u32,
-                topdown_source: value(9) as u32,
-                active_profile: value(10) as u32,
-                rejected_custom_events: value(11) as u32,
-                processors_not_monitored: value(12) as u32,
-                events_without_counter: value(13) as u32,
-                events_not_supported: value(14) as u32,
-                reserved: 0,
+                fresh_collects: value(2),
+                served_collects: value(3),
+                pmu_state: value(4) as u32,
+                counters_owned: value(5) as u32,
+                collect_time: value(6) as u32,
+                collect_count: value(7) as u32,
+                allocation_failures: value(8) as u32,
+                ownership_failures: value(9) as u32,
+                pmu_reprograms: value(10) as u32,
+                topdown_source: value(11) as u32,
+                active_profile: value(12) as u32,
+                rejected_custom_events: value(13) as u32,
+                processors_not_monitored: value(14) as u32,
+                events_without_counter: value(15) as u32,
+                events_not_supported: value(16) as u32,
+                minimum_collect_interval: value(17) as u32,
             }
         }
     }
@@ -1481,6 +1522,8 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: self.overflow_interrupts.load(RELAXED),
                 collect_requests: self.collect_requests.load(RELAXED),
+                fresh_collects: self.fresh_collects.load(RELAXED),
+                served_collects: self.served_collects.load(RELAXED),
                 pmu_state: self.pmu_state.load(RELAXED),
                 counters_owned: self.counters_owned.load(RELAXED),
                 collect_time: self.collect_time.load(RELAXED),
@@ -1494,7 +1537,7 @@ pub mod driver_status {
                 processors_not_monitored: self.processors_not_monitored.load(RELAXED),
                 events_without_counter: self.events_without_counter.load(RELAXED),
                 events_not_supported: self.events_not_supported.load(RELAXED),
-                reserved: 0,
+                minimum_collect_interval: self.minimum_collect_interval.load(RELAXED),
             }
         }
     }
@@ -1507,6 +1550,8 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: self.wide[0].load(RELAXED),
                 collect_requests: self.wide[1].load(RELAXED),
+                fresh_collects: self.wide[2].load(RELAXED),
+                served_collects: self.wide[3].load(RELAXED),
                 pmu_state: self.narrow[0].load(RELAXED),
                 counters_owned: self.narrow[1].load(RELAXED),
                 collect_time: self.narrow[2].load(RELAXED),
@@ -1520,7 +1565,7 @@ pub mod driver_status {
                 processors_not_monitored: self.narrow[10].load(RELAXED),
                 events_without_counter: self.narrow[11].load(RELAXED),
                 events_not_supported: self.narrow[12].load(RELAXED),
-                reserved: 0,
+                minimum_collect_interval: self.narrow[13].load(RELAXED),
             }
         }
     }
@@ -1532,16 +1577,18 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 72);
+            assert_eq!(size_of::<Values>(), 88);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 16);
+            assert_eq!(offset_of!(AtomicCells, narrow), 32);
             let field_offsets = &[
                 offset_of!(Values, overflow_interrupts),
                 offset_of!(Values, collect_requests),
+                offset_of!(Values, fresh_collects),
+                offset_of!(Values, served_collects),
                 offset_of!(Values, pmu_state),
                 offset_of!(Values, counters_owned),
                 offset_of!(Values, collect_time),
@@ -1555,11 +1602,12 @@ pub mod driver_status {
                 offset_of!(Values, processors_not_monitored),
                 offset_of!(Values, events_without_counter),
                 offset_of!(Values, events_not_supported),
+                offset_of!(Values, minimum_collect_interval),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 16 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 32 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -1570,49 +1618,56 @@ pub mod driver_status {
             );
             assert_eq!(offset_of!(Values, collect_requests), 8);
             assert_eq!(offset_of!(AtomicValues, collect_requests), offset_of!(Values, collect_requests));
-            assert_eq!(offset_of!(Values, pmu_state), 16);
+            assert_eq!(offset_of!(Values, fresh_collects), 16);
+            assert_eq!(offset_of!(AtomicValues, fresh_collects), offset_of!(Values, fresh_collects));
+            assert_eq!(offset_of!(Values, served_collects), 24);
+            assert_eq!(offset_of!(AtomicValues, served_collects), offset_of!(Values, served_collects));
+            assert_eq!(offset_of!(Values, pmu_state), 32);
             assert_eq!(offset_of!(AtomicValues, pmu_state), offset_of!(Values, pmu_state));
-            assert_eq!(offset_of!(Values, counters_owned), 20);
+            assert_eq!(offset_of!(Values, counters_owned), 36);
             assert_eq!(offset_of!(AtomicValues, counters_owned), offset_of!(Values, counters_owned));
-            assert_eq!(offset_of!(Values, collect_time), 24);
+            assert_eq!(offset_of!(Values, collect_time), 40);
             assert_eq!(offset_of!(AtomicValues, collect_time), offset_of!(Values, collect_time));
-            assert_eq!(offset_of!(Values, collect_count), 28);
+            assert_eq!(offset_of!(Values, collect_count), 44);
             assert_eq!(offset_of!(AtomicValues, collect_count), offset_of!(Values, collect_count));
-            assert_eq!(offset_of!(Values, allocation_failures), 32);
+            assert_eq!(offset_of!(Values, allocation_failures), 48);
             assert_eq!(
                 offset_of!(AtomicValues, allocation_failures),
                 offset_of!(Values, allocation_failures),
             );
-            assert_eq!(offset_of!(Values, ownership_failures), 36);
+            assert_eq!(offset_of!(Values, ownership_failures), 52);
             assert_eq!(offset_of!(AtomicValues, ownership_failures), offset_of!(Values, ownership_failures));
-            assert_eq!(offset_of!(Values, pmu_reprograms), 40);
+            assert_eq!(offset_of!(Values, pmu_reprograms), 56);
             assert_eq!(offset_of!(AtomicValues, pmu_reprograms), offset_of!(Values, pmu_reprograms));
-            assert_eq!(offset_of!(Values, topdown_source), 44);
+            assert_eq!(offset_of!(Values, topdown_source), 60);
             assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
-            assert_eq!(offset_of!(Values, active_profile), 48);
+            assert_eq!(offset_of!(Values, active_profile), 64);
             assert_eq!(offset_of!(AtomicValues, active_profile), offset_of!(Values, active_profile));
-            assert_eq!(offset_of!(Values, rejected_custom_events), 52);
+            assert_eq!(offset_of!(Values, rejected_custom_events), 68);
             assert_eq!(
                 offset_of!(AtomicValues, rejected_custom_events),
                 offset_of!(Values, rejected_custom_events),
             );
-            assert_eq!(offset_of!(Values, processors_not_monitored), 56);
+            assert_eq!(offset_of!(Values, processors_not_monitored), 72);
             assert_eq!(
                 offset_of!(AtomicValues, processors_not_monitored),
                 offset_of!(Values, processors_not_monitored),
             );
-            assert_eq!(offset_of!(Values, events_without_counter), 60);
+            assert_eq!(offset_of!(Values, events_without_counter), 76);
             assert_eq!(
                 offset_of!(AtomicValues, events_without_counter),
                 offset_of!(Values, events_without_counter),
             );
-            assert_eq!(offset_of!(Values, events_not_supported), 64);
+            assert_eq!(offset_of!(Values, events_not_supported), 80);
             assert_eq!(
                 offset_of!(AtomicValues, events_not_supported),
                 offset_of!(Values, events_not_supported),
             );
-            assert_eq!(offset_of!(Values, reserved), 68);
-            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
+            assert_eq!(offset_of!(Values, minimum_collect_interval), 84);
+            assert_eq!(
+                offset_of!(AtomicValues, minimum_collect_interval),
+                offset_of!(Values, minimum_collect_interval),
+            );
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1669,6 +1724,21 @@ pub mod driver_status {
                     id::EVENTS_NOT_SUPPORTED,
                     offset_of!(Values, events_not_supported),
                     size_of_val(&values.events_not_supported),
+                ),
+                (
+                    id::FRESH_COLLECTS_PER_SEC,
+                    offset_of!(Values, fresh_collects),
+                    size_of_val(&values.fresh_collects),
+                ),
+                (
+                    id::SERVED_COLLECTS_PER_SEC,
+                    offset_of!(Values, served_collects),
+                    size_of_val(&values.served_collects),
+                ),
+                (
+                    id::MINIMUM_COLLECT_INTERVAL,
+                    offset_of!(Values, minimum_collect_interval),
+                    size_of_val(&values.minimum_collect_interval),
                 ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());

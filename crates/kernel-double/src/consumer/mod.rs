@@ -226,12 +226,41 @@ pub fn sample(set: &Counterset) -> Result<Sample, String> {
     sample_with(set, &Query { counter_mask: set.full_mask(), ..Query::default() })
 }
 
-/// Collects with `query`, stamped with the double's clock.
+/// The least time between two samples of this consumer, in the clock's 100 ns units: 10 ms. Real
+/// consumers sample far less often (typeperf's `-si` and perfmon's sample interval count whole
+/// seconds), while the double's scenarios sample as fast as the host runs; on a clock that runs only
+/// with the host's they would sample faster than any real consumer, within pmupcw's minimum collect
+/// interval, and get its last read again (docs/security.md). So a sample sooner than this after the
+/// last moves the clock forward to it.
+pub const SAMPLE_SPACING_100NS: i64 = 100_000;
+
+/// When the last sample ended (the clock's 100 ns units; 0 before the first).
+static LAST_SAMPLE: std::sync::Mutex<i64> = std::sync::Mutex::new(0);
+
+/// Moves the double's clock so that this sample starts at least [`SAMPLE_SPACING_100NS`] after the
+/// last one ended (so after the driver's read of the last one, whenever inside it that was).
+fn space_from_last_sample() {
+    let last = *LAST_SAMPLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let now = performance_counter().0;
+    if last != 0 && now < last + SAMPLE_SPACING_100NS {
+        crate::control::hal::advance_clock(last + SAMPLE_SPACING_100NS - now);
+    }
+}
+
+fn sample_ended() {
+    let mut last = LAST_SAMPLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    *last = (*last).max(performance_counter().0);
+}
+
+/// Collects with `query`, stamped with the double's clock, at least [`SAMPLE_SPACING_100NS`] after
+/// the last sample.
 pub fn sample_with(set: &Counterset, query: &Query) -> Result<Sample, String> {
+    space_from_last_sample();
     let (time, frequency) = performance_counter();
     let unix_millis = unix_millis();
-    let (status, instances) =
-        pcw::collect(&set.name, query).ok_or_else(|| format!("{:?} is not registered", set.name))?;
+    let collected = pcw::collect(&set.name, query);
+    sample_ended();
+    let (status, instances) = collected.ok_or_else(|| format!("{:?} is not registered", set.name))?;
     if status < 0 {
         return Err(format!("{}: CollectData failed with {status:#x}", set.name));
     }

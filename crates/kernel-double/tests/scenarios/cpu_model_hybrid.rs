@@ -43,7 +43,10 @@ fn load_and_count(model: &'static cpuid::CpuModel) -> kernel_double::driver::Dri
     driver
 }
 
+/// One collect as a consumer sampling no faster than the driver's minimum collect interval makes it:
+/// a fresh read.
 fn collect(counterset: &str) -> Vec<(String, u32, Vec<u64>)> {
+    kernel_double::control::hal::advance_clock(common::minimum_collect_interval_100ns());
     let (status, instances) = pcw::collect(counterset, &pcw::Query::default()).expect("registered");
     assert_eq!(status, STATUS_SUCCESS);
     let descriptors = pcw::descriptors(counterset).expect("registered");

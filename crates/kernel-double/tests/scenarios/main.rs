@@ -48,6 +48,7 @@ mod faulty_pool_leak;
 mod faulty_pool_overrun;
 mod faulty_spinlock_in_pmi;
 mod hal_profiling_after_release;
+mod hostile_consumers;
 mod hot_added_processor;
 mod hyperv_cpuid_claims_pmu;
 mod hyperv_guest_without_pmu;

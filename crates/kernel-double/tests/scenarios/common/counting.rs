@@ -9,11 +9,6 @@ use kernel_double::cpu::pmu;
 /// Index of PMU Reprograms in the status counterset's values.
 pub const PMU_REPROGRAMS: usize = 8;
 
-/// One collect's seven totals per processor.
-pub fn totals() -> Vec<[u64; 7]> {
-    collect_totals().into_iter().map(|(totals, _)| totals).collect()
-}
-
 /// Collects and checks that every count is the virtual PMU's (nothing lost, nothing invented) and
 /// that none went below `previous`, which becomes the new totals.
 #[track_caller]

@@ -75,6 +75,31 @@ pub const BY_CORE_TYPE: &str = "Hardware Counters by Core Type";
 pub const FIRST_TOTAL: usize = 7;
 /// Manifest id of the per-processor Overflow Interrupts counter.
 pub const OVERFLOW_INTERRUPTS: usize = 20;
+/// Index of Avg. Collect Time's sum (ticks, 32-bit) in the status counterset's values; its base, the
+/// collect count, follows.
+pub const AVERAGE_COLLECT_TIME: usize = 4;
+/// Index of Fresh Collects/sec's count in the status counterset's values; Served Collects/sec's
+/// follows.
+pub const FRESH_COLLECTS: usize = 15;
+/// Index of Minimum Collect Interval (ms) in the status counterset's values.
+pub const MINIMUM_COLLECT_INTERVAL: usize = 17;
+
+/// The minimum interval between two fresh reads the driver works with (its status counterset says),
+/// in the kernel clock's 100 ns units: a collect closer than that to the last fresh read is served
+/// from it.
+pub fn minimum_collect_interval_100ns() -> i64 {
+    driver_status()[MINIMUM_COLLECT_INTERVAL] as i64 * 10_000
+}
+
+/// Every processor's seven totals from one fresh collect ([`collect_totals`]).
+pub fn totals() -> Vec<[u64; 7]> {
+    collect_totals().into_iter().map(|(totals, _)| totals).collect()
+}
+
+/// Every processor's seven totals from one collect now, however soon after the last.
+pub fn totals_now() -> Vec<[u64; 7]> {
+    collect_totals_now().into_iter().map(|(totals, _)| totals).collect()
+}
 
 /// The driver's status counterset values: PMU State, Counters Owned, Overflow Interrupts, ...
 pub fn driver_status() -> Vec<u64> {
@@ -86,9 +111,17 @@ pub fn driver_status() -> Vec<u64> {
     instances[0].values.clone().expect("the status instance has data")
 }
 
-/// One collect of every Hardware Counters instance: per processor (by instance order), the seven totals
-/// and the overflow interrupt count.
+/// One collect of every Hardware Counters instance as a consumer sampling no faster than the driver's
+/// minimum collect interval makes it (the kernel's clock moved by that interval first, so the read is
+/// fresh): per processor (by instance order), the seven totals and the overflow interrupt count.
 pub fn collect_totals() -> Vec<([u64; 7], u64)> {
+    kernel_double::control::hal::advance_clock(minimum_collect_interval_100ns());
+    collect_totals_now()
+}
+
+/// [`collect_totals`] at the clock's time as it is: served from the last read if within the minimum
+/// collect interval of it.
+pub fn collect_totals_now() -> Vec<([u64; 7], u64)> {
     let (status, instances) = kernel_double::control::pcw::collect(
         HARDWARE_COUNTERS,
         &kernel_double::control::pcw::Query::default(),

@@ -1,0 +1,140 @@
+//! The bound on what consumers cost: a collect closer than the minimum interval to the last fresh
+//! read is served from that read, without an all-processor call, so however many consumers collect
+//! however often, the driver reads every processor at most once per interval. The interval is the
+//! service's `Parameters\MinimumCollectIntervalMs` (REG_DWORD, 1 to 1000 ms, default 10), read at
+//! each acquisition; a missing value is the default, a bad one the default and logged. Why, and the
+//! choice of 10 ms: docs/security.md.
+
+use super::platform::{Platform, SETTING_HEADER_UNITS};
+use crate::pmu::profile::{Rejection, Setting};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The default minimum interval between two fresh reads, in milliseconds.
+pub const DEFAULT_INTERVAL_MS: u32 = 10;
+/// The range `MinimumCollectIntervalMs` may take.
+pub const INTERVAL_RANGE_MS: core::ops::RangeInclusive<u32> = 1..=1000;
+/// REG_DWORD (winnt.h).
+const REG_DWORD: u32 = 4;
+const HUNDRED_NS_PER_MS: u64 = 10_000;
+
+/// When the last fresh read began, and how far apart fresh reads must be. Lock-free: every collect
+/// asks it, from any number of threads.
+#[derive(Debug)]
+pub struct Throttle {
+    interval_100ns: AtomicU64,
+    /// The clock reading (100 ns) the last fresh read was granted at; 0 before the first.
+    last_fresh: AtomicU64,
+}
+
+impl Throttle {
+    pub const fn new() -> Self {
+        Throttle {
+            interval_100ns: AtomicU64::new(DEFAULT_INTERVAL_MS as u64 * HUNDRED_NS_PER_MS),
+            last_fresh: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_interval_ms(&self, milliseconds: u32) {
+        self.interval_100ns.store(u64::from(milliseconds) * HUNDRED_NS_PER_MS, Ordering::Relaxed);
+    }
+
+    /// Whether a collect at `now` reads every processor afresh. Of the collects that find the
+    /// interval passed, exactly one (the first to claim it) gets `true`; the others are served.
+    #[inline(always)]
+    pub fn fresh_due(&self, now: u64) -> bool {
+        let interval = self.interval_100ns.load(Ordering::Relaxed);
+        let last = self.last_fresh.load(Ordering::Acquire);
+        // A reading older than the last grant (another thread read the clock earlier) is served.
+        now.checked_sub(last).is_some_and(|since| since >= interval)
+            && self.last_fresh.compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+}
+
+/// The minimum interval `MinimumCollectIntervalMs` sets, in milliseconds: the value, or why it was
+/// rejected (then the caller uses [`DEFAULT_INTERVAL_MS`] and logs the reason). A missing value is
+/// the default, not a rejection.
+pub fn interval_from(setting: Setting<'_>) -> Result<u32, Rejection> {
+    match setting {
+        Setting::Missing => Ok(DEFAULT_INTERVAL_MS),
+        Setting::TooLong => Err(Rejection::TooLong),
+        Setting::Failed(status) => Err(Rejection::ReadFailed(status)),
+        Setting::Value { kind, .. } if kind != REG_DWORD => Err(Rejection::WrongType { kind }),
+        Setting::Value { units: &[low, high], odd: false, .. } => {
+            let milliseconds = u32::from(low) | (u32::from(high) << 16);
+            if INTERVAL_RANGE_MS.contains(&milliseconds) {
+                Ok(milliseconds)
+            } else {
+                Err(Rejection::OutOfRange)
+            }
+        }
+        Setting::Value { .. } => Err(Rejection::Malformed),
+    }
+}
+
+/// The interval the service's Parameters key sets now, in milliseconds; a rejected value is logged
+/// and the default used. PASSIVE_LEVEL.
+pub fn read_interval_ms<P: Platform>(platform: &P) -> u32 {
+    // Room for a DWORD and then some: anything longer is rejected as too long.
+    let mut buffer = [0u16; SETTING_HEADER_UNITS + 8];
+    interval_from(platform.read_setting("MinimumCollectIntervalMs", &mut buffer)).unwrap_or_else(|why| {
+        platform.log(format_args!(
+            "Parameters\\MinimumCollectIntervalMs rejected ({why:?}): {DEFAULT_INTERVAL_MS} ms is used"
+        ));
+        DEFAULT_INTERVAL_MS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = HUNDRED_NS_PER_MS;
+
+    #[test]
+    fn one_fresh_read_per_interval_the_rest_served() {
+        let throttle = Throttle::new();
+        assert!(throttle.fresh_due(1_000 * MS), "the first collect reads");
+        assert!(!throttle.fresh_due(1_000 * MS), "a second at the same time is served");
+        assert!(!throttle.fresh_due(1_009 * MS), "9 ms later: served");
+        assert!(throttle.fresh_due(1_010 * MS), "10 ms later: fresh");
+        assert!(!throttle.fresh_due(1_005 * MS), "an older clock reading is served");
+        throttle.set_interval_ms(1);
+        assert!(throttle.fresh_due(1_011 * MS));
+    }
+
+    #[test]
+    fn concurrent_collects_get_one_fresh_read_per_interval() {
+        let throttle = Throttle::new();
+        let fresh = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for thread in 0..8u64 {
+                let (throttle, fresh) = (&throttle, &fresh);
+                scope.spawn(move || {
+                    for step in 0..10_000u64 {
+                        if throttle.fresh_due(MS + step * MS / 4 + thread) {
+                            fresh.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        // 2,500 ms of readings: at most one fresh read per 10 ms, plus the first.
+        assert!(fresh.load(Ordering::Relaxed) <= 251, "{}", fresh.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_registry_value_falls_back_to_the_default_when_bad() {
+        let dword = |value: u32| [value as u16, (value >> 16) as u16];
+        let value = |kind, units: &[u16]| interval_from(Setting::Value { kind, units, odd: false });
+        assert_eq!(interval_from(Setting::Missing), Ok(DEFAULT_INTERVAL_MS));
+        assert_eq!(value(REG_DWORD, &dword(250)), Ok(250));
+        assert_eq!(value(REG_DWORD, &dword(1)), Ok(1));
+        assert_eq!(value(REG_DWORD, &dword(1000)), Ok(1000));
+        assert_eq!(value(REG_DWORD, &dword(0)), Err(Rejection::OutOfRange));
+        assert_eq!(value(REG_DWORD, &dword(70_000)), Err(Rejection::OutOfRange));
+        assert_eq!(value(1, &dword(10)), Err(Rejection::WrongType { kind: 1 }));
+        assert_eq!(value(REG_DWORD, &[10]), Err(Rejection::Malformed));
+        assert_eq!(interval_from(Setting::TooLong), Err(Rejection::TooLong));
+        assert_eq!(interval_from(Setting::Failed(-1)), Err(Rejection::ReadFailed(-1)));
+    }
+}
