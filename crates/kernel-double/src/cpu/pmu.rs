@@ -120,6 +120,10 @@ struct Processor {
     occupancy: Mutex<()>,
     /// The KPCR address of the thread occupying the processor, 0 if none.
     occupant: AtomicUsize,
+    /// The overflow handler the HAL calls for this processor and the handle it passes (0: none): the
+    /// allocation whose group affinity holds the processor.
+    handler: AtomicUsize,
+    handle: AtomicUsize,
 }
 
 struct Pmu {
@@ -127,8 +131,6 @@ struct Pmu {
 }
 
 static PMU: OnceLock<Pmu> = OnceLock::new();
-static HANDLER: AtomicUsize = AtomicUsize::new(0);
-static HANDLE: AtomicUsize = AtomicUsize::new(0);
 static DELIVERING: AtomicUsize = AtomicUsize::new(0);
 static DELIVERED: AtomicU64 = AtomicU64::new(0);
 static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
@@ -159,6 +161,8 @@ fn pmu() -> &'static Pmu {
                     pmi: AtomicU8::new(PMI_NONE),
                     occupancy: Mutex::new(()),
                     occupant: AtomicUsize::new(0),
+                    handler: AtomicUsize::new(0),
+                    handle: AtomicUsize::new(0),
                 }
             })
             .collect();
@@ -645,7 +649,7 @@ pub fn step(vp: u32, units: u64) {
     wait_delivered(vp);
     super::frequency::advance(vp, units);
     let pmi = advance(processor.kind, &mut lock(vp), units);
-    if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
+    if pmi != 0 && processor.handler.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
     } else if pmi != 0 {
@@ -678,10 +682,11 @@ pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
     super::frequency::advance(vp, units);
     let pmi = advance(processor.kind, &mut lock(vp), units);
-    if pmi != 0 && HANDLER.load(Ordering::Acquire) == 0 {
+    let handler = processor.handler.load(Ordering::Acquire);
+    if pmi != 0 && handler == 0 {
         interrupt_without_handler(vp, pmi);
     }
-    if pmi == 0 || HANDLER.load(Ordering::Acquire) == 0 {
+    if pmi == 0 || handler == 0 {
         return false;
     }
     processor.pmi.store(PMI_PENDING, Ordering::Release);
@@ -727,7 +732,7 @@ fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
         return false;
     }
     DELIVERING.fetch_add(1, Ordering::SeqCst);
-    let handler = HANDLER.load(Ordering::SeqCst);
+    let handler = processor.handler.load(Ordering::SeqCst);
     if handler != 0 {
         let bits = lock(vp).global_status;
         let previous = kpcr.raise_irql(PROFILE_LEVEL);
@@ -735,7 +740,7 @@ fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
         // `VOID (*)(ULONGLONG OverflowBits, HANDLE OwningHandle)`, registered until HalFreeHardwareCounters,
         // which waits for deliveries in progress.
         let handler: extern "win64" fn(u64, usize) = unsafe { std::mem::transmute(handler) };
-        handler(bits, HANDLE.load(Ordering::SeqCst));
+        handler(bits, processor.handle.load(Ordering::SeqCst));
         if kpcr.irql() != PROFILE_LEVEL {
             crate::violations::record(
                 "overflow handler",
@@ -786,28 +791,33 @@ pub(crate) fn occupy(vp: u32, kpcr: &Kpcr) -> Occupied {
     Occupied { _guard: guard, processor }
 }
 
-/// The HAL registers (`Some((handler, handle))`) or withdraws the overflow handler. Withdrawing waits
-/// for deliveries in progress: no handler runs after HalFreeHardwareCounters returns.
-pub(crate) fn set_overflow_handler(handler: Option<(usize, usize)>) {
+/// The HAL registers (`Some((handler, handle))`) or withdraws the overflow handler of the processors
+/// `on` selects (an allocation's group affinity). Withdrawing waits for deliveries in progress: no
+/// handler runs after HalFreeHardwareCounters returns.
+pub(crate) fn set_overflow_handler(on: impl Fn(u32) -> bool, handler: Option<(usize, usize)>) {
+    let processors = pmu().processors.iter().enumerate().filter(|(vp, _)| on(*vp as u32));
     match handler {
         Some((handler, handle)) => {
-            HANDLE.store(handle, Ordering::SeqCst);
-            HANDLER.store(handler, Ordering::SeqCst);
+            for (_, processor) in processors {
+                processor.handle.store(handle, Ordering::SeqCst);
+                processor.handler.store(handler, Ordering::SeqCst);
+            }
         }
         None => {
-            HANDLER.store(0, Ordering::SeqCst);
+            let processors: Vec<_> = processors.map(|(_, processor)| processor).collect();
+            for processor in &processors {
+                processor.handler.store(0, Ordering::SeqCst);
+            }
             while DELIVERING.load(Ordering::SeqCst) != 0 {
                 std::thread::yield_now();
             }
-            if let Some(pmu) = PMU.get() {
-                for processor in &pmu.processors {
-                    let _ = processor.pmi.compare_exchange(
-                        PMI_PENDING,
-                        PMI_NONE,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    );
-                }
+            for processor in processors {
+                let _ = processor.pmi.compare_exchange(
+                    PMI_PENDING,
+                    PMI_NONE,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
             }
         }
     }

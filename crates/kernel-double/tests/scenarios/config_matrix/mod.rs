@@ -135,6 +135,7 @@ matrix_tests! {
     alder_lake => "alder-lake",
     sapphire_rapids => "sapphire-rapids",
     alder_lake_hybrid => "alder-lake-hybrid",
+    meteor_lake_hybrid => "meteor-lake-hybrid",
     hybrid_own_leaf_a => "hybrid-own-leaf-a",
     zen3 => "zen3",
     zen4 => "zen4",

@@ -1,0 +1,92 @@
+//! Hybrid processors counted per core type (docs/hybrid.md): on a Core i9-12900K (Alder Lake, whose
+//! leaf 0xA reports only the counters every core has) and a Meteor Lake part (leaf 0x23 enumerates
+//! each core type's own), the driver must ask the HAL once per core type, each time for that type's
+//! counters on that type's processors (GroupAffinity), and program each processor with its own type's
+//! plan: the performance cores count top-down level 1 with fixed counter 3 and IA32_PERF_METRICS,
+//! the efficient cores never see a counter they lack (the double faults on that, as the hardware does).
+
+use crate::common::{self, DRIVER_STATUS, HARDWARE_COUNTERS};
+
+use kernel_double::control::{hal, pcw};
+use kernel_double::cpu::{cpuid, pmu, topology};
+use kernel_double::status::STATUS_SUCCESS;
+use kernel_double::violations;
+use std::collections::BTreeSet;
+
+/// Manifest ids of Hardware Counters' slot totals: all slots, then the four categories.
+const SLOTS_TOTAL: usize = 29;
+const CATEGORY_TOTALS: [usize; 4] = [30, 31, 32, 33];
+/// IA32_PERF_GLOBAL_CTRL bit of fixed counter 3 (the HAL's CounterIndex for it).
+const FIXED_COUNTER_3: u64 = 1 << 35;
+/// Status counterset position of Top-down Source, and its value "differs by core type".
+const TOPDOWN_SOURCE: usize = 9;
+const TOPDOWN_PER_CORE_TYPE: u64 = 6;
+
+/// Every processor's Hardware Counters values, by manifest id.
+fn collect() -> Vec<Vec<u64>> {
+    let (status, instances) = pcw::collect(HARDWARE_COUNTERS, &pcw::Query::default()).expect("registered");
+    assert_eq!(status, STATUS_SUCCESS);
+    let descriptors = pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
+    instances
+        .into_iter()
+        .map(|instance| {
+            let values = instance.values.expect("collect returns data");
+            let mut by_id = vec![0; descriptors.iter().map(|d| usize::from(d.id) + 1).max().unwrap_or(0)];
+            for (descriptor, value) in descriptors.iter().zip(values) {
+                by_id[usize::from(descriptor.id)] = value;
+            }
+            by_id
+        })
+        .collect()
+}
+
+fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processors: u32) {
+    topology::configure(processors, processors);
+    cpuid::set_model(model);
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    collect();
+    for vp in 0..processors {
+        pmu::step(vp, 10_000 * u64::from(vp + 1));
+    }
+    let values = collect();
+    let found = violations::all();
+    assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+
+    let log = hal::allocation_log();
+    let held: Vec<_> =
+        log.iter().map(|allocation| (allocation.processors.clone(), allocation.counters)).collect();
+    assert_eq!(log.len(), 2, "one HAL allocation per core type, each on its processors: {held:x?}");
+    let performance: BTreeSet<u32> = (0..performance_threads).collect();
+    let efficient: BTreeSet<u32> = (performance_threads..processors).collect();
+    assert_eq!(log[0].processors.as_ref(), Some(&performance), "{held:x?}");
+    assert_eq!(log[1].processors.as_ref(), Some(&efficient), "{held:x?}");
+    assert_ne!(log[0].counters.unwrap_or(0) & FIXED_COUNTER_3, 0, "the performance cores' fixed counter 3");
+    assert_eq!(
+        log[1].counters.unwrap_or(0) & FIXED_COUNTER_3,
+        0,
+        "the efficient cores have no fixed counter 3"
+    );
+
+    for vp in 0..performance_threads {
+        let at = &values[vp as usize];
+        let categories = CATEGORY_TOTALS.map(|id| at[id]);
+        assert!(at[SLOTS_TOTAL] > 0, "processor {vp}: no top-down slots");
+        assert_eq!(categories.iter().sum::<u64>(), at[SLOTS_TOTAL], "processor {vp}: the split");
+        assert_eq!(at[SLOTS_TOTAL], pmu::counted(vp, pmu::TOPDOWN_SLOTS), "processor {vp}: every slot");
+    }
+    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
+    assert!(pcw::collect(DRIVER_STATUS, &pcw::Query::default()).is_some());
+    assert!(driver.unload());
+    common::assert_clean();
+}
+
+#[test]
+fn alder_lake_hybrid_allocates_and_counts_per_core_type() {
+    scenario(&cpuid::ALDER_LAKE_HYBRID, cpuid::ALDER_LAKE_PERFORMANCE_THREADS, 24);
+}
+
+#[test]
+fn meteor_lake_hybrid_allocates_and_counts_per_core_type() {
+    scenario(&cpuid::METEOR_LAKE_HYBRID, cpuid::METEOR_LAKE_PERFORMANCE_THREADS, 18);
+}
