@@ -351,6 +351,11 @@ impl EventSet {
         self.0 == 0
     }
 
+    /// The events of either set.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
     /// The set as status bits, bit i for [`STATUS_BIT_ORDER`]'s event i.
     pub fn status_bits(self) -> u32 {
         STATUS_BIT_ORDER

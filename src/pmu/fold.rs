@@ -32,11 +32,6 @@ impl OwnedMask {
         if bits.count_ones() as usize <= SLOTS { Some(OwnedMask(bits)) } else { None }
     }
 
-    /// The status bits.
-    pub const fn bits(self) -> u64 {
-        self.0
-    }
-
     /// The overflow slot of status bit `bit`: its rank among the owned bits, or `None` if not owned.
     pub const fn slot_of(self, bit: u8) -> Option<usize> {
         if bit >= 64 {

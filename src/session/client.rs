@@ -14,7 +14,7 @@
 //!   it ends) or by its overflow handler.
 
 use super::lock::SessionLock;
-use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
+use super::platform::{Form, List, Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
 use super::read::{Reading, TopdownReading, topdown_from_events};
 use super::repair::repair;
@@ -27,7 +27,7 @@ use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::EventSet;
 use crate::pmu::fold::OwnedMask;
-use crate::pmu::hybrid::Machine;
+use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
@@ -51,9 +51,15 @@ pub enum AcquireError {
     Failed(i32),
 }
 
-/// An owned session: the HAL ownership and how the counters run.
+/// An owned session: the HAL ownership and how the counters of each core type run.
 struct Session<P: Platform> {
     ownership: P::Ownership,
+    /// Each core type's part (indexed by core type), `None` for a type no processor has.
+    parts: [Option<Part>; CORE_TYPES],
+}
+
+/// How the counters of one core type's processors run.
+struct Part {
     plan: CounterPlan,
     /// The plan's global bits when the overflow handler folds them; empty when polled.
     owned: OwnedMask,
@@ -82,12 +88,12 @@ pub struct PmuClient<P: Platform> {
     machine: Machine,
     processors: P::Processors,
     session: SessionLock<Option<Session<P>>>,
-    /// The plan of the last session (open or closed): which slot holds which event, so that counts
-    /// keep their places between sessions. Written at each acquisition.
-    last_plan: SessionLock<Option<CounterPlan>>,
-    /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
+    /// Each core type's plan of the last session (open or closed): which slot holds which event, so
+    /// that counts keep their places between sessions. Written at each acquisition.
+    last_plan: SessionLock<[Option<CounterPlan>; CORE_TYPES]>,
+    /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped.
-    pmi_owned: AtomicU64,
+    pmi_owned: [AtomicU64; CORE_TYPES],
     schedule: Schedule,
     status: &'static DriverStatus,
 }
@@ -113,8 +119,7 @@ impl<P: Platform> PmuClient<P> {
             Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
         });
         status.set_topdown_source(match detection {
-            Detection::Usable(model) if model.topdown_metrics() => TopdownSource::PerfMetrics,
-            Detection::Usable(_) => no_topdown(machine),
+            Detection::Usable(_) => expected_topdown(machine),
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         for processor in processors.iter() {
@@ -125,8 +130,8 @@ impl<P: Platform> PmuClient<P> {
             platform,
             processors,
             session: SessionLock::new(None),
-            last_plan: SessionLock::new(None),
-            pmi_owned: AtomicU64::new(0),
+            last_plan: SessionLock::new([None; CORE_TYPES]),
+            pmi_owned: [const { AtomicU64::new(0) }; CORE_TYPES],
             schedule: Schedule::new(),
             status,
         }
@@ -147,19 +152,38 @@ impl<P: Platform> PmuClient<P> {
     /// Lock-free and call-free once inlined (the handler runs at PROFILE_LEVEL).
     #[inline(always)]
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
-        let owned = OwnedMask::new(self.pmi_owned.load(Ordering::Acquire)).unwrap_or(OwnedMask::EMPTY);
         if let Some(processor) = self.processors.get(processor as usize) {
+            let owned = self
+                .pmi_owned
+                .get(usize::from(processor.pmu.core_type()))
+                .map_or(0, |owned| owned.load(Ordering::Acquire));
+            let owned = OwnedMask::new(owned).unwrap_or(OwnedMask::EMPTY);
             processor.pmu.counters.fold(overflow_bits, owned);
         }
     }
 
-    /// Asks the HAL for the plan's counters: a resource list (with an Overflow descriptor if the
-    /// model interrupts) on Intel, the whole PMU elsewhere; any refusal of the list falls back to
+    /// How many processors the client has state for (those active at load).
+    pub fn processor_count(&self) -> u32 {
+        self.processors.len() as u32
+    }
+
+    /// The core types of the processors, by processor index (for the platform's group affinities).
+    pub fn core_type_of(&self, processor: usize) -> Option<u8> {
+        self.processors.get(processor).map(|processor| processor.pmu.core_type())
+    }
+
+    /// Asks the HAL for the plans' counters: on Intel one resource list per core type (with an
+    /// Overflow descriptor if the model interrupts), each on that type's processors (no GroupAffinity
+    /// on a machine with one core type), the whole PMU elsewhere; any refusal of a list falls back to
     /// the whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner. Only the Intel
     /// HAL implements resource lists (observed in decompiled Windows 10/11 HAL builds): elsewhere a
     /// list fails with STATUS_INSUFFICIENT_RESOURCES, or succeeds with a NULL handle in an older
     /// build. Returns the ownership and whether the overflow handler is wired.
-    fn request(&self, model: &PmuModel, plan: &CounterPlan) -> Result<(P::Ownership, bool), AcquireError> {
+    fn request(
+        &self,
+        model: &PmuModel,
+        plans: &[Option<CounterPlan>; CORE_TYPES],
+    ) -> Result<(P::Ownership, bool), AcquireError> {
         let whole_pmu = || match self.platform.allocate(Form::WholePmu, self) {
             Ok(ownership) => Ok((ownership, false)),
             Err(STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
@@ -168,13 +192,21 @@ impl<P: Platform> PmuClient<P> {
         if model.vendor != Vendor::Intel {
             return whole_pmu();
         }
-        let mut indexes = [0u32; MAX_ASSIGNMENTS + 1];
+        let mut indexes = [[0u32; MAX_ASSIGNMENTS + 1]; CORE_TYPES];
+        let mut lists = [List { core_type: None, counters: &[] }; CORE_TYPES];
         let mut len = 0;
-        for (index, hal_index) in indexes.iter_mut().zip(plan.hal_indexes()) {
-            *index = hal_index;
+        let hybrid = self.machine.hybrid();
+        for (core_type, (plan, indexes)) in plans.iter().zip(indexes.iter_mut()).enumerate() {
+            let Some(plan) = plan else { continue };
+            let mut count = 0;
+            for (index, hal_index) in indexes.iter_mut().zip(plan.hal_indexes()) {
+                *index = hal_index;
+                count += 1;
+            }
+            lists[len] = List { core_type: hybrid.then_some(core_type as u8), counters: &indexes[..count] };
             len += 1;
         }
-        let form = Form::Listed { counters: &indexes[..len], overflow_interrupt: model.overflow_interrupt };
+        let form = Form::Listed { lists: &lists[..len], overflow_interrupt: model.overflow_interrupt };
         match self.platform.allocate(form, self) {
             Ok(ownership) => Ok((ownership, model.overflow_interrupt)),
             Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
@@ -219,10 +251,11 @@ impl<P: Platform> PmuClient<P> {
         self.platform.wake_housekeeping();
     }
 
-    /// [`Self::acquire`]'s work under the session lock: plan, own, program every processor and
-    /// open the session in `session`. Out of line, with [`Self::read_selection`], so that the plans
-    /// and the session built here and the registry buffers read there are never on the consumer's
-    /// stack at once (acquire runs in the consumer's thread, whose kernel stack is 24 KiB).
+    /// [`Self::acquire`]'s work under the session lock: plan each core type, own, program every
+    /// processor and open the session in `session`. Out of line, with [`Self::read_selection`], so
+    /// that the plans and the session built here and the registry buffers read there are never on
+    /// the consumer's stack at once (acquire runs in the consumer's thread, whose kernel stack is 24
+    /// KiB).
     #[inline(never)]
     fn open(
         &self,
@@ -230,9 +263,15 @@ impl<P: Platform> PmuClient<P> {
         model: &PmuModel,
         wanted_events: &Wanted,
     ) -> Option<Opened> {
-        let model = *model;
-        let wanted = plan_for(&model, wanted_events, model.overflow_interrupt);
-        let (ownership, interrupt) = match self.request(&model, &wanted) {
+        let plans_with = |pmi: bool| {
+            let mut plans = [None; CORE_TYPES];
+            for (core_type, model) in self.machine.models() {
+                plans[core_type] = Some(plan_for(&model, wanted_events, pmi && model.overflow_interrupt));
+            }
+            plans
+        };
+        let wanted = plans_with(model.overflow_interrupt);
+        let (ownership, interrupt) = match self.request(model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
                 self.status.record_ownership_failure();
@@ -244,45 +283,45 @@ impl<P: Platform> PmuClient<P> {
             }
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
-        let plan = if interrupt { wanted } else { plan_for(&model, wanted_events, false) };
-        let previous = self.last_plan.write().replace(plan);
-        let owned = if interrupt {
-            OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
-        } else {
-            OwnedMask::EMPTY
-        };
-        self.pmi_owned.store(owned.bits(), Ordering::Release);
+        let plans = if interrupt { wanted } else { plans_with(false) };
+        let previous = core::mem::replace(&mut *self.last_plan.write(), plans);
+        for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
+            let bits = match plan {
+                Some(plan) if interrupt => plan.assigned_global_bits(),
+                _ => 0,
+            };
+            owned.store(bits, Ordering::Release);
+        }
         // A processor added after load (the broadcast reaches every active processor) has no instance
         // and no state here: it is left alone, and counted.
         let not_monitored = AtomicU32::new(0);
-        self.platform.on_every_processor(
-            &ownership,
-            &|index, msrs| match self.processors.get(index as usize) {
-                Some(processor) => {
-                    carry_over(&processor.pmu, previous.as_ref(), &plan);
-                    publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
-                    start_counting(&processor.pmu, model.vendor, &plan, msrs);
-                }
-                None => {
-                    not_monitored.fetch_add(1, Ordering::Relaxed);
-                }
-            },
-        );
+        self.platform.on_every_processor(&ownership, &|index, msrs| {
+            let Some(processor) = self.processors.get(index as usize) else {
+                not_monitored.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            let core_type = usize::from(processor.pmu.core_type());
+            let Some(plan) = plans.get(core_type).copied().flatten() else { return };
+            let previous = previous.get(core_type).copied().flatten();
+            carry_over(&processor.pmu, previous.as_ref(), &plan);
+            publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
+            start_counting(&processor.pmu, model.vendor, &plan, msrs);
+        });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
-        install(session, ownership, &plan, owned, &model);
-        Some(Opened {
-            counters: plan.hal_indexes().count() as u32,
+        install(session, ownership, &plans, &self.pmi_owned, self.machine);
+        let mut opened = Opened {
+            counters: 0,
             interrupt,
-            topdown: if plan.topdown_metrics() {
-                TopdownSource::PerfMetrics
-            } else if plan.topdown_width().is_some() {
-                TopdownSource::ProfileEvents
-            } else {
-                no_topdown(self.machine)
-            },
-            dropped: plan.dropped(),
-            unavailable: plan.unavailable(),
-        })
+            topdown: topdown_source(self.machine, &plans),
+            dropped: EventSet::EMPTY,
+            unavailable: EventSet::EMPTY,
+        };
+        for plan in plans.iter().flatten() {
+            opened.counters += plan.hal_indexes().count() as u32;
+            opened.dropped = opened.dropped.union(plan.dropped());
+            opened.unavailable = opened.unavailable.union(plan.unavailable());
+        }
+        Some(opened)
     }
 
     /// Stops, clears and frees the counters, keeping every count as the base of the next session.
@@ -304,11 +343,18 @@ impl<P: Platform> PmuClient<P> {
             self.read_processor::<true>(&open, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
+                let Some(part) =
+                    open.parts.get(usize::from(processor.pmu.core_type())).and_then(Option::as_ref)
+                else {
+                    return;
+                };
                 processor.pmu.counters.release();
-                program::release(model.vendor, &open.plan, msrs);
+                program::release(model.vendor, &part.plan, msrs);
             }
         });
-        self.pmi_owned.store(0, Ordering::Release);
+        for owned in &self.pmi_owned {
+            owned.store(0, Ordering::Release);
+        }
         drop(open.ownership);
         self.status.set_counters_owned(0);
         self.status.set_pmu_state(PmuState::Idle);
@@ -329,6 +375,10 @@ impl<P: Platform> PmuClient<P> {
         msrs: &mut P::Msrs,
     ) {
         let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
+            return;
+        };
+        let Some(session) = session.parts.get(usize::from(processor.core_type())).and_then(Option::as_ref)
+        else {
             return;
         };
         msrs.with_interrupts_held(|msrs| {
@@ -377,9 +427,11 @@ impl<P: Platform> PmuClient<P> {
     }
 
     fn polling(&self) -> bool {
-        self.session
-            .try_read()
-            .is_some_and(|session| session.as_ref().is_some_and(|s| s.owned == OwnedMask::EMPTY))
+        self.session.try_read().is_some_and(|session| {
+            session
+                .as_ref()
+                .is_some_and(|s| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
+        })
     }
 
     /// The profile the service's Parameters key selects now, with every rejection explained in the
@@ -397,8 +449,20 @@ impl<P: Platform> PmuClient<P> {
         })
     }
 
-    fn plan(&self) -> Option<CounterPlan> {
-        self.session.try_read().and_then(|session| session.as_ref().map(|session| session.plan))
+    /// The narrowest counter of the open session's plans, if a session is open.
+    fn plan(&self) -> Option<u8> {
+        self.session.try_read().and_then(|session| {
+            session.as_ref().map(|session| {
+                session
+                    .parts
+                    .iter()
+                    .flatten()
+                    .flat_map(|part| part.plan.iter())
+                    .map(|a| a.width)
+                    .min()
+                    .unwrap_or(u8::MAX)
+            })
+        })
     }
 
     /// A consumer is reading (a collect, or an AddCounter when `retry_now`): own the counters if
@@ -437,12 +501,12 @@ impl<P: Platform> PmuClient<P> {
             return Some(0);
         }
         // Nothing owned: sleep until woken (cheap when nobody is watching).
-        let plan = self.plan()?;
+        let narrowest = self.plan()?;
         // Wake for the release; when polling, also often enough that no counter wraps twice between
         // two polls.
         let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
         if self.polling() {
-            let width = plan.iter().map(|a| a.width).min().unwrap_or(model.gp_width);
+            let width = if narrowest == u8::MAX { model.gp_width } else { narrowest };
             let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
             return Some(poll.min(until_release));
         }
@@ -464,13 +528,36 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// Why a usable PMU gives no top-down: only some core types could, a hypervisor is in the way, or
-/// none can.
-fn no_topdown(machine: Machine) -> TopdownSource {
+/// The Top-down Source of a machine before any session: what its core types' PMUs promise.
+fn expected_topdown(machine: Machine) -> TopdownSource {
+    let with_metrics = machine.models().filter(|(_, model)| model.topdown_metrics()).count();
     match machine.detection {
-        _ if machine.topdown_metrics_on_some => TopdownSource::NotOnEveryCoreType,
+        _ if with_metrics > 0 && with_metrics == machine.models().count() => TopdownSource::PerfMetrics,
+        _ if with_metrics > 0 => TopdownSource::PerCoreType,
         Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
         _ => TopdownSource::Unavailable,
+    }
+}
+
+/// The Top-down Source of a session with `plans`: the same on every core type, or per core type.
+fn topdown_source(machine: Machine, plans: &[Option<CounterPlan>; CORE_TYPES]) -> TopdownSource {
+    let source = |plan: &CounterPlan| {
+        if plan.topdown_metrics() {
+            TopdownSource::PerfMetrics
+        } else if plan.topdown_width().is_some() {
+            TopdownSource::ProfileEvents
+        } else {
+            TopdownSource::Unavailable
+        }
+    };
+    let mut sources = plans.iter().flatten().map(source);
+    let first = sources.next().unwrap_or(TopdownSource::Unavailable);
+    if sources.any(|other| other != first) {
+        TopdownSource::PerCoreType
+    } else if first == TopdownSource::Unavailable {
+        expected_topdown(machine)
+    } else {
+        first
     }
 }
 
@@ -506,8 +593,9 @@ impl<P: Platform> CountSource for PmuClient<P> {
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
+        let plan = last_plan.get(usize::from(core_type)).and_then(Option::as_ref);
         for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
-            sum.accumulate(&counts_under(processor, last_plan.as_ref()));
+            sum.accumulate(&counts_under(processor, plan));
         }
         sum.by_core_type_values()
     }

@@ -1,33 +1,41 @@
 //! Starting a session, out of [`super::PmuClient::open`]: each processor's counts carried over to
 //! the new plan's slots, its counters programmed, and the session installed under the lock.
 
-use super::{Platform, Session};
+use super::{Part, Platform, Session};
 use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::session::read::{Reading, TopdownReading};
+use core::sync::atomic::{AtomicU64, Ordering};
 
-/// Opens the session in `session`: out of line, so that its (large) parts are built on the stack
-/// only after [`PmuClient::open`](super::PmuClient::open)'s calls have returned.
+/// Opens the session in `session`, one part per core type with a plan (`owned` holds each type's
+/// overflow-handler bits): out of line, so that its (large) parts are built on the stack only after
+/// [`PmuClient::open`](super::PmuClient::open)'s calls have returned.
 #[inline(never)]
 pub(super) fn install<P: Platform>(
     session: &mut Option<Session<P>>,
     ownership: P::Ownership,
-    plan: &CounterPlan,
-    owned: OwnedMask,
-    model: &PmuModel,
+    plans: &[Option<CounterPlan>; CORE_TYPES],
+    owned: &[AtomicU64; CORE_TYPES],
+    machine: Machine,
 ) {
-    *session = Some(Session {
-        ownership,
-        plan: *plan,
-        owned,
-        programming: Programming::of(model.vendor, plan),
-        reading: Reading::of(model.vendor, plan, owned),
-        topdown: TopdownReading::of(plan),
-        aperf_mperf: model.aperf_mperf,
-    });
+    let part = |core_type: usize| {
+        let plan = plans[core_type].as_ref()?;
+        let model: PmuModel = machine.model_of(core_type)?;
+        let owned = OwnedMask::new(owned[core_type].load(Ordering::Relaxed)).unwrap_or(OwnedMask::EMPTY);
+        Some(Part {
+            plan: *plan,
+            owned,
+            programming: Programming::of(model.vendor, plan),
+            reading: Reading::of(model.vendor, plan, owned),
+            topdown: TopdownReading::of(plan),
+            aperf_mperf: model.aperf_mperf,
+        })
+    };
+    *session = Some(Session { ownership, parts: core::array::from_fn(part) });
 }
 
 /// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last

@@ -247,7 +247,8 @@ impl Reading<'_> {
     /// issue width times the core cycles when the topdown profile's inputs give them.
     fn topdown_slots(&self, truth: &[u64; pmu::EVENTS]) -> u64 {
         match (self.source, self.expect.topdown_inputs_width) {
-            (1, _) => truth[pmu::TOPDOWN_SLOTS],
+            // Per core type (6): fixed counter 3 counts only where it exists, so the truth is 0 elsewhere.
+            (1 | 6, _) => truth[pmu::TOPDOWN_SLOTS],
             (2, Some(width)) => width * truth[pmu::CORE_CYCLES],
             _ => 0,
         }
@@ -255,13 +256,17 @@ impl Reading<'_> {
 }
 
 /// The Top-down Source the model and profile allow: fixed counter 3 with IA32_PERF_METRICS on every
-/// processor (1), the topdown profile's input events (2), only some processors' core type having it
-/// (4), or none (0).
+/// processor (1), the topdown profile's input events (2), some core types of a hybrid part but not
+/// all (6, each processor counting with its own core type's), or none (0).
 fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
     let processors = topology::processor_count();
+    // What each processor's own PMU has (a hybrid part's core types differ, whatever leaf 0xA says).
     let metrics = |vp: u32| {
         let model = cpuid::model_of(vp);
-        let fixed = cpuid::cpuid_on(vp, 0xA, 0)[3] & 0x1F;
+        let fixed = match model.pmu {
+            PmuKind::Intel { fixed, .. } => fixed,
+            _ => 0,
+        };
         fixed >= 4 && model.perf_capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0
     };
     let with_metrics = (0..processors).filter(|&vp| metrics(vp)).count() as u32;
@@ -269,7 +274,7 @@ fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
         (n, _) if n == processors => 1,
         (0, Some(_)) if case.active_profile == 1 => 2,
         (0, _) => 0,
-        _ => 4,
+        _ => 6,
     }
 }
 
@@ -283,23 +288,16 @@ fn check_custom_capacity(case: &Case, truth: &Counts) {
     if case.active_profile != 2 {
         return;
     }
-    let capacity = (0..topology::processor_count())
-        .map(|vp| match cpuid::model_of(vp).pmu {
-            // What leaf 0xA reports (a hybrid part reports the counters all its cores have).
-            PmuKind::Intel { .. } => {
-                let leaf = cpuid::cpuid_on(vp, 0xA, 0);
-                let general = ((leaf[0] >> 8) & 0xFF) as usize;
-                let fixed = ((leaf[3] & 0x1F) as usize).min(3);
-                general.min(PLAN_COUNTERS - fixed)
-            }
-            PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
-            PmuKind::None => 0,
-        })
-        .min()
-        .unwrap_or(0);
+    // What each processor's own PMU has: each core type of a hybrid part gets its own plan.
+    let capacity = |vp: u32| match cpuid::model_of(vp).pmu {
+        PmuKind::Intel { gp, fixed, .. } => usize::from(gp).min(PLAN_COUNTERS - usize::from(fixed).min(3)),
+        PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
+        PmuKind::None => 0,
+    };
     for (line, event) in case.custom.iter().enumerate() {
         let Some(event) = *event else { continue };
         for (vp, truth) in truth.iter().enumerate() {
+            let capacity = capacity(vp as u32);
             let counted = truth[event] > 0;
             assert_eq!(
                 counted,
