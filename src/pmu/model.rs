@@ -4,9 +4,8 @@
 //!
 //! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
 //! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
-//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects once, on the processor
-//! DriverEntry runs on, and plans for every processor from that answer (hybrid parts report the
-//! counters all their cores have, see below).
+//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects on every processor, on
+//! that processor; `super::hybrid` completes a hybrid core's own counters and combines the answers.
 //!
 //! The rules [`detect`] applies, in order, and the source of every fact they rest on: `docs/pmu.md`.
 

@@ -316,6 +316,7 @@ pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
 }
 
 /// The plan counting the events of `wanted` that `model` has, by priority.
+#[inline(never)]
 pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     let mut plan = place(model, wanted, pmi);
     let inputs = EventSet::of_group(Group::TopdownInputs);

@@ -41,6 +41,9 @@ use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RES
 #[path = "start.rs"]
 mod start;
 
+/// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
+const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
+
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AcquireError {
@@ -51,11 +54,23 @@ pub enum AcquireError {
     Failed(i32),
 }
 
-/// An owned session: the HAL ownership and how the counters of each core type run.
+/// The session: the HAL ownership while one is open, and how the counters of each core type run.
+/// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
+/// rather than built on the consumer's stack and moved).
 struct Session<P: Platform> {
-    ownership: P::Ownership,
+    /// `Some` while a session is open.
+    ownership: Option<P::Ownership>,
     /// Each core type's part (indexed by core type), `None` for a type no processor has.
     parts: [Option<Part>; CORE_TYPES],
+}
+
+impl<P: Platform> Session<P> {
+    const CLOSED: Self = Session { ownership: None, parts: [const { None }; CORE_TYPES] };
+
+    /// The session, if one is open.
+    fn open(&self) -> Option<(&Self, &P::Ownership)> {
+        self.ownership.as_ref().map(|ownership| (self, ownership))
+    }
 }
 
 /// How the counters of one core type's processors run.
@@ -87,13 +102,14 @@ pub struct PmuClient<P: Platform> {
     /// What every processor has, and what only some have.
     machine: Machine,
     processors: P::Processors,
-    session: SessionLock<Option<Session<P>>>,
+    session: SessionLock<Session<P>>,
     /// Each core type's plan of the last session (open or closed): which slot holds which event, so
     /// that counts keep their places between sessions. Written at each acquisition.
     last_plan: SessionLock<[Option<CounterPlan>; CORE_TYPES]>,
     /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
-    /// set before the counters are enabled, cleared after they are stopped.
-    pmi_owned: [AtomicU64; CORE_TYPES],
+    /// set before the counters are enabled, cleared after they are stopped. A power of two long, so
+    /// that the handler indexes it by core type with a mask instead of a bounds check.
+    pmi_owned: [AtomicU64; PMI_OWNED_TYPES],
     schedule: Schedule,
     status: &'static DriverStatus,
 }
@@ -129,9 +145,9 @@ impl<P: Platform> PmuClient<P> {
             machine,
             platform,
             processors,
-            session: SessionLock::new(None),
+            session: SessionLock::new(Session::CLOSED),
             last_plan: SessionLock::new([None; CORE_TYPES]),
-            pmi_owned: [const { AtomicU64::new(0) }; CORE_TYPES],
+            pmi_owned: [const { AtomicU64::new(0) }; PMI_OWNED_TYPES],
             schedule: Schedule::new(),
             status,
         }
@@ -153,11 +169,8 @@ impl<P: Platform> PmuClient<P> {
     #[inline(always)]
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
         if let Some(processor) = self.processors.get(processor as usize) {
-            let owned = self
-                .pmi_owned
-                .get(usize::from(processor.pmu.core_type()))
-                .map_or(0, |owned| owned.load(Ordering::Acquire));
-            let owned = OwnedMask::new(owned).unwrap_or(OwnedMask::EMPTY);
+            let core_type = usize::from(processor.pmu.core_type()) & (PMI_OWNED_TYPES - 1);
+            let owned = OwnedMask::from_bits(self.pmi_owned[core_type].load(Ordering::Acquire));
             processor.pmu.counters.fold(overflow_bits, owned);
         }
     }
@@ -218,14 +231,14 @@ impl<P: Platform> PmuClient<P> {
     /// PASSIVE_LEVEL.
     pub fn acquire(&self) {
         let Some(model) = self.model() else { return };
-        if self.session.try_read().is_some_and(|session| session.is_some()) {
+        if self.session.try_read().is_some_and(|session| session.ownership.is_some()) {
             return;
         }
         // Read before taking the lock: registry reads may wait.
         let selection = self.read_selection(model.vendor);
         let wanted_events = Wanted::of(&selection);
         let mut session = self.session.write();
-        if session.is_some() {
+        if session.ownership.is_some() {
             return;
         }
         self.schedule.attempted(self.platform.now_100ns());
@@ -257,12 +270,7 @@ impl<P: Platform> PmuClient<P> {
     /// the consumer's stack at once (acquire runs in the consumer's thread, whose kernel stack is 24
     /// KiB).
     #[inline(never)]
-    fn open(
-        &self,
-        session: &mut Option<Session<P>>,
-        model: &PmuModel,
-        wanted_events: &Wanted,
-    ) -> Option<Opened> {
+    fn open(&self, session: &mut Session<P>, model: &PmuModel, wanted_events: &Wanted) -> Option<Opened> {
         let plans_with = |pmi: bool| {
             let mut plans = [None; CORE_TYPES];
             for (core_type, model) in self.machine.models() {
@@ -286,11 +294,13 @@ impl<P: Platform> PmuClient<P> {
         let plans = if interrupt { wanted } else { plans_with(false) };
         let previous = core::mem::replace(&mut *self.last_plan.write(), plans);
         for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
-            let bits = match plan {
-                Some(plan) if interrupt => plan.assigned_global_bits(),
-                _ => 0,
+            let mask = match plan {
+                Some(plan) if interrupt => {
+                    OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
+                }
+                _ => OwnedMask::EMPTY,
             };
-            owned.store(bits, Ordering::Release);
+            owned.store(mask.bits(), Ordering::Release);
         }
         // A processor added after load (the broadcast reaches every active processor) has no instance
         // and no state here: it is left alone, and counted.
@@ -338,9 +348,10 @@ impl<P: Platform> PmuClient<P> {
         if !still_due() {
             return;
         }
-        let Some(open) = session.take() else { return };
-        self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor::<true>(&open, model.vendor, index, msrs);
+        let Some(ownership) = session.ownership.take() else { return };
+        let open = &*session;
+        self.platform.on_every_processor(&ownership, &|index, msrs| {
+            self.read_processor::<true>(open, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
                 let Some(part) =
@@ -355,7 +366,10 @@ impl<P: Platform> PmuClient<P> {
         for owned in &self.pmi_owned {
             owned.store(0, Ordering::Release);
         }
-        drop(open.ownership);
+        drop(ownership);
+        for part in &mut session.parts {
+            *part = None;
+        }
         self.status.set_counters_owned(0);
         self.status.set_pmu_state(PmuState::Idle);
         self.platform.log(format_args!("PMU released"));
@@ -410,14 +424,14 @@ impl<P: Platform> PmuClient<P> {
     fn read_all(&self, check: Check) {
         let Some(vendor) = self.model().map(|model| model.vendor) else { return };
         let Some(session) = self.session.try_read() else { return };
-        let Some(open) = session.as_ref() else { return };
+        let Some((open, ownership)) = session.open() else { return };
         // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
         // `vendor` itself, not a reference to it).
         match check {
-            Check::All => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+            Check::All => self.platform.on_every_processor(ownership, &move |index, msrs| {
                 self.read_processor::<true>(open, vendor, index, msrs)
             }),
-            Check::OneInTurn => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+            Check::OneInTurn => self.platform.on_every_processor(ownership, &move |index, msrs| {
                 self.read_processor::<false>(open, vendor, index, msrs)
             }),
         }
@@ -429,8 +443,8 @@ impl<P: Platform> PmuClient<P> {
     fn polling(&self) -> bool {
         self.session.try_read().is_some_and(|session| {
             session
-                .as_ref()
-                .is_some_and(|s| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
+                .open()
+                .is_some_and(|(s, _)| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
         })
     }
 
@@ -452,7 +466,7 @@ impl<P: Platform> PmuClient<P> {
     /// The narrowest counter of the open session's plans, if a session is open.
     fn plan(&self) -> Option<u8> {
         self.session.try_read().and_then(|session| {
-            session.as_ref().map(|session| {
+            session.open().map(|(session, _)| {
                 session
                     .parts
                     .iter()

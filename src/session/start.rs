@@ -12,30 +12,38 @@ use crate::session::read::{Reading, TopdownReading};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Opens the session in `session`, one part per core type with a plan (`owned` holds each type's
-/// overflow-handler bits): out of line, so that its (large) parts are built on the stack only after
-/// [`PmuClient::open`](super::PmuClient::open)'s calls have returned.
+/// overflow-handler bits): out of line, so that its parts are built only after
+/// [`PmuClient::open`](super::PmuClient::open)'s calls have returned, one at a time, each straight
+/// into its place ([`install_part`]).
 #[inline(never)]
 pub(super) fn install<P: Platform>(
-    session: &mut Option<Session<P>>,
+    session: &mut Session<P>,
     ownership: P::Ownership,
     plans: &[Option<CounterPlan>; CORE_TYPES],
-    owned: &[AtomicU64; CORE_TYPES],
+    owned: &[AtomicU64],
     machine: Machine,
 ) {
-    let part = |core_type: usize| {
-        let plan = plans[core_type].as_ref()?;
-        let model: PmuModel = machine.model_of(core_type)?;
-        let owned = OwnedMask::new(owned[core_type].load(Ordering::Relaxed)).unwrap_or(OwnedMask::EMPTY);
-        Some(Part {
-            plan: *plan,
-            owned,
-            programming: Programming::of(model.vendor, plan),
-            reading: Reading::of(model.vendor, plan, owned),
-            topdown: TopdownReading::of(plan),
-            aperf_mperf: model.aperf_mperf,
-        })
-    };
-    *session = Some(Session { ownership, parts: core::array::from_fn(part) });
+    session.ownership = Some(ownership);
+    for (core_type, part) in session.parts.iter_mut().enumerate() {
+        if let (Some(plan), Some(model), Some(owned)) =
+            (&plans[core_type], machine.model_of(core_type), owned.get(core_type))
+        {
+            install_part(part, plan, OwnedMask::from_bits(owned.load(Ordering::Relaxed)), &model);
+        }
+    }
+}
+
+/// One core type's part of a session, written into `part`.
+#[inline(never)]
+fn install_part(part: &mut Option<Part>, plan: &CounterPlan, owned: OwnedMask, model: &PmuModel) {
+    *part = Some(Part {
+        plan: *plan,
+        owned,
+        programming: Programming::of(model.vendor, plan),
+        reading: Reading::of(model.vendor, plan, owned),
+        topdown: TopdownReading::of(plan),
+        aperf_mperf: model.aperf_mperf,
+    });
 }
 
 /// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
