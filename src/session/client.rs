@@ -43,6 +43,8 @@ mod start;
 
 /// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
 const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
+/// [`Session::parts`]'s length, likewise.
+const PARTS: usize = CORE_TYPES.next_power_of_two();
 
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,12 +62,20 @@ pub enum AcquireError {
 struct Session<P: Platform> {
     /// `Some` while a session is open.
     ownership: Option<P::Ownership>,
-    /// Each core type's part (indexed by core type), `None` for a type no processor has.
-    parts: [Option<Part>; CORE_TYPES],
+    /// Each core type's part (indexed by core type), `None` for a type no processor has. A power of
+    /// two long ([`PARTS`]), so that a read finds its processor's part with a mask instead of a
+    /// bounds check.
+    parts: [Option<Part>; PARTS],
 }
 
 impl<P: Platform> Session<P> {
-    const CLOSED: Self = Session { ownership: None, parts: [const { None }; CORE_TYPES] };
+    const CLOSED: Self = Session { ownership: None, parts: [const { None }; PARTS] };
+
+    /// The part of a processor of core type `core_type`.
+    #[inline(always)]
+    fn part(&self, core_type: u8) -> Option<&Part> {
+        self.parts[usize::from(core_type) & (PARTS - 1)].as_ref()
+    }
 
     /// The session, if one is open.
     fn open(&self) -> Option<(&Self, &P::Ownership)> {
@@ -354,11 +364,7 @@ impl<P: Platform> PmuClient<P> {
             self.read_processor::<true>(open, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
-                let Some(part) =
-                    open.parts.get(usize::from(processor.pmu.core_type())).and_then(Option::as_ref)
-                else {
-                    return;
-                };
+                let Some(part) = open.part(processor.pmu.core_type()) else { return };
                 processor.pmu.counters.release();
                 program::release(model.vendor, &part.plan, msrs);
             }
@@ -391,10 +397,7 @@ impl<P: Platform> PmuClient<P> {
         let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
         };
-        let Some(session) = session.parts.get(usize::from(processor.core_type())).and_then(Option::as_ref)
-        else {
-            return;
-        };
+        let Some(session) = session.part(processor.core_type()) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
                 let (aperf, mperf) = processor.frequency.read(msrs);
@@ -463,8 +466,14 @@ impl<P: Platform> PmuClient<P> {
         })
     }
 
+    /// Whether a session is open (a read of the lock that does not wait: `false` while one is being
+    /// opened or closed).
+    fn is_open(&self) -> bool {
+        self.session.try_read().is_some_and(|session| session.ownership.is_some())
+    }
+
     /// The narrowest counter of the open session's plans, if a session is open.
-    fn plan(&self) -> Option<u8> {
+    fn narrowest(&self) -> Option<u8> {
         self.session.try_read().and_then(|session| {
             session.open().map(|(session, _)| {
                 session
@@ -484,7 +493,7 @@ impl<P: Platform> PmuClient<P> {
     /// last attempt found the PMU busy; a collect at most every second. At PASSIVE_LEVEL here; above
     /// it (PCW does not promise PASSIVE) the housekeeping thread does it at once.
     fn demand(&self, retry_now: bool) {
-        if self.model().is_none() || self.plan().is_some() {
+        if self.model().is_none() || self.is_open() {
             return;
         }
         let now = self.platform.now_100ns();
@@ -515,7 +524,7 @@ impl<P: Platform> PmuClient<P> {
             return Some(0);
         }
         // Nothing owned: sleep until woken (cheap when nobody is watching).
-        let narrowest = self.plan()?;
+        let narrowest = self.narrowest()?;
         // Wake for the release; when polling, also often enough that no counter wraps twice between
         // two polls.
         let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
@@ -529,14 +538,14 @@ impl<P: Platform> PmuClient<P> {
 
     /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll, a release.
     pub fn tick(&self) {
-        if self.schedule.take_deferred() && self.plan().is_none() {
+        if self.schedule.take_deferred() && !self.is_open() {
             self.acquire();
         }
         if self.polling() {
             self.read_all(Check::OneInTurn);
         }
         let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
-        if self.plan().is_some() && idle() {
+        if self.is_open() && idle() {
             self.release_if(idle);
         }
     }

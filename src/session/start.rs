@@ -25,8 +25,9 @@ pub(super) fn install<P: Platform>(
 ) {
     session.ownership = Some(ownership);
     for (core_type, part) in session.parts.iter_mut().enumerate() {
+        let plan = plans.get(core_type).and_then(Option::as_ref);
         if let (Some(plan), Some(model), Some(owned)) =
-            (&plans[core_type], machine.model_of(core_type), owned.get(core_type))
+            (plan, machine.model_of(core_type), owned.get(core_type))
         {
             install_part(part, plan, OwnedMask::from_bits(owned.load(Ordering::Relaxed)), &model);
         }
