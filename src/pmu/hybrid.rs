@@ -148,6 +148,7 @@ pub fn own_counters<R: CpuIdReader>(reader: &R, core_type: CoreType, model: PmuM
     if model.vendor != super::model::Vendor::Intel || core_type == CoreType::Uniform {
         return model;
     }
+    let model = PmuModel { atom: core_type == CoreType::Efficient, ..model };
     let max_leaf = reader.cpuid1(0).eax;
     let extended =
         if max_leaf >= EXTENDED_PERFMON_LEAF { reader.cpuid2(EXTENDED_PERFMON_LEAF, 0).eax } else { 0 };

@@ -58,6 +58,7 @@ const INTEL_BASE: PmuModel = PmuModel {
     perf_metrics: false,
     aperf_mperf: false,
     host: Host::BareMetal,
+    atom: false,
 };
 
 const AMD_BASE: PmuModel = PmuModel {
@@ -78,6 +79,7 @@ const AMD_BASE: PmuModel = PmuModel {
     perf_metrics: false,
     aperf_mperf: false,
     host: Host::BareMetal,
+    atom: false,
 };
 
 pub(crate) const SKYLAKE_MODEL: PmuModel =

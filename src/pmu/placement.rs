@@ -167,6 +167,9 @@ pub struct CounterPlan {
     /// Every top-down input the processor has is counted: top-down level 1 comes from them, with
     /// this many issue slots per cycle.
     topdown_width: Option<u8>,
+    /// Those inputs are an Atom core's, which count the categories themselves
+    /// ([`crate::pmu::topdown::from_events`]).
+    topdown_atom: bool,
 }
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
@@ -187,6 +190,7 @@ impl CounterPlan {
         dropped: EventSet::EMPTY,
         topdown_metrics: false,
         topdown_width: None,
+        topdown_atom: false,
     };
 
     /// Adds `assignment`, or gives it back when the plan is full (which [`MAX_ASSIGNMENTS`] says
@@ -248,6 +252,11 @@ impl CounterPlan {
     /// The issue slots per cycle, when top-down level 1 comes from counted input events.
     pub fn topdown_width(&self) -> Option<u8> {
         self.topdown_width
+    }
+
+    /// Whether the top-down inputs are an Atom core's (see [`CounterPlan::topdown_width`]).
+    pub fn topdown_atom(&self) -> bool {
+        self.topdown_atom
     }
 
     /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
@@ -330,6 +339,7 @@ pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         && available.iter().all(|event| counted.contains(event))
     {
         plan.topdown_width = topdown_width(model);
+        plan.topdown_atom = model.atom;
     }
     plan
 }

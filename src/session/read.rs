@@ -330,10 +330,10 @@ pub(super) fn topdown_from_events(
     plan: &CounterPlan,
     width: u8,
 ) -> topdown::Topdown {
-    topdown::from_events(width, |event| {
+    topdown::from_events(width, plan.topdown_atom(), |event| {
         plan.as_slice()
             .iter()
             .position(|assignment| assignment.event == event)
-            .map_or(0, |slot| processor.counters.reported(slot))
+            .map(|slot| processor.counters.reported(slot))
     })
 }

@@ -1325,13 +1325,16 @@ pub mod driver_status {
         /// for that found no counter left at the last acquisition, as a bit mask (bit 0 Instructions Retired,
         /// 1 Unhalted Core Cycles, 2 Unhalted Reference Cycles, 3 LLC References, 4 LLC Misses, 5 Branch
         /// Instructions, 6 Branch Mispredicts, 7-10 the topdown profile's inputs (frontend slots not
-        /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7). They read 0;
-        /// the debug output names them. A plan uses at most 8 counters, fixed ones included.
+        /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7, 19-20 an
+        /// efficient core's TOPDOWN_BE_BOUND.ALL and TOPDOWN_BAD_SPECULATION.ALL). They read 0; the debug
+        /// output names them. A plan uses at most 8 counters, fixed ones included. On a hybrid processor each
+        /// core type has its own plan: a bit set here may read 0 on one core type only.
         pub const EVENTS_WITHOUT_COUNTER: u16 = 13;
         /// "Events Not Supported" (perf_counter_rawcount, standard): The events the active profile asks for
-        /// that this processor cannot count, as a bit mask (the bits of Events Without a Counter): Intel
-        /// marks an architectural event unavailable in CPUID leaf 0AH, and AMD processors before Zen 4 have
-        /// no reference-cycles event. They read 0; the debug output names them.
+        /// that this processor (on a hybrid processor: one of its core types) cannot count, as a bit mask
+        /// (the bits of Events Without a Counter): Intel marks an architectural event unavailable in CPUID
+        /// leaf 0AH, and AMD processors before Zen 4 have no reference-cycles event. They read 0; the debug
+        /// output names them.
         pub const EVENTS_NOT_SUPPORTED: u16 = 14;
     }
 
@@ -1723,16 +1726,21 @@ pub mod hardware_counters_by_core_type {
         pub aperf_cycles: u64,
         /// Field `MperfCycles`, offset 40: read by counter 9 (RelativeFrequencyPercentBase).
         pub mperf_cycles: u64,
-        /// Field `TopdownRetiringSlots`, offset 48: read by counter 12 (RetiringPercent).
+        /// Field `TopdownRetiringSlots`, offset 48: read by counters 12 (RetiringPercent) and 21
+        /// (RetiringSlotsTotal).
         pub topdown_retiring_slots: u64,
         /// Field `TopdownSlots`, offset 56: read by counters 13 (RetiringPercentBase), 15
-        /// (BadSpeculationPercentBase), 17 (FrontendBoundPercentBase) and 19 (BackendBoundPercentBase).
+        /// (BadSpeculationPercentBase), 17 (FrontendBoundPercentBase), 19 (BackendBoundPercentBase) and 20
+        /// (TopdownSlotsTotal).
         pub topdown_slots: u64,
-        /// Field `TopdownBadSpeculationSlots`, offset 64: read by counter 14 (BadSpeculationPercent).
+        /// Field `TopdownBadSpeculationSlots`, offset 64: read by counters 14 (BadSpeculationPercent) and 22
+        /// (BadSpeculationSlotsTotal).
         pub topdown_bad_speculation_slots: u64,
-        /// Field `TopdownFrontendBoundSlots`, offset 72: read by counter 16 (FrontendBoundPercent).
+        /// Field `TopdownFrontendBoundSlots`, offset 72: read by counters 16 (FrontendBoundPercent) and 23
+        /// (FrontendBoundSlotsTotal).
         pub topdown_frontend_bound_slots: u64,
-        /// Field `TopdownBackendBoundSlots`, offset 80: read by counter 18 (BackendBoundPercent).
+        /// Field `TopdownBackendBoundSlots`, offset 80: read by counters 18 (BackendBoundPercent) and 24
+        /// (BackendBoundSlotsTotal).
         pub topdown_backend_bound_slots: u64,
         /// Field `CoreType`, offset 88: read by counter 0 (CoreType).
         pub core_type: u32,
@@ -1908,6 +1916,30 @@ pub mod hardware_counters_by_core_type {
         /// "% Backend Bound Base" (perf_large_raw_base, standard): Base for % Backend Bound: the summed
         /// top-down slots (64-bit). Not displayed.
         pub const BACKEND_BOUND_PERCENT_BASE: u16 = 19;
+        /// "Top-down Slots" (perf_counter_large_rawcount, advanced): Pipeline issue slots on the processors
+        /// of this core type since the driver started counting top-down (64-bit, never decreases): the totals
+        /// its percentage is the ratio of. 0 where this core type counts no top-down.
+        pub const TOPDOWN_SLOTS_TOTAL: u16 = 20;
+        /// "Retiring Slots" (perf_counter_large_rawcount, advanced): Issue slots that retired
+        /// micro-operations on the processors of this core type since the driver started counting top-down
+        /// (64-bit, never decreases): the totals its percentage is the ratio of. 0 where this core type
+        /// counts no top-down.
+        pub const RETIRING_SLOTS_TOTAL: u16 = 21;
+        /// "Bad Speculation Slots" (perf_counter_large_rawcount, advanced): Issue slots wasted on bad
+        /// speculation on the processors of this core type since the driver started counting top-down
+        /// (64-bit, never decreases): the totals its percentage is the ratio of. 0 where this core type
+        /// counts no top-down.
+        pub const BAD_SPECULATION_SLOTS_TOTAL: u16 = 22;
+        /// "Frontend Bound Slots" (perf_counter_large_rawcount, advanced): Issue slots the frontend left
+        /// empty on the processors of this core type since the driver started counting top-down (64-bit,
+        /// never decreases): the totals its percentage is the ratio of. 0 where this core type counts no
+        /// top-down.
+        pub const FRONTEND_BOUND_SLOTS_TOTAL: u16 = 23;
+        /// "Backend Bound Slots" (perf_counter_large_rawcount, advanced): Issue slots the backend could not
+        /// accept on the processors of this core type since the driver started counting top-down (64-bit,
+        /// never decreases): the totals its percentage is the ratio of. 0 where this core type counts no
+        /// top-down.
+        pub const BACKEND_BOUND_SLOTS_TOTAL: u16 = 24;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1932,12 +1964,17 @@ pub mod hardware_counters_by_core_type {
         CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
         CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 80, size: 8 },
         CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_000f_ffff == 0x0000_0000_000f_ffff {
+            if counter_mask & 0x0000_0000_01ff_ffff == 0x0000_0000_01ff_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0414 == 0 {
@@ -1958,19 +1995,19 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0200 == 0 {
                 self.mperf_cycles = 0;
             }
-            if counter_mask & 0x0000_0000_0000_1000 == 0 {
+            if counter_mask & 0x0000_0000_0020_1000 == 0 {
                 self.topdown_retiring_slots = 0;
             }
-            if counter_mask & 0x0000_0000_000a_a000 == 0 {
+            if counter_mask & 0x0000_0000_001a_a000 == 0 {
                 self.topdown_slots = 0;
             }
-            if counter_mask & 0x0000_0000_0000_4000 == 0 {
+            if counter_mask & 0x0000_0000_0040_4000 == 0 {
                 self.topdown_bad_speculation_slots = 0;
             }
-            if counter_mask & 0x0000_0000_0001_0000 == 0 {
+            if counter_mask & 0x0000_0000_0081_0000 == 0 {
                 self.topdown_frontend_bound_slots = 0;
             }
-            if counter_mask & 0x0000_0000_0004_0000 == 0 {
+            if counter_mask & 0x0000_0000_0104_0000 == 0 {
                 self.topdown_backend_bound_slots = 0;
             }
             if counter_mask & 0x0000_0000_0000_0001 == 0 {
@@ -2247,6 +2284,31 @@ pub mod hardware_counters_by_core_type {
                     id::BACKEND_BOUND_PERCENT_BASE,
                     offset_of!(Values, topdown_slots),
                     size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::TOPDOWN_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::RETIRING_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_retiring_slots),
+                    size_of_val(&values.topdown_retiring_slots),
+                ),
+                (
+                    id::BAD_SPECULATION_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_bad_speculation_slots),
+                    size_of_val(&values.topdown_bad_speculation_slots),
+                ),
+                (
+                    id::FRONTEND_BOUND_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_frontend_bound_slots),
+                    size_of_val(&values.topdown_frontend_bound_slots),
+                ),
+                (
+                    id::BACKEND_BOUND_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_backend_bound_slots),
+                    size_of_val(&values.topdown_backend_bound_slots),
                 ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());

@@ -34,6 +34,7 @@
 //! broadcast worker lands it between any two instructions with [`overflow_between_instructions`]
 //! (tests/scenarios/common/pmi_sweep.rs does, before every instruction of the read worker).
 
+use super::atom::Atom;
 use super::cpuid::{self, PmuKind};
 use super::{Kpcr, PROFILE_LEVEL, topology};
 use crate::poison::IgnorePoison;
@@ -44,8 +45,16 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// branches, branch mispredicts, top-down slots (6 per core cycle, Golden Cove's issue width), then
 /// the top-down inputs of processors without IA32_PERF_METRICS: slots not delivered by the frontend,
 /// micro-operations issued, retirement slots, recovery cycles.
-pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1];
-pub const EVENTS: usize = 12;
+/// Then an efficient core's own top-down events (`super::atom`), whose rates depend on the core and
+/// the mix: 0 here.
+pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1, 0, 0, 0, 0];
+pub const EVENTS: usize = 16;
+/// An Atom core's TOPDOWN_FE_BOUND.ALL, TOPDOWN_RETIRING.ALL, TOPDOWN_BE_BOUND.ALL and
+/// TOPDOWN_BAD_SPECULATION.ALL.
+pub const ATOM_FRONTEND_BOUND: usize = 12;
+pub const ATOM_RETIRING: usize = 13;
+pub const ATOM_BACKEND_BOUND: usize = 14;
+pub const ATOM_BAD_SPECULATION: usize = 15;
 pub const SLOTS_NOT_DELIVERED: usize = 8;
 pub const SLOTS_ISSUED: usize = 9;
 pub const SLOTS_RETIRED: usize = 10;
@@ -113,6 +122,8 @@ struct VpPmu {
 struct Processor {
     /// The PMU of this processor's kind of core (hybrid models differ between processors).
     kind: PmuKind,
+    /// Its Atom top-down pipeline, on an efficient core of a hybrid part.
+    atom: Option<Atom>,
     /// Its IA32_PERF_CAPABILITIES, and whether CPUID.01H:ECX[15] (PDCM) says the register exists.
     perf_capabilities: Option<u64>,
     pmu: Mutex<VpPmu>,
@@ -151,6 +162,7 @@ fn pmu() -> &'static Pmu {
                 let pdcm = cpuid::cpuid_on(vp, 1, 0)[2] & (1 << 15) != 0;
                 Processor {
                     kind,
+                    atom: super::atom::of(vp),
                     perf_capabilities: pdcm.then_some(model.perf_capabilities),
                     pmu: Mutex::new(VpPmu {
                         gp: vec![Counter::default(); usize::from(gp)],
@@ -538,7 +550,7 @@ fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
 
 /// Advances every enabled counter of `vp` by `units` of work; returns the status bits that raised an
 /// interrupt request.
-fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
+fn advance(kind: PmuKind, atom: Option<Atom>, state: &mut VpPmu, units: u64) -> u64 {
     let (gp_width, fixed_width) = widths(kind);
     let mut pmi = 0u64;
     let mut wraps = 0u64;
@@ -549,7 +561,10 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
     for (i, counter) in state.gp.iter().enumerate() {
         let enabled =
             counter.control & EN != 0 && counter.control & USR_OS != 0 && global_ctrl & (1 << i) != 0;
-        if let (true, Some(event)) = (enabled, gp_event(kind, counter.control)) {
+        let event = gp_event(kind, counter.control).or_else(|| {
+            atom.and_then(|atom| atom.event(counter.control & 0xFF, (counter.control >> 8) & 0xFF))
+        });
+        if let (true, Some(event)) = (enabled, event) {
             events.push((event, false, i as u8, i, counter.control & INT != 0));
         }
     }
@@ -561,7 +576,21 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         }
     }
     for (event, fixed, bit, index, int) in events {
-        let increment = RATES[event] * units;
+        let increment = match (event, atom) {
+            (ATOM_FRONTEND_BOUND..=ATOM_BAD_SPECULATION, Some(atom)) => {
+                let mix = *TOPDOWN_MIX.lock().ignore_poison();
+                let [retiring, bad, frontend, backend] =
+                    atom.per_unit(RATES[CORE_CYCLES], mix, RATES[TOPDOWN_SLOTS]);
+                let per_unit = match event {
+                    ATOM_FRONTEND_BOUND => frontend,
+                    ATOM_RETIRING => retiring,
+                    ATOM_BACKEND_BOUND => backend,
+                    _ => bad,
+                };
+                per_unit * units
+            }
+            _ => RATES[event] * units,
+        };
         let (counter, width) =
             if fixed { (&mut state.fixed[index], fixed_width) } else { (&mut state.gp[index], gp_width) };
         assert!(increment < 1 << width, "a workload step must not wrap a {width}-bit counter twice");
@@ -648,7 +677,7 @@ pub fn step(vp: u32, units: u64) {
     let processor = processor(vp);
     wait_delivered(vp);
     super::frequency::advance(vp, units);
-    let pmi = advance(processor.kind, &mut lock(vp), units);
+    let pmi = advance(processor.kind, processor.atom, &mut lock(vp), units);
     if pmi != 0 && processor.handler.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
@@ -681,7 +710,7 @@ pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     let processor = processor(vp);
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
     super::frequency::advance(vp, units);
-    let pmi = advance(processor.kind, &mut lock(vp), units);
+    let pmi = advance(processor.kind, processor.atom, &mut lock(vp), units);
     let handler = processor.handler.load(Ordering::Acquire);
     if pmi != 0 && handler == 0 {
         interrupt_without_handler(vp, pmi);
@@ -821,6 +850,12 @@ pub(crate) fn set_overflow_handler(on: impl Fn(u32) -> bool, handler: Option<(us
             }
         }
     }
+}
+
+/// The allocation slots per core cycle of `vp`'s Atom top-down events, on an efficient core of a
+/// hybrid part (`super::atom`).
+pub fn atom_width(vp: u32) -> Option<u64> {
+    processor(vp).atom.map(|atom| atom.width)
 }
 
 /// Whether `vp` has an overflow interrupt waiting for delivery.

@@ -3,10 +3,12 @@
 //! each core type's own), the driver must ask the HAL once per core type, each time for that type's
 //! counters on that type's processors (GroupAffinity), and program each processor with its own type's
 //! plan: the performance cores count top-down level 1 with fixed counter 3 and IA32_PERF_METRICS,
-//! the efficient cores never see a counter they lack (the double faults on that, as the hardware does).
+//! the efficient cores never see a counter they lack (the double faults on that, as the hardware does),
+//! and with the topdown profile the efficient cores count it with their TOPDOWN_* events.
 
 use crate::common::{self, DRIVER_STATUS, HARDWARE_COUNTERS};
 
+use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_SZ};
 use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::{cpuid, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
@@ -89,4 +91,62 @@ fn alder_lake_hybrid_allocates_and_counts_per_core_type() {
 #[test]
 fn meteor_lake_hybrid_allocates_and_counts_per_core_type() {
     scenario(&cpuid::METEOR_LAKE_HYBRID, cpuid::METEOR_LAKE_PERFORMANCE_THREADS, 18);
+}
+
+/// The topdown profile on `model`: every efficient core's top-down slots are its width times its core
+/// cycles, split exactly as its TOPDOWN_* events counted them (bad speculation the slots the others
+/// leave), while the performance cores keep IA32_PERF_METRICS.
+fn efficient_cores_count_top_down_with_the_topdown_profile(
+    model: &'static cpuid::CpuModel,
+    performance_threads: u32,
+    processors: u32,
+) {
+    topology::configure(processors, processors);
+    cpuid::set_model(model);
+    registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("topdown"));
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    collect();
+    for vp in 0..processors {
+        pmu::step(vp, 10_000 * u64::from(vp + 1));
+    }
+    let values = collect();
+    let found = violations::all();
+    assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+    for vp in performance_threads..processors {
+        let at = &values[vp as usize];
+        let width = pmu::atom_width(vp).expect("an efficient core");
+        let slots = width * pmu::counted(vp, pmu::CORE_CYCLES);
+        let [retiring, frontend, backend] =
+            [pmu::ATOM_RETIRING, pmu::ATOM_FRONTEND_BOUND, pmu::ATOM_BACKEND_BOUND]
+                .map(|e| pmu::counted(vp, e));
+        assert!(slots > 0 && retiring > 0, "processor {vp}: nothing counted");
+        let expected = [retiring, slots - retiring - frontend - backend, frontend, backend];
+        assert_eq!(at[SLOTS_TOTAL], slots, "processor {vp}: width x core cycles");
+        assert_eq!(CATEGORY_TOTALS.map(|id| at[id]), expected, "processor {vp}: the TOPDOWN_* events");
+    }
+    for vp in 0..performance_threads {
+        assert_eq!(values[vp as usize][SLOTS_TOTAL], pmu::counted(vp, pmu::TOPDOWN_SLOTS), "processor {vp}");
+    }
+    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
+    assert!(driver.unload());
+    common::assert_clean();
+}
+
+#[test]
+fn alder_lake_hybrid_efficient_cores_count_top_down_with_the_topdown_profile() {
+    efficient_cores_count_top_down_with_the_topdown_profile(
+        &cpuid::ALDER_LAKE_HYBRID,
+        cpuid::ALDER_LAKE_PERFORMANCE_THREADS,
+        24,
+    );
+}
+
+#[test]
+fn meteor_lake_hybrid_efficient_cores_count_top_down_with_the_topdown_profile() {
+    efficient_cores_count_top_down_with_the_topdown_profile(
+        &cpuid::METEOR_LAKE_HYBRID,
+        cpuid::METEOR_LAKE_PERFORMANCE_THREADS,
+        18,
+    );
 }

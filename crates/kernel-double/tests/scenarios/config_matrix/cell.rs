@@ -147,15 +147,22 @@ impl Cell<'_> {
         }
     }
 
-    /// Every event the profile asks for that reads 0 on processor 0 (the workload makes every event)
-    /// is in the status counters' Events Without a Counter or Events Not Supported, and no event that
-    /// counts is; an event nobody asked for is in neither.
+    /// Every event the profile asks for that reads 0 on some processor (the workload makes every
+    /// event) is in the status counters' Events Without a Counter or Events Not Supported, and no
+    /// event that counts on every processor is (a hybrid part's core types have their own plans, so
+    /// an event may find a counter on one type and not on another); an event nobody asked for is in
+    /// neither. `value_of` is the event's smallest count over the processors.
     fn check_zeros_say_why(&self, set: &Counterset, sample: &Sample, status: &[u64]) {
         let why = status[EVENTS_WITHOUT_COUNTER] | status[EVENTS_NOT_SUPPORTED];
-        let values = sample.values_of(set, "0,0").expect("processor 0,0");
+        let processors: Vec<_> = (0..topology::processor_count())
+            .map(|vp| {
+                let (group, number) = topology::number_from_index(vp).expect("an active processor");
+                sample.values_of(set, &format!("{group},{number}")).expect("every processor sampled")
+            })
+            .collect();
         let value_of = |field: &str| {
             let at = set.counters.iter().position(|counter| counter.field == field).expect("a count field");
-            values[at].expect("a raw value")
+            processors.iter().map(|values| values[at].expect("a raw value")).min().unwrap_or(0)
         };
         let case = self.case;
         let mut fields: Vec<(String, usize, bool)> = EVENT_FIELDS
@@ -209,7 +216,7 @@ impl Reading<'_> {
         let mut compared = 0;
         for (counter, value) in set.counters.iter().zip(values) {
             let value = value.expect("a raw value");
-            let Some(expected) = self.expected(&counter.field, truth) else { continue };
+            let Some(expected) = self.expected(vp, &counter.field, truth) else { continue };
             // Every counter reading a count, ratio counters and their bases included, is 64-bit.
             assert_eq!(counter.descriptor.size, 8, "{} (field {})", counter.name, counter.field);
             assert_eq!(value, expected, "processor {instance}: {} (field {})", counter.name, counter.field);
@@ -227,7 +234,7 @@ impl Reading<'_> {
     }
 
     /// The count field `name` must hold; `None` for a field that holds no count.
-    fn expected(&self, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<u64> {
+    fn expected(&self, vp: u32, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<u64> {
         let case = self.case;
         if let Some(&(_, event)) = EVENT_FIELDS.iter().find(|(field, _)| *field == name) {
             let published = case.active_profile != 2 || event < CUSTOM_PROFILE_EVENTS;
@@ -237,19 +244,22 @@ impl Reading<'_> {
             let event = case.custom.get(line).copied().flatten();
             Some(event.map_or(0, |event| truth[event]))
         } else if name == "TopdownSlots" {
-            Some(self.topdown_slots(truth))
+            Some(self.topdown_slots(vp, truth))
         } else {
             None
         }
     }
 
     /// The top-down slots a block must hold for the reported source: fixed counter 3's, or the
-    /// issue width times the core cycles when the topdown profile's inputs give them.
-    fn topdown_slots(&self, truth: &[u64; pmu::EVENTS]) -> u64 {
-        match (self.source, self.expect.topdown_inputs_width) {
+    /// issue width times the core cycles when the topdown profile's inputs give them (on an
+    /// efficient core of a hybrid part, its own width: `pmu::atom_width`).
+    fn topdown_slots(&self, vp: u32, truth: &[u64; pmu::EVENTS]) -> u64 {
+        let topdown_profile = self.case.active_profile == 1;
+        match (self.source, self.expect.topdown_inputs_width, pmu::atom_width(vp)) {
+            (6, _, Some(width)) if topdown_profile => width * truth[pmu::CORE_CYCLES],
             // Per core type (6): fixed counter 3 counts only where it exists, so the truth is 0 elsewhere.
-            (1 | 6, _) => truth[pmu::TOPDOWN_SLOTS],
-            (2, Some(width)) => width * truth[pmu::CORE_CYCLES],
+            (1 | 6, _, _) => truth[pmu::TOPDOWN_SLOTS],
+            (2, Some(width), _) => width * truth[pmu::CORE_CYCLES],
             _ => 0,
         }
     }
