@@ -56,6 +56,13 @@ impl Wanted {
         Wanted { events, custom: selection.custom }
     }
 
+    /// What a processor of core type `core_type` counts: the custom events whose `core=` names
+    /// another core type are left out (on a processor that is not hybrid, none is).
+    pub fn for_core_type(&self, core_type: usize) -> Wanted {
+        let runs_here = |encoding: &Encoding| core_type == 0 || encoding.core_types & (1 << core_type) != 0;
+        Wanted { events: self.events, custom: self.custom.map(|custom| custom.filter(runs_here)) }
+    }
+
     /// The encoding `event` is counted with on `model`: the table's, or the profile's for a custom
     /// event.
     pub fn encoding(&self, model: &PmuModel, event: Event) -> Option<Encoding> {

@@ -284,7 +284,8 @@ impl<P: Platform> PmuClient<P> {
         let plans_with = |pmi: bool| {
             let mut plans = [None; CORE_TYPES];
             for (core_type, model) in self.machine.models() {
-                plans[core_type] = Some(plan_for(&model, wanted_events, pmi && model.overflow_interrupt));
+                let wanted = wanted_events.for_core_type(core_type);
+                plans[core_type] = Some(plan_for(&model, &wanted, pmi && model.overflow_interrupt));
             }
             plans
         };
@@ -460,7 +461,7 @@ impl<P: Platform> PmuClient<P> {
         let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
         let profile = self.platform.read_setting("Profile", &mut profile);
         let custom_events = self.platform.read_setting("CustomEvents", &mut custom_events);
-        profile::select(vendor, profile, custom_events, |value, line, why| {
+        profile::select(vendor, self.machine.hybrid(), profile, custom_events, |value, line, why| {
             self.platform
                 .log(format_args!("Parameters\\{value} rejected (line {line}, 0: the whole value): {why:?}"));
         })

@@ -896,7 +896,10 @@ pub fn preload(vp: u32, msr: u32, value: u64) {
     let mut state = lock(vp);
     let (counter, width, event) = match decode(vp, msr) {
         Some(Register::Gp(i) | Register::LegacyGp(i)) => {
-            let event = gp_event(kind, state.gp[i].control);
+            let control = state.gp[i].control;
+            let event = gp_event(kind, control).or_else(|| {
+                processor(vp).atom.and_then(|atom| atom.event(control & 0xFF, (control >> 8) & 0xFF))
+            });
             (&mut state.gp[i], gp_width, event)
         }
         Some(Register::Fixed(i)) => (&mut state.fixed[i], fixed_width, FIXED_EVENTS.get(i).copied()),
@@ -920,9 +923,13 @@ pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
             counters.push((IA32_FIXED_CTR0 + i as u32, event));
         }
     }
+    let atom = processor(vp).atom;
     for (i, counter) in state.gp.iter().enumerate() {
+        let event = gp_event(kind, counter.control).or_else(|| {
+            atom.and_then(|atom| atom.event(counter.control & 0xFF, (counter.control >> 8) & 0xFF))
+        });
         if counter.control & EN != 0
-            && let Some(event) = gp_event(kind, counter.control)
+            && let Some(event) = event
         {
             let msr = match kind {
                 PmuKind::Amd { .. } => AMD_PERF_CTL_CORE0 + 2 * i as u32 + 1,

@@ -8,9 +8,9 @@
 
 use crate::common::{self, DRIVER_STATUS, HARDWARE_COUNTERS};
 
-use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_SZ};
+use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
 use kernel_double::control::{hal, pcw};
-use kernel_double::cpu::{cpuid, pmu, topology};
+use kernel_double::cpu::{cpuid, msr, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 use std::collections::BTreeSet;
@@ -149,4 +149,59 @@ fn meteor_lake_hybrid_efficient_cores_count_top_down_with_the_topdown_profile() 
         cpuid::METEOR_LAKE_PERFORMANCE_THREADS,
         18,
     );
+}
+
+/// Hardware Counters' Custom Event n 64-bit total (manifest id), and the status position of Rejected
+/// Custom Events.
+const fn custom_total(n: usize) -> usize {
+    37 + 2 * n
+}
+const REJECTED_CUSTOM_EVENTS: usize = 11;
+/// The workload's branches (`pmu::RATES` order).
+const BRANCHES: usize = 5;
+
+/// The custom profile on the i9-12900K: an architectural event counts on every core type; a
+/// model-specific event (the efficient cores' TOPDOWN_FE_BOUND.ALL, 71H) is refused without `core=`
+/// and, with `core=efficient`, counts on the efficient cores alone and is never programmed on the
+/// performance cores, whose 71H means something else.
+#[test]
+fn alder_lake_hybrid_custom_events_run_on_the_core_type_they_name() {
+    let processors = 24;
+    topology::configure(processors, processors);
+    cpuid::set_model(&cpuid::ALDER_LAKE_HYBRID);
+    registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));
+    let lines = [
+        "event=0xC4,umask=0x00,name=branches",
+        "event=0x71,umask=0x00,name=fe bound",
+        "event=0x71,umask=0x00,core=efficient,name=fe bound",
+    ];
+    registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    collect();
+    for vp in 0..processors {
+        pmu::step(vp, 10_000 * u64::from(vp + 1));
+    }
+    let values = collect();
+    let found = violations::all();
+    assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+    assert_eq!(common::driver_status()[REJECTED_CUSTOM_EVENTS], 1, "the model-specific line without core=");
+    let performance_threads = cpuid::ALDER_LAKE_PERFORMANCE_THREADS;
+    for vp in 0..processors {
+        let at = &values[vp as usize];
+        assert_eq!(at[custom_total(0)], pmu::counted(vp, BRANCHES), "processor {vp}: branches");
+        let efficient = vp >= performance_threads;
+        let expected = if efficient { pmu::counted(vp, pmu::ATOM_FRONTEND_BOUND) } else { 0 };
+        assert_eq!(at[custom_total(1)], expected, "processor {vp}: the efficient cores' event");
+        assert_eq!(expected > 0, efficient, "processor {vp}");
+        // IA32_PERFEVTSEL0-7 written with event 71H, unit mask 0, enabled (bit 22).
+        let programmed_71 = msr::writes().iter().any(|write| {
+            write.processor == vp
+                && (0x186..0x18E).contains(&write.msr)
+                && write.value & 0x40_FFFF == 0x40_0071
+        });
+        assert_eq!(programmed_71, efficient, "processor {vp}: event 71H programmed");
+    }
+    assert!(driver.unload());
+    common::assert_clean();
 }

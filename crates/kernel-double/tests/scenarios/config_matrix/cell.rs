@@ -241,7 +241,7 @@ impl Reading<'_> {
             Some(if published { truth[event] } else { 0 })
         } else if let Some(line) = name.strip_prefix("CustomEvent") {
             let line: usize = line.parse().expect("CustomEvent<n>");
-            let event = case.custom.get(line).copied().flatten();
+            let event = case.custom.get(line).copied().flatten().filter(|_| runs_on(case, line, vp));
             Some(event.map_or(0, |event| truth[event]))
         } else if name == "TopdownSlots" {
             Some(self.topdown_slots(vp, truth))
@@ -304,18 +304,32 @@ fn check_custom_capacity(case: &Case, truth: &Counts) {
         PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
         PmuKind::None => 0,
     };
-    for (line, event) in case.custom.iter().enumerate() {
-        let Some(event) = *event else { continue };
-        for (vp, truth) in truth.iter().enumerate() {
-            let capacity = capacity(vp as u32);
+    for (vp, truth) in truth.iter().enumerate() {
+        let vp = vp as u32;
+        let capacity = capacity(vp);
+        // The lines that run on this processor take its counters in order.
+        let mut rank = 0;
+        for (line, event) in case.custom.iter().enumerate() {
+            if !runs_on(case, line, vp) {
+                continue;
+            }
+            rank += 1;
+            let Some(event) = *event else { continue };
             let counted = truth[event] > 0;
             assert_eq!(
                 counted,
-                line < capacity,
+                rank <= capacity,
                 "processor {vp}: custom event {line} counted: {counted}, with {capacity} counters for custom events"
             );
         }
     }
+}
+
+/// Whether custom line `line` runs on processor `vp`: every line does, except one naming
+/// `core=performance` on an efficient core (leaf 1AH core type 20H).
+fn runs_on(case: &Case, line: usize, vp: u32) -> bool {
+    let efficient = cpuid::cpuid_on(vp, 0x1A, 0)[0] >> 24 == 0x20;
+    !(case.performance_only.get(line).copied().unwrap_or(false) && efficient)
 }
 
 /// No PMU register the model lacks was touched (a #GP on hardware; the double also records it as a
