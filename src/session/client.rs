@@ -16,7 +16,7 @@
 use super::lock::SessionLock;
 use super::platform::{Form, List, Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
-use super::read::{Reading, TopdownReading, topdown_from_events};
+use super::read::{Reading, TopdownReading, counts_under};
 use super::repair::repair;
 use super::schedule::Schedule;
 use crate::block::fields::EventCounts;
@@ -40,6 +40,10 @@ use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RES
 
 #[path = "start.rs"]
 mod start;
+
+#[path = "per_core_type.rs"]
+mod per_core_type;
+use per_core_type::{expected_topdown, topdown_source};
 
 /// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
 const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
@@ -193,48 +197,6 @@ impl<P: Platform> PmuClient<P> {
     /// The core types of the processors, by processor index (for the platform's group affinities).
     pub fn core_type_of(&self, processor: usize) -> Option<u8> {
         self.processors.get(processor).map(|processor| processor.pmu.core_type())
-    }
-
-    /// Asks the HAL for the plans' counters: on Intel one resource list per core type (with an
-    /// Overflow descriptor if the model interrupts), each on that type's processors (no GroupAffinity
-    /// on a machine with one core type), the whole PMU elsewhere; any refusal of a list falls back to
-    /// the whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner. Only the Intel
-    /// HAL implements resource lists (observed in decompiled Windows 10/11 HAL builds): elsewhere a
-    /// list fails with STATUS_INSUFFICIENT_RESOURCES, or succeeds with a NULL handle in an older
-    /// build. Returns the ownership and whether the overflow handler is wired.
-    fn request(
-        &self,
-        model: &PmuModel,
-        plans: &[Option<CounterPlan>; CORE_TYPES],
-    ) -> Result<(P::Ownership, bool), AcquireError> {
-        let whole_pmu = || match self.platform.allocate(Form::WholePmu, self) {
-            Ok(ownership) => Ok((ownership, false)),
-            Err(STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
-            Err(status) => Err(AcquireError::Failed(status)),
-        };
-        if model.vendor != Vendor::Intel {
-            return whole_pmu();
-        }
-        let mut indexes = [[0u32; MAX_ASSIGNMENTS + 1]; CORE_TYPES];
-        let mut lists = [List { core_type: None, counters: &[] }; CORE_TYPES];
-        let mut len = 0;
-        let hybrid = self.machine.hybrid();
-        for (core_type, (plan, indexes)) in plans.iter().zip(indexes.iter_mut()).enumerate() {
-            let Some(plan) = plan else { continue };
-            let mut count = 0;
-            for (index, hal_index) in indexes.iter_mut().zip(plan.hal_indexes()) {
-                *index = hal_index;
-                count += 1;
-            }
-            lists[len] = List { core_type: hybrid.then_some(core_type as u8), counters: &indexes[..count] };
-            len += 1;
-        }
-        let form = Form::Listed { lists: &lists[..len], overflow_interrupt: model.overflow_interrupt };
-        match self.platform.allocate(form, self) {
-            Ok(ownership) => Ok((ownership, model.overflow_interrupt)),
-            Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
-            Err(_) => whole_pmu(),
-        }
     }
 
     /// Owns and starts the counters on every processor, if there is a usable PMU and no session yet.
@@ -552,39 +514,6 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// The Top-down Source of a machine before any session: what its core types' PMUs promise.
-fn expected_topdown(machine: Machine) -> TopdownSource {
-    let with_metrics = machine.models().filter(|(_, model)| model.topdown_metrics()).count();
-    match machine.detection {
-        _ if with_metrics > 0 && with_metrics == machine.models().count() => TopdownSource::PerfMetrics,
-        _ if with_metrics > 0 => TopdownSource::PerCoreType,
-        Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
-        _ => TopdownSource::Unavailable,
-    }
-}
-
-/// The Top-down Source of a session with `plans`: the same on every core type, or per core type.
-fn topdown_source(machine: Machine, plans: &[Option<CounterPlan>; CORE_TYPES]) -> TopdownSource {
-    let source = |plan: &CounterPlan| {
-        if plan.topdown_metrics() {
-            TopdownSource::PerfMetrics
-        } else if plan.topdown_width().is_some() {
-            TopdownSource::ProfileEvents
-        } else {
-            TopdownSource::Unavailable
-        }
-    };
-    let mut sources = plans.iter().flatten().map(source);
-    let first = sources.next().unwrap_or(TopdownSource::Unavailable);
-    if sources.any(|other| other != first) {
-        TopdownSource::PerCoreType
-    } else if first == TopdownSource::Unavailable {
-        expected_topdown(machine)
-    } else {
-        first
-    }
-}
-
 /// How much of the programming a read verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Check {
@@ -629,38 +558,6 @@ impl<P: Platform> CountSource for PmuClient<P> {
         self.schedule.active(self.platform.now_100ns());
         self.demand(true);
     }
-}
-
-/// One processor's values as of its last read, with `plan` (the last session's, open or closed)
-/// placing the event counts: between sessions, and while one is being opened or closed, the last plan
-/// places the last values, so counts never drop back to 0 while the counters are released.
-fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan>) -> EventCounts {
-    let pmu = &processor.pmu;
-    let (aperf, mperf) = pmu.frequency.last();
-    let mut counts = EventCounts {
-        overflow_interrupts: pmu.counters.overflow_interrupts(),
-        aperf,
-        mperf,
-        core_type: u64::from(pmu.core_type()),
-        processors: 1,
-        ..EventCounts::default()
-    };
-    if let Some(plan) = plan {
-        for (slot, assignment) in plan.as_slice().iter().enumerate() {
-            counts.events[assignment.event.index()] = pmu.counters.reported(slot);
-        }
-    }
-    // Kept in the block for IA32_PERF_METRICS; derived from the events in the topdown profile; 0 in a
-    // plan with neither (after a topdown profile, say).
-    counts.topdown = match plan {
-        None => publish::topdown_totals(&processor.published),
-        Some(plan) => match TopdownReading::of(plan) {
-            TopdownReading::PerfMetrics => publish::topdown_totals(&processor.published),
-            TopdownReading::FromEvents(width) => topdown_from_events(pmu, plan, width),
-            TopdownReading::None => topdown::Topdown::default(),
-        },
-    };
-    counts
 }
 
 impl<P: Platform> Drop for PmuClient<P> {
