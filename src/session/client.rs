@@ -14,7 +14,7 @@
 //!   it ends) or by its overflow handler.
 
 use super::lock::SessionLock;
-use super::platform::{Form, List, Platform, SETTING_HEADER_UNITS};
+use super::platform::{Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
 use super::read::{Reading, TopdownReading, counts_under};
 use super::repair::repair;
@@ -29,14 +29,12 @@ use crate::pmu::events::EventSet;
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
-use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
+use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs, Programming};
-use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use start::{carry_over, install, start_counting};
-use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 #[path = "start.rs"]
 mod start;

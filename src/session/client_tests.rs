@@ -3,7 +3,9 @@
 use super::fake::*;
 use super::*;
 use std::sync::atomic::Ordering;
-use windows_sys::Win32::Foundation::{STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED};
+use windows_sys::Win32::Foundation::{
+    STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED,
+};
 
 #[test]
 fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() {
