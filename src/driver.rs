@@ -12,7 +12,7 @@ use crate::pcw::core_types::CoreTypeCounters;
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
-use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription};
+use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription, own_counters};
 use crate::pmu::model::{self, Detection};
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
@@ -55,6 +55,16 @@ impl Driver {
         match machine.detection {
             Detection::Usable(model) => log_info!("PMU (what every processor has): {model:?}"),
             Detection::Unusable(reason) => log_info!("no usable PMU ({reason:?}): counters read 0"),
+        }
+        if machine.hybrid() {
+            for (core_type, model) in machine.models() {
+                log_info!(
+                    "core type {core_type}: {} GP and {} fixed counters, top-down metrics {}",
+                    model.gp_counters,
+                    model.fixed_counters,
+                    model.topdown_metrics()
+                );
+            }
         }
         for core_type in [CoreType::Performance, CoreType::Efficient] {
             let count = per_processor.iter().filter(|state| state.pmu.core_type() == core_type as u8).count();
@@ -99,13 +109,15 @@ impl Driver {
 /// The processor this runs on, as it describes itself: its core type and its PMU, with
 /// IA32_PERF_CAPABILITIES read on it.
 fn describe_this_processor() -> ProcessorDescription {
+    let core_type = CoreType::detect(raw_cpuid::CpuIdReaderNative);
     let detection = match model::detect(raw_cpuid::CpuIdReaderNative) {
         Detection::Usable(model) => {
+            let model = own_counters(&raw_cpuid::CpuIdReaderNative, core_type, model);
             Detection::Usable(model.with_perf_capabilities(|| msr::perf_capabilities(&model)))
         }
         unusable => unusable,
     };
-    ProcessorDescription { core_type: CoreType::detect(raw_cpuid::CpuIdReaderNative), detection }
+    ProcessorDescription { core_type, detection }
 }
 
 fn out_of_memory(what: &str) -> NtStatus {

@@ -3,7 +3,8 @@
 //!
 //! Two forms (ntddk.h, HalAllocateHardwareCounters): a resource list naming exactly the counters the
 //! plan uses, plus one Overflow descriptor whose handler the HAL calls at PROFILE_LEVEL when one of
-//! them wraps; or the whole PMU (no group affinity, no list), with no handler. Which form to ask for,
+//! them wraps, on the processors a GroupAffinity array names (none: every processor); or the whole
+//! PMU (no group affinity, no list), with no handler. Which form to ask for,
 //! and what a refusal means, is the session's decision (src/session/client.rs); this module only
 //! makes the call and owns the handle.
 
@@ -15,6 +16,7 @@ use windows_sys::Wdk::System::SystemServices::{
 use windows_sys::Win32::Foundation::{
     HANDLE, NTSTATUS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
 };
+use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
 
 /// Most descriptors the driver sends: the plan's assignments, fixed counter 3 where IA32_PERF_METRICS
 /// counts top-down (not an assignment), and the Overflow descriptor.
@@ -51,16 +53,20 @@ unsafe impl Sync for Ownership {}
 
 impl Ownership {
     /// HalAllocateHardwareCounters with a resource list of `counters` plus, if `handler` is given, an
-    /// Overflow descriptor naming it; or, for `None`, the whole PMU. Returns the failure's NTSTATUS;
+    /// Overflow descriptor naming it, on the processors of `affinity` (empty: every processor); or,
+    /// for `None`, the whole PMU. Returns the failure's NTSTATUS;
     /// a success with a NULL handle (an older HAL's answer to a list it does not take) is
     /// STATUS_INSUFFICIENT_RESOURCES. PASSIVE_LEVEL.
     ///
     /// # Safety
     /// `handler`, if given, must stay callable (resident code, and whatever it reads alive) until the
     /// returned ownership is dropped: the HAL may call it until HalFreeHardwareCounters returns.
-    pub unsafe fn allocate(request: Option<(&[u32], Option<OverflowHandler>)>) -> Result<Self, NTSTATUS> {
+    pub unsafe fn allocate(
+        affinity: &[GROUP_AFFINITY],
+        request: Option<(&[u32], Option<OverflowHandler>)>,
+    ) -> Result<Self, NTSTATUS> {
         // SAFETY: the caller keeps the handler valid for the ownership's lifetime.
-        unsafe { allocate(request) }.map(|handle| Ownership { handle })
+        unsafe { allocate(affinity, request) }.map(|handle| Ownership { handle })
     }
 }
 
@@ -75,7 +81,10 @@ impl Drop for Ownership {
 ///
 /// # Safety
 /// As [`Ownership::allocate`].
-unsafe fn allocate(request: Option<(&[u32], Option<OverflowHandler>)>) -> Result<HANDLE, NTSTATUS> {
+unsafe fn allocate(
+    affinity: &[GROUP_AFFINITY],
+    request: Option<(&[u32], Option<OverflowHandler>)>,
+) -> Result<HANDLE, NTSTATUS> {
     let mut list = ResourceList {
         count: 0,
         descriptors: [PHYSICAL_COUNTER_RESOURCE_DESCRIPTOR::default(); MAX_DESCRIPTORS],
@@ -101,9 +110,11 @@ unsafe fn allocate(request: Option<(&[u32], Option<OverflowHandler>)>) -> Result
         }
     };
     let mut handle: HANDLE = core::ptr::null_mut();
-    // SAFETY: the list (or NULL for the whole PMU) is valid for the call, and the caller keeps the
-    // handler it names valid until the handle is freed. No group affinity: every processor.
-    let status = unsafe { HalAllocateHardwareCounters(core::ptr::null(), 0, list_pointer, &mut handle) };
+    let (affinity_pointer, groups) =
+        if affinity.is_empty() { (core::ptr::null(), 0) } else { (affinity.as_ptr(), affinity.len() as u32) };
+    // SAFETY: the affinity array (or NULL: every processor) and the list (or NULL for the whole PMU)
+    // are valid for the call, and the caller keeps the handler it names valid until the handle is freed.
+    let status = unsafe { HalAllocateHardwareCounters(affinity_pointer, groups, list_pointer, &mut handle) };
     if status < 0 || handle.is_null() {
         return Err(if status < 0 { status } else { STATUS_INSUFFICIENT_RESOURCES });
     }

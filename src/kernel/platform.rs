@@ -8,13 +8,15 @@ use super::pool::{PoolSlice, Zeroable};
 use super::power::PowerListener;
 use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
-use super::{clock, irql, msr};
+use super::{clock, irql, msr, processors};
+use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
 use core::fmt;
+use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
 
 /// The driver's PMU client.
 pub type Client = PmuClient<KernelPlatform>;
@@ -51,16 +53,19 @@ impl KernelPlatform {
     }
 }
 
-/// Counters owned through the HAL. Dropping frees them, then stops the overflow handler from
-/// reaching the client (the HAL calls no handler after HalFreeHardwareCounters returns).
+/// Counters owned through the HAL: one allocation, or one per core type. Dropping frees them, then
+/// stops the overflow handler from reaching the client (the HAL calls no handler after
+/// HalFreeHardwareCounters returns).
 pub struct KernelOwnership {
-    hal: Option<Ownership>,
+    hal: [Option<Ownership>; CORE_TYPES],
     overflow_interrupt: bool,
 }
 
 impl Drop for KernelOwnership {
     fn drop(&mut self) {
-        drop(self.hal.take());
+        for hal in &mut self.hal {
+            drop(hal.take());
+        }
         if self.overflow_interrupt {
             PMI_TARGET.withdraw();
         }
@@ -107,14 +112,6 @@ impl Platform for KernelPlatform {
     type Processors = PoolSlice<ProcessorState>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
-        let request = match form {
-            Form::WholePmu => None,
-            Form::Listed { counters, overflow_interrupt } => {
-                let handler: Option<OverflowHandler> =
-                    overflow_interrupt.then_some(overflow_handler::<Client> as OverflowHandler);
-                Some((counters, handler))
-            }
-        };
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });
         if overflow_interrupt {
             // SAFETY: withdrawn below if the HAL refuses, else by the returned ownership's Drop after
@@ -122,13 +119,11 @@ impl Platform for KernelPlatform {
             // it), so the client outlives the publication.
             unsafe { PMI_TARGET.publish(client) };
         }
-        // SAFETY: the handler is resident code of this image that reads only the published client,
-        // which stays valid while the ownership lives (above).
-        let result = unsafe { Ownership::allocate(request) };
+        let result = allocate_each(form, client);
         if result.is_err() && overflow_interrupt {
             PMI_TARGET.withdraw();
         }
-        result.map(|hal| KernelOwnership { hal: Some(hal), overflow_interrupt })
+        result.map(|hal| KernelOwnership { hal, overflow_interrupt })
     }
 
     #[inline(always)]
@@ -157,6 +152,39 @@ impl Platform for KernelPlatform {
     fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b> {
         self.parameters.read(name, buffer)
     }
+}
+
+/// One HalAllocateHardwareCounters call per list of `form` (each on its core type's processors), or
+/// one for the whole PMU: all granted, or the first refusal's status with nothing held (the
+/// allocations already granted are freed as the array drops).
+fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; CORE_TYPES], i32> {
+    let mut held: [Option<Ownership>; CORE_TYPES] = [const { None }; CORE_TYPES];
+    let (lists, overflow_interrupt) = match form {
+        Form::WholePmu => {
+            // SAFETY: no handler is named.
+            held[0] = Some(unsafe { Ownership::allocate(&[], None) }?);
+            return Ok(held);
+        }
+        Form::Listed { lists, overflow_interrupt } => (lists, overflow_interrupt),
+    };
+    let handler: Option<OverflowHandler> =
+        overflow_interrupt.then_some(overflow_handler::<Client> as OverflowHandler);
+    let count = client.processor_count();
+    for (list, slot) in lists.iter().zip(held.iter_mut()) {
+        let mut entries = [GROUP_AFFINITY { Mask: 0, Group: 0, Reserved: [0; 3] }; processors::MAX_GROUPS];
+        let groups = match list.core_type {
+            Some(core_type) => processors::group_affinity(
+                count,
+                |index| client.core_type_of(index as usize) == Some(core_type),
+                &mut entries,
+            ),
+            None => 0,
+        };
+        // SAFETY: the handler is resident code of this image that reads only the published client,
+        // which stays valid while the ownership lives (Platform::allocate).
+        *slot = Some(unsafe { Ownership::allocate(&entries[..groups], Some((list.counters, handler))) }?);
+    }
+    Ok(held)
 }
 
 impl Periodic for Client {

@@ -32,6 +32,38 @@ pub fn active_processors() -> Option<PoolSlice<ProcessorInstance>> {
     Some(instances)
 }
 
+/// The most processor groups a group affinity names (Windows has at most 32 groups of 64).
+pub const MAX_GROUPS: usize = 32;
+
+/// The GROUP_AFFINITY entries naming the processors whose system index `wanted` selects, among the
+/// `count` active ones, into `entries` (one per group that has one); returns how many. PASSIVE_LEVEL
+/// or below DISPATCH_LEVEL (KeGetProcessorNumberFromIndex has no IRQL limit).
+pub fn group_affinity(
+    count: u32,
+    wanted: impl Fn(u32) -> bool,
+    entries: &mut [GROUP_AFFINITY; MAX_GROUPS],
+) -> usize {
+    let mut used = 0;
+    for index in (0..count).filter(|&index| wanted(index)) {
+        let mut number = PROCESSOR_NUMBER { Group: 0, Number: 0, Reserved: 0 };
+        // SAFETY: `number` is a valid output buffer; an index the caller counted as active is valid.
+        if unsafe { KeGetProcessorNumberFromIndex(index, &mut number) } < 0 || number.Number >= 64 {
+            continue;
+        }
+        let at = match entries[..used].iter().position(|entry| entry.Group == number.Group) {
+            Some(at) => at,
+            None if used < MAX_GROUPS => {
+                entries[used] = GROUP_AFFINITY { Mask: 0, Group: number.Group, Reserved: [0; 3] };
+                used += 1;
+                used - 1
+            }
+            None => continue,
+        };
+        entries[at].Mask |= 1usize << number.Number;
+    }
+    used
+}
+
 /// Runs `work` on processor `number` of group `group`, at PASSIVE_LEVEL, by giving this thread that
 /// one processor as its system affinity (KeSetSystemGroupAffinityThread: "when the call returns, the
 /// calling thread is already running on a processor that is specified in the new affinity mask") and

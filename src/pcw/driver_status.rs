@@ -34,12 +34,15 @@ pub enum TopdownSource {
     ProfileEvents = 2,
     /// No usable PMU.
     NoPmu = 3,
-    /// Some core types of a hybrid processor have fixed counter 3 with IA32_PERF_METRICS, but not all,
-    /// and the driver programs only what every core type has.
-    NotOnEveryCoreType = 4,
+    // 4 was "only some core types have it, and the driver programs what every core type has": since
+    // each core type has its own plan, no longer reported (the number stays retired).
     /// Fixed counter 3 with IA32_PERF_METRICS is reported, but under a hypervisor that no public source
     /// says passes IA32_PERF_METRICS through (an intercepted access is a #GP): not used.
     NotUnderHypervisor = 5,
+    /// A hybrid processor whose core types differ: each processor's source is its core type's (the
+    /// performance cores' fixed counter 3 with IA32_PERF_METRICS, say, and none on the efficient
+    /// cores in the default profile).
+    PerCoreType = 6,
 }
 
 /// The resident status block and the operations on it.

@@ -92,11 +92,28 @@ pub struct Encoding {
     /// events; a custom event restricts it as Intel's event lists restrict some events (the
     /// "Counter" field of perfmon's JSON files, which Linux turns into event constraints).
     pub counters: u8,
+    /// The core types of a hybrid processor the event may run on, bit t for core type t
+    /// (`crate::pmu::hybrid::CoreType`): all for the table's events; a custom event's `core=` key
+    /// names one. A processor that is not hybrid runs every event whatever this says.
+    pub core_types: u8,
 }
 
+/// Every core type (bits 0-2 of [`Encoding::core_types`]).
+pub const ALL_CORE_TYPES: u8 = 0b111;
+
 impl Encoding {
-    /// `event`/`umask` with no qualifier, in both privilege levels, on any counter.
+    /// `event`/`umask` with no qualifier, in both privilege levels, on any counter and core type.
     pub const fn new(event: u16, umask: u8) -> Self {
-        Encoding { event, umask, cmask: 0, inv: false, edge: false, usr: true, os: true, counters: u8::MAX }
+        Encoding {
+            event,
+            umask,
+            cmask: 0,
+            inv: false,
+            edge: false,
+            usr: true,
+            os: true,
+            counters: u8::MAX,
+            core_types: ALL_CORE_TYPES,
+        }
     }
 }

@@ -34,6 +34,41 @@ pub enum IntelEncoding {
     /// A model-specific event of the 4-wide cores from Sandy Bridge to Comet Lake
     /// ([`intel_four_wide_core`]), which share its encoding.
     FourWideCore(Encoding),
+    /// A top-down input: on the 4-wide cores, and on the Atom cores of hybrid processors, Gracemont
+    /// (Alder and Raptor Lake) and Crestmont (Meteor Lake) ([`IntelAtom`]), each where it has one.
+    TopdownInput { four_wide: Option<Encoding>, gracemont: Option<Encoding>, crestmont: Option<Encoding> },
+}
+
+/// The Atom cores of hybrid processors whose top-down inputs the driver knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntelAtom {
+    /// Alder Lake and Raptor Lake efficient cores (family 6 models 97H, 9AH, B7H, BAH, BFH).
+    Gracemont,
+    /// Meteor Lake efficient cores (family 6 models AAH, ACH).
+    Crestmont,
+}
+
+impl IntelAtom {
+    /// The Atom core of an efficient core of `model`, if the driver knows its events.
+    pub const fn of(model: &PmuModel) -> Option<IntelAtom> {
+        if !model.atom || model.family != 6 {
+            return None;
+        }
+        match model.model {
+            0x97 | 0x9A | 0xB7 | 0xBA | 0xBF => Some(IntelAtom::Gracemont),
+            0xAA | 0xAC => Some(IntelAtom::Crestmont),
+            _ => None,
+        }
+    }
+
+    /// Allocation slots per cycle: Intel's `#Pipeline_Width` (intel/perfmon E-core_TMA_Metrics.csv:
+    /// 5 on Gracemont, 6 on Crestmont).
+    pub const fn width(self) -> u8 {
+        match self {
+            IntelAtom::Gracemont => 5,
+            IntelAtom::Crestmont => 6,
+        }
+    }
 }
 
 /// Which profiles count an event.
@@ -72,13 +107,19 @@ const fn published(field: &'static str, intel: IntelEncoding, amd: AmdEncoding) 
     EventInfo { field: Some(field), intel, amd: Some(amd), group: Group::Default }
 }
 
-/// A top-down input: Intel 4-wide core encoding, AMD Zen 4 and later encoding (if any).
-const fn topdown_input(intel: Encoding, amd: Option<Encoding>) -> EventInfo {
+/// A top-down input: Intel 4-wide core, Gracemont and Crestmont encodings, AMD Zen 4 and later
+/// encoding (each if any).
+const fn topdown_input(
+    four_wide: Option<Encoding>,
+    [gracemont, crestmont]: [Option<Encoding>; 2],
+    amd: Option<Encoding>,
+) -> EventInfo {
     let amd = match amd {
         Some(encoding) => Some(AmdEncoding::Zen4OrLater(encoding)),
         None => None,
     };
-    EventInfo { field: None, intel: IntelEncoding::FourWideCore(intel), amd, group: Group::TopdownInputs }
+    let intel = IntelEncoding::TopdownInput { four_wide, gracemont, crestmont };
+    EventInfo { field: None, intel, amd, group: Group::TopdownInputs }
 }
 
 /// Custom event `n` (its encoding comes from the profile, so the Intel and AMD columns are unused).
@@ -144,15 +185,29 @@ event_table! {
         AmdEncoding::Always(enc(0x76, 0x00)),
     ),
     /// Issue slots the frontend delivered no micro-operation to: Intel IDQ_UOPS_NOT_DELIVERED.CORE,
-    /// AMD de_no_dispatch_per_slot.no_ops_from_frontend.
-    SlotsNotDelivered => topdown_input(enc(0x9C, 0x01), Some(enc(0x1A0, 0x01))),
+    /// Atom TOPDOWN_FE_BOUND.ALL, AMD de_no_dispatch_per_slot.no_ops_from_frontend.
+    SlotsNotDelivered => topdown_input(
+        Some(enc(0x9C, 0x01)),
+        [Some(enc(0x71, 0x00)), Some(enc(0x71, 0x00))],
+        Some(enc(0x1A0, 0x01)),
+    ),
     /// Micro-operations issued (AMD: dispatched): Intel UOPS_ISSUED.ANY, AMD de_src_op_disp.all.
-    SlotsIssued => topdown_input(enc(0x0E, 0x01), Some(enc(0xAA, 0x07))),
-    /// Retirement slots used: Intel UOPS_RETIRED.RETIRE_SLOTS, AMD ex_ret_ops.
-    SlotsRetired => topdown_input(enc(0xC2, 0x02), Some(enc(0xC1, 0x00))),
+    SlotsIssued => topdown_input(Some(enc(0x0E, 0x01)), [None, None], Some(enc(0xAA, 0x07))),
+    /// Retirement slots used: Intel UOPS_RETIRED.RETIRE_SLOTS, Atom TOPDOWN_RETIRING.ALL (C2H on
+    /// Gracemont, 72H on Crestmont), AMD ex_ret_ops.
+    SlotsRetired => topdown_input(
+        Some(enc(0xC2, 0x02)),
+        [Some(enc(0xC2, 0x00)), Some(enc(0x72, 0x00))],
+        Some(enc(0xC1, 0x00)),
+    ),
     /// Cycles the allocator stalled recovering from a misprediction or machine clear: Intel
-    /// INT_MISC.RECOVERY_CYCLES (no AMD counterpart).
-    RecoveryCycles => topdown_input(enc(0x0D, 0x01), None),
+    /// INT_MISC.RECOVERY_CYCLES (no Atom or AMD counterpart).
+    RecoveryCycles => topdown_input(Some(enc(0x0D, 0x01)), [None, None], None),
+    /// Atom TOPDOWN_BE_BOUND.ALL: slots the backend could not accept.
+    SlotsBackendBound => topdown_input(None, [Some(enc(0x74, 0x00)), Some(enc(0x74, 0x00))], None),
+    /// Atom TOPDOWN_BAD_SPECULATION.ALL: slots lost to bad speculation (Crestmont; on Gracemont
+    /// Intel's level 1 takes the slots the other three leave).
+    SlotsBadSpeculation => topdown_input(None, [None, Some(enc(0x73, 0x00))], None),
     /// The custom profile's events, in `CustomEvents` order.
     Custom0 => custom("CustomEvent0"),
     Custom1 => custom("CustomEvent1"),
@@ -233,7 +288,7 @@ impl Event {
     pub const fn intel_fixed_counter(self) -> Option<u8> {
         match self.info().intel {
             IntelEncoding::Architectural { fixed_counter, .. } => fixed_counter,
-            IntelEncoding::FourWideCore(_) => None,
+            IntelEncoding::FourWideCore(_) | IntelEncoding::TopdownInput { .. } => None,
         }
     }
 
@@ -298,6 +353,9 @@ pub const STATUS_BIT_ORDER: [Event; Event::COUNT] = {
         order[bit + custom] = Event::CUSTOM[custom];
         custom += 1;
     }
+    // Then the Atom cores' own top-down inputs (bits 19-20).
+    order[bit + CUSTOM_EVENTS] = Event::SlotsBackendBound;
+    order[bit + CUSTOM_EVENTS + 1] = Event::SlotsBadSpeculation;
     order
 };
 
@@ -351,6 +409,11 @@ impl EventSet {
         self.0 == 0
     }
 
+    /// The events of either set.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
     /// The set as status bits, bit i for [`STATUS_BIT_ORDER`]'s event i.
     pub fn status_bits(self) -> u32 {
         STATUS_BIT_ORDER
@@ -372,7 +435,22 @@ pub const fn intel_encoding(event: Event, family: u8, model: u8) -> Option<Encod
     match event.info().intel {
         IntelEncoding::Architectural { encoding, .. } => Some(encoding),
         IntelEncoding::FourWideCore(encoding) if family == 6 && intel_four_wide_core(model) => Some(encoding),
-        IntelEncoding::FourWideCore(_) => None,
+        IntelEncoding::TopdownInput { four_wide, .. } if family == 6 && intel_four_wide_core(model) => {
+            four_wide
+        }
+        IntelEncoding::FourWideCore(_) | IntelEncoding::TopdownInput { .. } => None,
+    }
+}
+
+/// The encoding of `event` on the Atom core `atom` of a hybrid processor: its architectural
+/// encoding, or its top-down input encoding (intel/perfmon `ADL/events/alderlake_gracemont_core.json`,
+/// `MTL/events/meteorlake_crestmont_core.json`).
+const fn intel_atom_encoding(event: Event, atom: IntelAtom) -> Option<Encoding> {
+    match (event.info().intel, atom) {
+        (IntelEncoding::Architectural { encoding, .. }, _) => Some(encoding),
+        (IntelEncoding::TopdownInput { gracemont, .. }, IntelAtom::Gracemont) => gracemont,
+        (IntelEncoding::TopdownInput { crestmont, .. }, IntelAtom::Crestmont) => crestmont,
+        (IntelEncoding::FourWideCore(_), _) => None,
     }
 }
 
@@ -436,16 +514,24 @@ pub const fn encoding(model: &PmuModel, event: Event) -> Option<Encoding> {
         {
             None
         }
-        (Vendor::Intel, _) => intel_encoding(event, model.family, model.model),
+        (Vendor::Intel, _) => match IntelAtom::of(model) {
+            Some(atom) => intel_atom_encoding(event, atom),
+            None if model.atom => None,
+            None => intel_encoding(event, model.family, model.model),
+        },
         (Vendor::Amd, _) => amd_encoding(event, model.family, model.model),
     }
 }
 
 /// Issue slots per cycle of the cores whose top-down level 1 comes from input events: 4 on Intel's
-/// 4-wide cores ([`intel_four_wide_core`]); AMD dispatch slots, 6 on Zen 4 and 8 on Zen 5 (Linux
+/// 4-wide cores ([`intel_four_wide_core`]); the Atom cores' allocation width ([`IntelAtom::width`]);
+/// AMD dispatch slots, 6 on Zen 4 and 8 on Zen 5 (Linux
 /// `tools/perf/pmu-events/arch/x86/amdzen4` and `amdzen5` pipeline utilisation: total dispatch slots
 /// are 6 and 8 times ls_not_halted_cyc).
 pub const fn topdown_width(model: &PmuModel) -> Option<u8> {
+    if let Some(atom) = IntelAtom::of(model) {
+        return Some(atom.width());
+    }
     match model.vendor {
         Vendor::Intel if model.family == 6 && intel_four_wide_core(model.model) => Some(4),
         Vendor::Amd if model.family >= 0x1A => Some(8),

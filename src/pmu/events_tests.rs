@@ -103,7 +103,8 @@ fn every_field_names_one_event() {
 #[test]
 fn groups_split_the_table() {
     assert_eq!(EventSet::DEFAULT.len(), 7);
-    assert_eq!(EventSet::TOPDOWN.len(), 7 + 4);
+    // The 4-wide cores' four inputs and the Atom cores' two more.
+    assert_eq!(EventSet::TOPDOWN.len(), 7 + 6);
     assert_eq!(EventSet::of_group(Group::Custom).len(), CUSTOM_EVENTS);
     for event in Event::ALL {
         assert_eq!(EventSet::DEFAULT.contains(event), event.info().group == Group::Default, "{event:?}");
@@ -120,4 +121,31 @@ fn every_event_has_one_status_bit() {
     }
     let set = EventSet::EMPTY.with(ReferenceCycles).with(Custom7);
     assert_eq!(set.status_bits(), 1 << 2 | 1 << 18);
+    let atom = EventSet::EMPTY.with(SlotsBackendBound).with(SlotsBadSpeculation);
+    assert_eq!(atom.status_bits(), 1 << 19 | 1 << 20, "after the custom events: no documented bit moves");
+}
+
+#[test]
+fn atom_cores_take_their_own_top_down_inputs() {
+    use crate::pmu::model::tests::{ALDER_LAKE_I9_12900K_E, Detect, METEOR_LAKE_E};
+    let gracemont = PmuModel { atom: true, ..ALDER_LAKE_I9_12900K_E.model() };
+    let crestmont = PmuModel { atom: true, ..METEOR_LAKE_E.model() };
+    let at = |model: &PmuModel, event| encoding(model, event).map(|e| (e.event, e.umask));
+    // intel/perfmon: TOPDOWN_FE_BOUND.ALL 71H, TOPDOWN_RETIRING.ALL C2H (Gracemont) / 72H
+    // (Crestmont), TOPDOWN_BE_BOUND.ALL 74H, TOPDOWN_BAD_SPECULATION.ALL 73H (Crestmont).
+    assert_eq!(at(&gracemont, SlotsNotDelivered), Some((0x71, 0)));
+    assert_eq!(at(&gracemont, SlotsRetired), Some((0xC2, 0)));
+    assert_eq!(at(&gracemont, SlotsBackendBound), Some((0x74, 0)));
+    assert_eq!(at(&gracemont, SlotsBadSpeculation), None);
+    assert_eq!(at(&crestmont, SlotsRetired), Some((0x72, 0)));
+    assert_eq!(at(&crestmont, SlotsBadSpeculation), Some((0x73, 0)));
+    for model in [&gracemont, &crestmont] {
+        assert_eq!(at(model, SlotsIssued), None);
+        assert_eq!(at(model, RecoveryCycles), None);
+        assert_eq!(at(model, Branches), Some((0xC4, 0)), "architectural events stay");
+    }
+    assert_eq!((topdown_width(&gracemont), topdown_width(&crestmont)), (Some(5), Some(6)));
+    // The performance cores of the same parts have none of these inputs (IA32_PERF_METRICS instead).
+    let core = ALDER_LAKE_I9_12900K_E.model();
+    assert_eq!((at(&core, SlotsRetired), topdown_width(&core)), (None, None));
 }

@@ -32,9 +32,16 @@ impl OwnedMask {
         if bits.count_ones() as usize <= SLOTS { Some(OwnedMask(bits)) } else { None }
     }
 
-    /// The status bits.
+    /// The status bits, to be kept in an atomic and made a mask again with [`OwnedMask::from_bits`].
     pub const fn bits(self) -> u64 {
         self.0
+    }
+
+    /// The mask whose [`OwnedMask::bits`] these are (the overflow handler's path: no count check,
+    /// since the bits came from a checked mask; a slot is masked into range anyway, `fold`).
+    #[inline(always)]
+    pub const fn from_bits(bits: u64) -> OwnedMask {
+        OwnedMask(bits)
     }
 
     /// The overflow slot of status bit `bit`: its rank among the owned bits, or `None` if not owned.

@@ -1,16 +1,14 @@
-//! Hybrid processors: which kind of core each logical processor is, and what every kind can count.
+//! Hybrid processors: which kind of core each logical processor is, and what each kind can count.
 //!
 //! A hybrid Intel processor (Alder Lake and later client parts) mixes performance cores and efficient
 //! cores whose PMUs differ: an i9-12900K's Golden Cove cores have 8 general-purpose and 4 fixed
-//! counters with IA32_PERF_METRICS, its Gracemont cores 6 and 3 without it (Linux
-//! `arch/x86/events/intel/core.c`, the Alder Lake case of `intel_pmu_init` and `init_hybrid_pmu`).
-//! The driver therefore describes every processor on that processor (CPUID and
-//! IA32_PERF_CAPABILITIES are per logical processor) and counts only what all of them have
-//! ([`Machine::of`]): one HAL allocation and one plan serve every processor, so a counter that one
-//! core type lacks is never programmed anywhere. What the processor reports differs by generation:
-//! an i9-12900K reports the common counters in leaf 0xA on every core (InstLatx64 dump
-//! GenuineIntel0090672_AlderLake_01_LC_BC_CPUID.txt), while IA32_PERF_CAPABILITIES' PERF_METRICS bit
-//! is set only on its performance cores; either way the intersection is what every core can do.
+//! counters with IA32_PERF_METRICS, its Gracemont cores 6 and 3 without it. The driver describes every
+//! processor on that processor (CPUID and IA32_PERF_CAPABILITIES are per logical processor), completes
+//! what leaf 0xA leaves out ([`own_counters`]: leaf 0x23 where the processor has it, Linux's Alder and
+//! Raptor Lake rule where not), and keeps one model per core type ([`Machine::of`]): each type gets
+//! its own plan, HAL allocation (on its processors) and programming, so no core is given a counter it
+//! lacks and none is denied one it has. What every processor has (the intersection) still decides
+//! whether the PMU is usable at all. Sources and the reasoning: `docs/hybrid.md`.
 //!
 //! Sources: hybrid flag `CPUID.(EAX=07H,ECX=0):EDX[15]`, core type `CPUID.1AH:EAX[31:24]` (20H Intel Atom,
 //! 40H Intel Core), Intel SDM Vol. 2A, CPUID, "Hybrid Information Enumeration Leaf (EAX = 1AH)".
@@ -68,40 +66,121 @@ pub struct ProcessorDescription {
     pub detection: Detection,
 }
 
-/// The machine's PMU as every processor can use it.
+/// How many [`CoreType`] values there are: the length of per-core-type arrays.
+pub const CORE_TYPES: usize = 3;
+
+/// The machine's PMU: what every processor has, and what each core type has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Machine {
     /// What every processor can count: the first unusable detection, or the intersection of all.
     pub detection: Detection,
-    /// Some processor has top-down slots with IA32_PERF_METRICS, but not every one.
-    pub topdown_metrics_on_some: bool,
+    /// Each core type's PMU (indexed by `CoreType as usize`): the intersection of that type's
+    /// processors; `None` where no processor is of that type.
+    pub types: [Option<Detection>; CORE_TYPES],
 }
 
 impl Machine {
     /// The machine of `processors` (at least one; with none, nothing is usable).
     pub fn of(processors: impl IntoIterator<Item = ProcessorDescription>) -> Machine {
         let mut detection = None;
-        let mut any_topdown_metrics = false;
+        let mut types = [None; CORE_TYPES];
         for processor in processors {
-            if let Detection::Usable(model) = processor.detection {
-                any_topdown_metrics |= model.topdown_metrics();
-            }
-            detection = Some(match detection {
-                None => processor.detection,
-                Some(so_far) => common(so_far, processor.detection),
-            });
+            let of_type = &mut types[processor.core_type as usize];
+            *of_type =
+                Some(of_type.map_or(processor.detection, |so_far| common(so_far, processor.detection)));
+            detection =
+                Some(detection.map_or(processor.detection, |so_far| common(so_far, processor.detection)));
         }
         let detection = detection.unwrap_or(Detection::Unusable(super::model::Unusable::UnknownVendor));
-        let topdown_metrics_on_all = matches!(detection, Detection::Usable(model) if model.topdown_metrics());
-        Machine { detection, topdown_metrics_on_some: any_topdown_metrics && !topdown_metrics_on_all }
+        Machine { detection, types }
+    }
+
+    /// The PMU of `core_type`'s processors, when the machine's PMU is usable and there are some.
+    pub fn model_of(&self, core_type: usize) -> Option<PmuModel> {
+        match (self.detection, self.types.get(core_type).copied().flatten()) {
+            (Detection::Usable(_), Some(Detection::Usable(model))) => Some(model),
+            _ => None,
+        }
+    }
+
+    /// Each core type present, with its PMU, when the machine's PMU is usable.
+    pub fn models(&self) -> impl Iterator<Item = (usize, PmuModel)> + '_ {
+        (0..CORE_TYPES).filter_map(|core_type| self.model_of(core_type).map(|model| (core_type, model)))
+    }
+
+    /// More than one core type: each gets its own HAL allocation, on its own processors.
+    pub fn hybrid(&self) -> bool {
+        self.models().count() > 1
     }
 }
 
 /// A machine whose processors all detected the same PMU.
 impl From<Detection> for Machine {
     fn from(detection: Detection) -> Machine {
-        Machine { detection, topdown_metrics_on_some: false }
+        let mut types = [None; CORE_TYPES];
+        types[CoreType::Uniform as usize] = Some(detection);
+        Machine { detection, types }
     }
+}
+
+/// Architectural performance monitoring extended leaf (Intel SDM Vol. 2A, CPUID, "Architectural
+/// Performance Monitoring Extended Leaf (EAX = 23H)").
+const EXTENDED_PERFMON_LEAF: u32 = 0x23;
+/// Its subleaf 0 EAX bits: subleaf 1 (counter bitmaps) and subleaf 3 (architectural events) are valid.
+const COUNTERS_SUBLEAF_VALID: u32 = 1 << 0;
+const EVENTS_SUBLEAF_VALID: u32 = 1 << 3;
+/// Architectural event bit of top-down slots (leaf 0xA EBX and leaf 0x23 subleaf 3 EAX bit 7).
+const TOPDOWN_SLOTS_EVENT: u32 = 1 << 7;
+
+/// `model` (this processor's leaf 0xA decoding) with the counters this core type really has, where
+/// leaf 0xA reports only those every core type has:
+///
+/// * leaf 0x23 (Meteor Lake and later): subleaf 1 EAX/EBX are bitmaps of the general-purpose and
+///   fixed counters of the core executing CPUID, subleaf 3 EAX its architectural events (Linux
+///   `update_pmu_cap`, read on a processor of each type). The plan numbers counters from 0, so the
+///   counters are those up to the first gap in each bitmap;
+/// * a performance core of Alder Lake or Raptor Lake (family 6 models 97H, 9AH, B7H, BAH, BFH), which
+///   has no leaf 0x23: two general-purpose and one fixed counter (top-down slots) more than leaf 0xA
+///   says, unless leaf 0xA already reports more than 6 and 3 (Linux `intel_pmu_init`, the Alder Lake
+///   case: `cntr_mask64 <<= 2 ... fixed_cntr_mask64 <<= 1`, and its correction for firmware that
+///   reports the performance core's counters).
+pub fn own_counters<R: CpuIdReader>(reader: &R, core_type: CoreType, model: PmuModel) -> PmuModel {
+    if model.vendor != super::model::Vendor::Intel || core_type == CoreType::Uniform {
+        return model;
+    }
+    let model = PmuModel { atom: core_type == CoreType::Efficient, ..model };
+    let max_leaf = reader.cpuid1(0).eax;
+    let extended =
+        if max_leaf >= EXTENDED_PERFMON_LEAF { reader.cpuid2(EXTENDED_PERFMON_LEAF, 0).eax } else { 0 };
+    if extended & COUNTERS_SUBLEAF_VALID != 0 {
+        let bitmaps = reader.cpuid2(EXTENDED_PERFMON_LEAF, 1);
+        let mut own = PmuModel {
+            gp_counters: bitmaps.eax.trailing_ones() as u8,
+            fixed_counters: bitmaps.ebx.trailing_ones() as u8,
+            ..model
+        };
+        let events = if extended & EVENTS_SUBLEAF_VALID != 0 {
+            reader.cpuid2(EXTENDED_PERFMON_LEAF, 3).eax
+        } else {
+            0
+        };
+        own.topdown_slots = own.fixed_counters > 3 && events & TOPDOWN_SLOTS_EVENT != 0;
+        return own;
+    }
+    let alder_or_raptor_lake = model.family == 6 && matches!(model.model, 0x97 | 0x9A | 0xB7 | 0xBA | 0xBF);
+    if core_type == CoreType::Performance
+        && alder_or_raptor_lake
+        && model.gp_counters <= 6
+        && model.fixed_counters <= 3
+    {
+        return PmuModel {
+            gp_counters: model.gp_counters + 2,
+            fixed_counters: model.fixed_counters + 1,
+            topdown_slots: true,
+            ..model
+        };
+    }
+    model
 }
 
 /// What two processors can both do.

@@ -29,11 +29,13 @@ fn core_type_values_are_those_the_counters_publish() {
 fn a_uniform_machine_is_its_processors_model() {
     let model = SKYLAKE_I7_6700K.model();
     let machine = Machine::of([described(CoreType::Uniform, model); 4]);
-    assert_eq!(machine, Machine { detection: Detection::Usable(model), topdown_metrics_on_some: false });
+    assert_eq!(machine, Machine::from(Detection::Usable(model)));
+    assert!(!machine.hybrid());
+    assert_eq!(machine.models().collect::<Vec<_>>(), [(0, model)]);
 }
 
 #[test]
-fn a_hybrid_machine_counts_what_every_core_type_has() {
+fn a_hybrid_machine_keeps_each_core_type_and_what_every_core_type_has() {
     // Performance cores with their own 8 GP / 4 fixed and PERF_METRICS (IA32_PERF_CAPABILITIES read on
     // them), efficient cores with 6 GP / 3 fixed and one more event unavailable.
     let performance =
@@ -60,7 +62,9 @@ fn a_hybrid_machine_counts_what_every_core_type_has() {
         aperf_mperf: false,
         ..ALDER_LAKE_P_ONLY_MODEL
     };
-    assert_eq!(machine, Machine { detection: Detection::Usable(expected), topdown_metrics_on_some: true });
+    assert_eq!(machine.detection, Detection::Usable(expected));
+    assert!(machine.hybrid());
+    assert_eq!(machine.models().collect::<Vec<_>>(), [(1, performance), (2, efficient)]);
 }
 
 #[test]
@@ -70,7 +74,7 @@ fn the_real_alder_lake_reports_the_same_counters_on_both_core_types() {
         described(CoreType::Efficient, ALDER_LAKE_I9_12900K_E.model()),
     ]);
     assert_eq!(machine.detection, Detection::Usable(ALDER_LAKE_HYBRID_MODEL));
-    assert!(!machine.topdown_metrics_on_some);
+    assert_eq!(machine.model_of(1), Some(ALDER_LAKE_HYBRID_MODEL), "before own_counters");
 }
 
 #[test]
@@ -82,4 +86,30 @@ fn one_unusable_processor_makes_the_machine_unusable() {
     let machine = Machine::of([described(CoreType::Uniform, SKYLAKE_I7_6700K.model()), unusable]);
     assert_eq!(machine.detection, Detection::Unusable(Unusable::TooFewCounters));
     assert_eq!(Machine::of([]).detection, Detection::Unusable(Unusable::UnknownVendor));
+}
+
+#[test]
+fn own_counters_complete_what_leaf_a_leaves_out() {
+    use crate::pmu::model::tests::{METEOR_LAKE_E, METEOR_LAKE_P};
+    // Alder Lake, no leaf 0x23: Linux's rule gives the performance core 2 GP and 1 fixed more.
+    let reader = CpuIdTable(ALDER_LAKE_I9_12900K_P.leaves);
+    let common = ALDER_LAKE_I9_12900K_P.model();
+    let own = own_counters(&reader, CoreType::Performance, common);
+    assert_eq!((own.gp_counters, own.fixed_counters, own.topdown_slots), (8, 4, true));
+    let reader = CpuIdTable(ALDER_LAKE_I9_12900K_E.leaves);
+    let efficient = PmuModel { atom: true, ..ALDER_LAKE_I9_12900K_E.model() };
+    assert_eq!(own_counters(&reader, CoreType::Efficient, ALDER_LAKE_I9_12900K_E.model()), efficient);
+    // Not hybrid: leaf 0xA is the core's own.
+    let reader = CpuIdTable(ALDER_LAKE_I9_12900K_P_ONLY.leaves);
+    let model = ALDER_LAKE_I9_12900K_P_ONLY.model();
+    assert_eq!(own_counters(&reader, CoreType::Uniform, model), model);
+    // Meteor Lake: leaf 0x23 on each core type.
+    for (cpu, core_type, expected) in [
+        (&METEOR_LAKE_P, CoreType::Performance, (8, 4, true)),
+        (&METEOR_LAKE_E, CoreType::Efficient, (8, 3, false)),
+    ] {
+        assert_eq!(CoreType::detect(CpuIdTable(cpu.leaves)), core_type, "{}", cpu.name);
+        let own = own_counters(&CpuIdTable(cpu.leaves), core_type, cpu.model());
+        assert_eq!((own.gp_counters, own.fixed_counters, own.topdown_slots), expected, "{}", cpu.name);
+    }
 }

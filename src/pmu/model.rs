@@ -4,9 +4,8 @@
 //!
 //! CPUID is decoded by `raw-cpuid`; no leaf is decoded by hand here. The one leaf raw-cpuid does not
 //! decode, the Microsoft hypervisor's feature leaf 0x40000003, is read through the same
-//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects once, on the processor
-//! DriverEntry runs on, and plans for every processor from that answer (hybrid parts report the
-//! counters all their cores have, see below).
+//! [`CpuIdReader`] that raw-cpuid uses (see [`detect`]). The driver detects on every processor, on
+//! that processor; `super::hybrid` completes a hybrid core's own counters and combines the answers.
 //!
 //! The rules [`detect`] applies, in order, and the source of every fact they rest on: `docs/pmu.md`.
 
@@ -111,6 +110,9 @@ pub struct PmuModel {
     /// Bare metal or which hypervisor (`CPUID.1:ECX[31]` and leaf 0x40000000): a hypervisor decides
     /// which MSRs the partition may touch, and reports others as the hardware does.
     pub host: Host,
+    /// An Intel Atom core of a hybrid processor (leaf 1AH core type 20H): its model-specific events
+    /// (the top-down inputs) are the Atom PMU's, not the Core's (set by `super::hybrid::own_counters`).
+    pub atom: bool,
 }
 
 /// IA32_PERF_CAPABILITIES bit 15: PERF_METRICS available (Intel SDM Vol. 3B, "Performance Monitoring
@@ -296,6 +298,7 @@ fn intel<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) ->
         perf_metrics: false,
         aperf_mperf: false,
         host: Host::BareMetal,
+        atom: false,
     })
 }
 
@@ -360,6 +363,7 @@ fn amd<R: CpuIdReader>(cpuid: &CpuId<R>, host: Host, family: u8, model: u8) -> R
         perf_metrics: false,
         aperf_mperf: false,
         host: Host::BareMetal,
+        atom: false,
     })
 }
 

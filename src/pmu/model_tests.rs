@@ -58,6 +58,7 @@ const INTEL_BASE: PmuModel = PmuModel {
     perf_metrics: false,
     aperf_mperf: false,
     host: Host::BareMetal,
+    atom: false,
 };
 
 const AMD_BASE: PmuModel = PmuModel {
@@ -78,12 +79,17 @@ const AMD_BASE: PmuModel = PmuModel {
     perf_metrics: false,
     aperf_mperf: false,
     host: Host::BareMetal,
+    atom: false,
 };
 
 pub(crate) const SKYLAKE_MODEL: PmuModel =
     PmuModel { model: 0x5E, version: 4, gp_counters: 4, aperf_mperf: true, ..INTEL_BASE };
 pub(crate) const ALDER_LAKE_HYBRID_MODEL: PmuModel =
     PmuModel { model: 0x97, version: 5, gp_counters: 6, aperf_mperf: true, ..INTEL_BASE };
+/// Meteor Lake's leaf 0xA on either core type: the 8 GP and 3 fixed counters both have (leaf 0x23
+/// tells each type's own: `crate::pmu::hybrid::own_counters`).
+pub(crate) const METEOR_LAKE_MODEL: PmuModel =
+    PmuModel { model: 0xAA, version: 5, gp_counters: 8, aperf_mperf: true, ..INTEL_BASE };
 pub(crate) const ALDER_LAKE_P_ONLY_MODEL: PmuModel = PmuModel {
     model: 0x97,
     version: 5,
@@ -125,7 +131,7 @@ pub(crate) const ZEN4_MODEL: PmuModel =
     PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
-pub(crate) const TABLE: [(&Cpu, Detection); 28] = [
+pub(crate) const TABLE: [(&Cpu, Detection); 30] = [
     (&SKYLAKE_I7_6700K, Detection::Usable(SKYLAKE_MODEL)),
     (&SKYLAKE_I5_6400T, Detection::Usable(SKYLAKE_NO_HT_MODEL)),
     (&ICE_LAKE_I7_1065G7, Detection::Usable(ICE_LAKE_MODEL)),
@@ -133,6 +139,8 @@ pub(crate) const TABLE: [(&Cpu, Detection); 28] = [
     (&ALDER_LAKE_I9_12900K_P, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_E, Detection::Usable(ALDER_LAKE_HYBRID_MODEL)),
     (&ALDER_LAKE_I9_12900K_P_ONLY, Detection::Usable(ALDER_LAKE_P_ONLY_MODEL)),
+    (&METEOR_LAKE_P, Detection::Usable(METEOR_LAKE_MODEL)),
+    (&METEOR_LAKE_E, Detection::Usable(METEOR_LAKE_MODEL)),
     (&LYNNFIELD_I7_860, Detection::Usable(LYNNFIELD_MODEL)),
     (&CONROE_X6800, Detection::Usable(CONROE_MODEL)),
     (&YONAH_CELERON_215, Detection::Unusable(Unusable::PerfmonVersionTooOld)),

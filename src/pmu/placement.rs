@@ -56,6 +56,13 @@ impl Wanted {
         Wanted { events, custom: selection.custom }
     }
 
+    /// What a processor of core type `core_type` counts: the custom events whose `core=` names
+    /// another core type are left out (on a processor that is not hybrid, none is).
+    pub fn for_core_type(&self, core_type: usize) -> Wanted {
+        let runs_here = |encoding: &Encoding| core_type == 0 || encoding.core_types & (1 << core_type) != 0;
+        Wanted { events: self.events, custom: self.custom.map(|custom| custom.filter(runs_here)) }
+    }
+
     /// The encoding `event` is counted with on `model`: the table's, or the profile's for a custom
     /// event.
     pub fn encoding(&self, model: &PmuModel, event: Event) -> Option<Encoding> {
@@ -167,6 +174,9 @@ pub struct CounterPlan {
     /// Every top-down input the processor has is counted: top-down level 1 comes from them, with
     /// this many issue slots per cycle.
     topdown_width: Option<u8>,
+    /// Those inputs are an Atom core's, which count the categories themselves
+    /// ([`crate::pmu::topdown::from_events`]).
+    topdown_atom: bool,
 }
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
@@ -187,6 +197,7 @@ impl CounterPlan {
         dropped: EventSet::EMPTY,
         topdown_metrics: false,
         topdown_width: None,
+        topdown_atom: false,
     };
 
     /// Adds `assignment`, or gives it back when the plan is full (which [`MAX_ASSIGNMENTS`] says
@@ -248,6 +259,11 @@ impl CounterPlan {
     /// The issue slots per cycle, when top-down level 1 comes from counted input events.
     pub fn topdown_width(&self) -> Option<u8> {
         self.topdown_width
+    }
+
+    /// Whether the top-down inputs are an Atom core's (see [`CounterPlan::topdown_width`]).
+    pub fn topdown_atom(&self) -> bool {
+        self.topdown_atom
     }
 
     /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
@@ -316,6 +332,7 @@ pub fn plan_with_pmi(model: &PmuModel, pmi: bool) -> CounterPlan {
 }
 
 /// The plan counting the events of `wanted` that `model` has, by priority.
+#[inline(never)]
 pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     let mut plan = place(model, wanted, pmi);
     let inputs = EventSet::of_group(Group::TopdownInputs);
@@ -329,6 +346,7 @@ pub fn plan_for(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         && available.iter().all(|event| counted.contains(event))
     {
         plan.topdown_width = topdown_width(model);
+        plan.topdown_atom = model.atom;
     }
     plan
 }

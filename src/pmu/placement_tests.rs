@@ -422,3 +422,21 @@ fn a_perf_metrics_plan_enables_fixed_counter_3_and_perf_metrics() {
     assert_eq!(plan.global_ctrl() & !plan.assigned_global_bits(), (1 << 35) | GLOBAL_CTRL_EN_PERF_METRICS);
     assert_eq!(GLOBAL_CTRL_EN_PERF_METRICS, 1 << 48);
 }
+
+#[test]
+fn each_core_type_plans_only_the_custom_events_that_run_on_it() {
+    use crate::pmu::profile::{Profile, Selection};
+    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+    selection.custom[0] = Some(Encoding::new(0xC4, 0x00));
+    selection.custom[1] = Some(Encoding { core_types: 1 << 2, ..Encoding::new(0x71, 0x00) });
+    let wanted = Wanted::of(&selection);
+    let model = cpus::SKYLAKE_I7_6700K.model();
+    let counted = |core_type: usize| plan_for(&model, &wanted.for_core_type(core_type), true).counted();
+    // Performance (1): the efficient cores' event is left out, and is unavailable there.
+    assert!(counted(1).contains(Event::Custom0) && !counted(1).contains(Event::Custom1));
+    assert!(plan_for(&model, &wanted.for_core_type(1), true).unavailable().contains(Event::Custom1));
+    // Efficient (2) and a processor that is not hybrid (0): both.
+    for core_type in [0, 2] {
+        assert!(counted(core_type).contains(Event::Custom0) && counted(core_type).contains(Event::Custom1));
+    }
+}

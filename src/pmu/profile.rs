@@ -6,7 +6,9 @@
 //!   `key=value` pairs such as `event=0xC4,umask=0x00,name=branches` (decimal or `0x` numbers):
 //!   `event` (required; 8 bits on Intel, 12 on AMD), `umask`, `cmask` (0-255), `inv`, `edge` (0/1,
 //!   default 0), `usr`, `os` (0/1, default 1, not both 0: perf's `:u`/`:k`), `counters` (the
-//!   general-purpose counters the event may use: numbers 0-7 and ranges joined by `+`), `name` (up to
+//!   general-purpose counters the event may use: numbers 0-7 and ranges joined by `+`), `core`
+//!   (`performance` or `efficient`: on a hybrid processor, the one core type that counts it; on a
+//!   hybrid processor a line naming no core type must be an Intel architectural event), `name` (up to
 //!   32 characters, for the debug output). No other key is taken, so no line can set a reserved
 //!   event-select bit (a #GP: Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2
 //!   "PerfEvtSeln"); AMD events that need a merged counter pair are refused.
@@ -17,7 +19,8 @@
 //! (the plan's dropped set).
 
 use super::encoding::Encoding;
-use super::events::CUSTOM_EVENTS;
+use super::events::{CUSTOM_EVENTS, Event, IntelEncoding};
+use super::hybrid::CoreType;
 use super::model::Vendor;
 
 /// The longest `CustomEvents` value read, in bytes (UTF-16, terminators included); longer values are
@@ -86,6 +89,10 @@ pub enum Rejection {
     /// PPRs for families 17h and 19h, "Large Increment per Cycle Events"; Linux
     /// `amd_is_pair_event_code`). Counting it alone would publish a wrong number.
     NeedsCounterPair,
+    /// On a hybrid processor, a model-specific event (not one of Intel's architectural events) with no
+    /// `core=`: its encoding means one thing on the performance cores and another, or nothing, on the
+    /// efficient cores (their event lists differ: intel/perfmon's per-core-type JSON files).
+    ModelSpecificNeedsCore,
     /// A line after the empty string that ends a REG_MULTI_SZ list (Microsoft Learn, "Registry value
     /// types": the list ends at the first empty string): not part of the value, so not counted.
     AfterEndOfList,
@@ -111,6 +118,7 @@ impl Default for Selection {
 /// `explain` for every rejection (line number from 1 for `CustomEvents` lines, 0 for a whole value).
 pub fn select(
     vendor: Vendor,
+    hybrid: bool,
     profile: Setting<'_>,
     custom_events: Setting<'_>,
     mut explain: impl FnMut(&'static str, usize, Rejection),
@@ -156,8 +164,11 @@ pub fn select(
             reject("CustomEvents", index + 1, Rejection::AfterEndOfList);
             break;
         }
-        let parsed =
-            if next == CUSTOM_EVENTS { Err(Rejection::TooManyEvents) } else { parse_event(line, vendor) };
+        let parsed = if next == CUSTOM_EVENTS {
+            Err(Rejection::TooManyEvents)
+        } else {
+            parse_event(line, vendor, hybrid)
+        };
         match parsed {
             Ok(encoding) => {
                 selection.custom[next] = Some(encoding);
@@ -220,10 +231,10 @@ fn eq_ignore_ascii_case(units: &[u16], text: &str) -> bool {
 }
 
 /// The keys a `CustomEvents` line may name.
-const KEYS: [&str; 9] = ["event", "umask", "cmask", "inv", "edge", "name", "usr", "os", "counters"];
+const KEYS: [&str; 10] = ["event", "umask", "cmask", "inv", "edge", "name", "usr", "os", "counters", "core"];
 
-/// One `CustomEvents` line.
-fn parse_event(line: &[u16], vendor: Vendor) -> Result<Encoding, Rejection> {
+/// One `CustomEvents` line, for a `hybrid` processor or not.
+fn parse_event(line: &[u16], vendor: Vendor, hybrid: bool) -> Result<Encoding, Rejection> {
     let event_bits = match vendor {
         Vendor::Intel => 8,
         Vendor::Amd => 12,
@@ -251,6 +262,7 @@ fn parse_event(line: &[u16], vendor: Vendor) -> Result<Encoding, Rejection> {
             "usr" => encoding.usr = number(value, 1)? == 1,
             "os" => encoding.os = number(value, 1)? == 1,
             "counters" => encoding.counters = counters(value)?,
+            "core" => encoding.core_types = core_type(value)?,
             _ if value.len() > MAX_NAME || value.is_empty() => return Err(Rejection::OutOfRange),
             _ => {}
         }
@@ -264,7 +276,30 @@ fn parse_event(line: &[u16], vendor: Vendor) -> Result<Encoding, Rejection> {
     if vendor == Vendor::Amd && matches!(encoding.event, AMD_MERGE_EVENT | AMD_RETIRED_SSE_AVX_FLOPS) {
         return Err(Rejection::NeedsCounterPair);
     }
+    if hybrid && !seen[9] && !intel_architectural(&encoding) {
+        return Err(Rejection::ModelSpecificNeedsCore);
+    }
     Ok(encoding)
+}
+
+/// A `core=` value: `performance` or `efficient` (any case), as an [`Encoding::core_types`] bit.
+fn core_type(units: &[u16]) -> Result<u8, Rejection> {
+    [("performance", CoreType::Performance), ("efficient", CoreType::Efficient)]
+        .into_iter()
+        .find(|(name, _)| eq_ignore_ascii_case(units, name))
+        .map(|(_, core_type)| 1 << core_type as u8)
+        .ok_or(Rejection::OutOfRange)
+}
+
+/// Whether `encoding`'s event and unit mask are one of Intel's architectural events, which every
+/// core type counts alike (Intel SDM Vol. 3B, "Pre-defined Architectural Performance Events").
+fn intel_architectural(encoding: &Encoding) -> bool {
+    Event::ALL.iter().any(|event| match event.info().intel {
+        IntelEncoding::Architectural { encoding: architectural, .. } => {
+            (architectural.event, architectural.umask) == (encoding.event, encoding.umask)
+        }
+        _ => false,
+    })
 }
 
 /// AMD PMCxFFF, the Merge event that joins a counter to its even neighbour.

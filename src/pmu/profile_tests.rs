@@ -32,8 +32,17 @@ fn select_all(
     profile: Setting<'_>,
     events: Setting<'_>,
 ) -> (Selection, Vec<(usize, Rejection)>) {
+    select_on(vendor, false, profile, events)
+}
+
+fn select_on(
+    vendor: Vendor,
+    hybrid: bool,
+    profile: Setting<'_>,
+    events: Setting<'_>,
+) -> (Selection, Vec<(usize, Rejection)>) {
     let mut rejections = Vec::new();
-    let selection = select(vendor, profile, events, |_, line, why| rejections.push((line, why)));
+    let selection = select(vendor, hybrid, profile, events, |_, line, why| rejections.push((line, why)));
     (selection, rejections)
 }
 
@@ -279,4 +288,34 @@ proptest! {
         let expected = Encoding { cmask: cmask as u8, inv: inv == 1, edge: edge == 1, ..Encoding::new(event as u16, umask as u8) };
         prop_assert_eq!(selection.custom[0], Some(expected));
     }
+}
+
+#[test]
+fn a_hybrid_processor_takes_model_specific_events_only_for_a_named_core_type() {
+    let lines = [
+        "event=0xC4,umask=0x00,name=branches",
+        "event=0x71,umask=0x00,name=fe bound",
+        "event=0x71,umask=0x00,core=Efficient,name=fe bound",
+        "event=0x9C,umask=0x01,core=performance",
+        "event=0xC0,core=both",
+        "event=0x2E,umask=0x41,core=efficient,core=performance",
+    ];
+    let profile = sz("custom");
+    let events = multi_sz(&lines);
+    let (selection, rejections) =
+        select_on(Vendor::Intel, true, value(REG_SZ, &profile), value(REG_MULTI_SZ, &events));
+    assert_eq!(
+        rejections,
+        [(2, Rejection::ModelSpecificNeedsCore), (5, Rejection::OutOfRange), (6, Rejection::DuplicateKey)]
+    );
+    let accepted: Vec<(u16, u8)> =
+        selection.custom.iter().flatten().map(|encoding| (encoding.event, encoding.core_types)).collect();
+    // An architectural event runs on every core type; the others on the one they name (bit 2
+    // efficient, bit 1 performance).
+    assert_eq!(accepted, [(0xC4, 0b111), (0x71, 0b100), (0x9C, 0b010)]);
+    // Not hybrid: a model-specific event needs no core type, and `core=` restricts nothing there.
+    let (selection, rejections) =
+        select_on(Vendor::Intel, false, value(REG_SZ, &profile), value(REG_MULTI_SZ, &events));
+    assert_eq!(rejections, [(5, Rejection::OutOfRange), (6, Rejection::DuplicateKey)]);
+    assert_eq!(selection.custom.iter().flatten().count(), 4);
 }

@@ -118,22 +118,33 @@ pub fn fractions(metrics: u64) -> [u64; 4] {
 }
 
 /// Top-down level 1 from the totals of the topdown profile's input events, on processors without
-/// IA32_PERF_METRICS, with `width` issue slots per cycle. The level 1 formulas of Linux's
-/// `tools/perf/pmu-events` (Intel 4-wide cores, e.g. skylake `tma_*`: slots = 4 x
-/// CPU_CLK_UNHALTED.THREAD, retiring = UOPS_RETIRED.RETIRE_SLOTS, bad speculation = UOPS_ISSUED.ANY -
-/// UOPS_RETIRED.RETIRE_SLOTS + 4 x INT_MISC.RECOVERY_CYCLES, frontend bound =
-/// IDQ_UOPS_NOT_DELIVERED.CORE, backend bound the rest; AMD amdzen4/amdzen5 pipeline utilisation with
-/// de_src_op_disp.all, ex_ret_ops and de_no_dispatch_per_slot.no_ops_from_frontend, where backend
-/// bound, as the rest, also holds the slots lost to the other SMT thread). The non-SMT Intel formulas:
-/// with Hyper-Threading on, a thread's slots are an approximation.
-pub fn from_events(width: u8, count: impl Fn(Event) -> u64) -> Topdown {
+/// IA32_PERF_METRICS, with `width` issue slots per cycle (`count`: an input's total, `None` where the
+/// plan does not count it). The level 1 formulas of Linux's `tools/perf/pmu-events` (Intel 4-wide
+/// cores, e.g. skylake `tma_*`: slots = 4 x CPU_CLK_UNHALTED.THREAD, retiring =
+/// UOPS_RETIRED.RETIRE_SLOTS, bad speculation = UOPS_ISSUED.ANY - UOPS_RETIRED.RETIRE_SLOTS + 4 x
+/// INT_MISC.RECOVERY_CYCLES, frontend bound = IDQ_UOPS_NOT_DELIVERED.CORE, backend bound the rest;
+/// AMD amdzen4/amdzen5 pipeline utilisation with de_src_op_disp.all, ex_ret_ops and
+/// de_no_dispatch_per_slot.no_ops_from_frontend, where backend bound, as the rest, also holds the
+/// slots lost to the other SMT thread). The non-SMT Intel formulas: with Hyper-Threading on, a
+/// thread's slots are an approximation. On an Atom core (`atom`), Intel's E-core level 1
+/// (intel/perfmon `E-core_TMA_Metrics.csv`): each category is its TOPDOWN_*.ALL event's slots, over
+/// `#Pipeline_Width` x CPU_CLK_UNHALTED.CORE slots; bad speculation, where no event counts it
+/// (Gracemont), the slots the other three leave.
+pub fn from_events(width: u8, atom: bool, count: impl Fn(Event) -> Option<u64>) -> Topdown {
+    let total = |event| count(event).unwrap_or(0);
     let width = u64::from(width);
-    let slots = count(Event::CoreCycles).wrapping_mul(width);
-    let retiring = count(Event::SlotsRetired);
-    let bad_speculation = count(Event::SlotsIssued)
+    let slots = total(Event::CoreCycles).wrapping_mul(width);
+    let retiring = total(Event::SlotsRetired);
+    let frontend = total(Event::SlotsNotDelivered);
+    if atom {
+        let backend = total(Event::SlotsBackendBound);
+        let known = retiring.saturating_add(frontend).saturating_add(backend);
+        let bad_speculation = count(Event::SlotsBadSpeculation).unwrap_or(slots.saturating_sub(known));
+        return Topdown { slots, categories: [retiring, bad_speculation, frontend, backend] };
+    }
+    let bad_speculation = total(Event::SlotsIssued)
         .saturating_sub(retiring)
-        .saturating_add(count(Event::RecoveryCycles).saturating_mul(width));
-    let frontend = count(Event::SlotsNotDelivered);
+        .saturating_add(total(Event::RecoveryCycles).saturating_mul(width));
     let backend = slots.saturating_sub(retiring.saturating_add(bad_speculation).saturating_add(frontend));
     Topdown { slots, categories: [retiring, bad_speculation, frontend, backend] }
 }

@@ -175,7 +175,7 @@ fn level_1_from_input_events() {
         Event::SlotsNotDelivered => 700,
         _ => 0,
     };
-    let topdown = from_events(4, count);
+    let topdown = from_events(4, false, |event| Some(count(event)));
     assert_eq!(topdown.slots, 4_000);
     // Retiring 1600, bad speculation 1900 - 1600 + 4 x 25 = 400, frontend 700, backend the rest.
     assert_eq!(topdown.categories, [1_600, 400, 700, 1_300]);
@@ -193,5 +193,5 @@ fn level_1_never_underflows() {
         Event::SlotsNotDelivered => 30,
         _ => 0,
     };
-    assert_eq!(from_events(6, count).categories, [50, 0, 30, 0]);
+    assert_eq!(from_events(6, false, |event| Some(count(event))).categories, [50, 0, 30, 0]);
 }

@@ -14,9 +14,9 @@
 //!   it ends) or by its overflow handler.
 
 use super::lock::SessionLock;
-use super::platform::{Form, Platform, SETTING_HEADER_UNITS};
+use super::platform::{Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
-use super::read::{Reading, TopdownReading, topdown_from_events};
+use super::read::{Reading, TopdownReading, counts_under};
 use super::repair::repair;
 use super::schedule::Schedule;
 use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
@@ -28,19 +28,26 @@ use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::EventSet;
 use crate::pmu::fold::OwnedMask;
-use crate::pmu::hybrid::Machine;
+use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
-use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS, Wanted, plan_for};
+use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs, Programming};
-use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use start::{carry_over, install, start_counting};
-use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 #[path = "start.rs"]
 mod start;
+
+#[path = "per_core_type.rs"]
+mod per_core_type;
+use per_core_type::{expected_topdown, topdown_source};
+
+/// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
+const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
+/// [`Session::parts`]'s length, likewise.
+const PARTS: usize = CORE_TYPES.next_power_of_two();
 
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +59,35 @@ pub enum AcquireError {
     Failed(i32),
 }
 
-/// An owned session: the HAL ownership and how the counters run.
+/// The session: the HAL ownership while one is open, and how the counters of each core type run.
+/// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
+/// rather than built on the consumer's stack and moved).
 struct Session<P: Platform> {
-    ownership: P::Ownership,
+    /// `Some` while a session is open.
+    ownership: Option<P::Ownership>,
+    /// Each core type's part (indexed by core type), `None` for a type no processor has. A power of
+    /// two long ([`PARTS`]), so that a read finds its processor's part with a mask instead of a
+    /// bounds check.
+    parts: [Option<Part>; PARTS],
+}
+
+impl<P: Platform> Session<P> {
+    const CLOSED: Self = Session { ownership: None, parts: [const { None }; PARTS] };
+
+    /// The part of a processor of core type `core_type`.
+    #[inline(always)]
+    fn part(&self, core_type: u8) -> Option<&Part> {
+        self.parts[usize::from(core_type) & (PARTS - 1)].as_ref()
+    }
+
+    /// The session, if one is open.
+    fn open(&self) -> Option<(&Self, &P::Ownership)> {
+        self.ownership.as_ref().map(|ownership| (self, ownership))
+    }
+}
+
+/// How the counters of one core type's processors run.
+struct Part {
     plan: CounterPlan,
     /// The plan's global bits when the overflow handler folds them; empty when polled.
     owned: OwnedMask,
@@ -82,13 +115,14 @@ pub struct PmuClient<P: Platform> {
     /// What every processor has, and what only some have.
     machine: Machine,
     processors: P::Processors,
-    session: SessionLock<Option<Session<P>>>,
-    /// The plan of the last session (open or closed): which slot holds which event, so that counts
-    /// keep their places between sessions. Written at each acquisition.
-    last_plan: SessionLock<Option<CounterPlan>>,
-    /// The session's OwnedMask bits for the overflow handler, which may not take even a read lock:
-    /// set before the counters are enabled, cleared after they are stopped.
-    pmi_owned: AtomicU64,
+    session: SessionLock<Session<P>>,
+    /// Each core type's plan of the last session (open or closed): which slot holds which event, so
+    /// that counts keep their places between sessions. Written at each acquisition.
+    last_plan: SessionLock<[Option<CounterPlan>; CORE_TYPES]>,
+    /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
+    /// set before the counters are enabled, cleared after they are stopped. A power of two long, so
+    /// that the handler indexes it by core type with a mask instead of a bounds check.
+    pmi_owned: [AtomicU64; PMI_OWNED_TYPES],
     schedule: Schedule,
     /// Which collects read every processor afresh, and which are served from the last read.
     throttle: Throttle,
@@ -116,8 +150,7 @@ impl<P: Platform> PmuClient<P> {
             Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
         });
         status.set_topdown_source(match detection {
-            Detection::Usable(model) if model.topdown_metrics() => TopdownSource::PerfMetrics,
-            Detection::Usable(_) => no_topdown(machine),
+            Detection::Usable(_) => expected_topdown(machine),
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         for processor in processors.iter() {
@@ -128,9 +161,9 @@ impl<P: Platform> PmuClient<P> {
             machine,
             platform,
             processors,
-            session: SessionLock::new(None),
-            last_plan: SessionLock::new(None),
-            pmi_owned: AtomicU64::new(0),
+            session: SessionLock::new(Session::CLOSED),
+            last_plan: SessionLock::new([None; CORE_TYPES]),
+            pmi_owned: [const { AtomicU64::new(0) }; PMI_OWNED_TYPES],
             schedule: Schedule::new(),
             throttle: Throttle::new(),
             status,
@@ -152,46 +185,28 @@ impl<P: Platform> PmuClient<P> {
     /// Lock-free and call-free once inlined (the handler runs at PROFILE_LEVEL).
     #[inline(always)]
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
-        let owned = OwnedMask::new(self.pmi_owned.load(Ordering::Acquire)).unwrap_or(OwnedMask::EMPTY);
         if let Some(processor) = self.processors.get(processor as usize) {
+            let core_type = usize::from(processor.pmu.core_type()) & (PMI_OWNED_TYPES - 1);
+            let owned = OwnedMask::from_bits(self.pmi_owned[core_type].load(Ordering::Acquire));
             processor.pmu.counters.fold(overflow_bits, owned);
         }
     }
 
-    /// Asks the HAL for the plan's counters: a resource list (with an Overflow descriptor if the
-    /// model interrupts) on Intel, the whole PMU elsewhere; any refusal of the list falls back to
-    /// the whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner. Only the Intel
-    /// HAL implements resource lists (observed in decompiled Windows 10/11 HAL builds): elsewhere a
-    /// list fails with STATUS_INSUFFICIENT_RESOURCES, or succeeds with a NULL handle in an older
-    /// build. Returns the ownership and whether the overflow handler is wired.
-    fn request(&self, model: &PmuModel, plan: &CounterPlan) -> Result<(P::Ownership, bool), AcquireError> {
-        let whole_pmu = || match self.platform.allocate(Form::WholePmu, self) {
-            Ok(ownership) => Ok((ownership, false)),
-            Err(STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
-            Err(status) => Err(AcquireError::Failed(status)),
-        };
-        if model.vendor != Vendor::Intel {
-            return whole_pmu();
-        }
-        let mut indexes = [0u32; MAX_ASSIGNMENTS + 1];
-        let mut len = 0;
-        for (index, hal_index) in indexes.iter_mut().zip(plan.hal_indexes()) {
-            *index = hal_index;
-            len += 1;
-        }
-        let form = Form::Listed { counters: &indexes[..len], overflow_interrupt: model.overflow_interrupt };
-        match self.platform.allocate(form, self) {
-            Ok(ownership) => Ok((ownership, model.overflow_interrupt)),
-            Err(STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
-            Err(_) => whole_pmu(),
-        }
+    /// How many processors the client has state for (those active at load).
+    pub fn processor_count(&self) -> u32 {
+        self.processors.len() as u32
+    }
+
+    /// The core types of the processors, by processor index (for the platform's group affinities).
+    pub fn core_type_of(&self, processor: usize) -> Option<u8> {
+        self.processors.get(processor).map(|processor| processor.pmu.core_type())
     }
 
     /// Owns and starts the counters on every processor, if there is a usable PMU and no session yet.
     /// PASSIVE_LEVEL.
     pub fn acquire(&self) {
         let Some(model) = self.model() else { return };
-        if self.session.try_read().is_some_and(|session| session.is_some()) {
+        if self.session.try_read().is_some_and(|session| session.ownership.is_some()) {
             return;
         }
         // Read before taking the lock: registry reads may wait.
@@ -201,7 +216,7 @@ impl<P: Platform> PmuClient<P> {
         self.status.set_minimum_collect_interval(interval);
         let wanted_events = Wanted::of(&selection);
         let mut session = self.session.write();
-        if session.is_some() {
+        if session.ownership.is_some() {
             return;
         }
         self.schedule.attempted(self.platform.now_100ns());
@@ -227,20 +242,23 @@ impl<P: Platform> PmuClient<P> {
         self.platform.wake_housekeeping();
     }
 
-    /// [`Self::acquire`]'s work under the session lock: plan, own, program every processor and
-    /// open the session in `session`. Out of line, with [`Self::read_selection`], so that the plans
-    /// and the session built here and the registry buffers read there are never on the consumer's
-    /// stack at once (acquire runs in the consumer's thread, whose kernel stack is 24 KiB).
+    /// [`Self::acquire`]'s work under the session lock: plan each core type, own, program every
+    /// processor and open the session in `session`. Out of line, with [`Self::read_selection`], so
+    /// that the plans and the session built here and the registry buffers read there are never on
+    /// the consumer's stack at once (acquire runs in the consumer's thread, whose kernel stack is 24
+    /// KiB).
     #[inline(never)]
-    fn open(
-        &self,
-        session: &mut Option<Session<P>>,
-        model: &PmuModel,
-        wanted_events: &Wanted,
-    ) -> Option<Opened> {
-        let model = *model;
-        let wanted = plan_for(&model, wanted_events, model.overflow_interrupt);
-        let (ownership, interrupt) = match self.request(&model, &wanted) {
+    fn open(&self, session: &mut Session<P>, model: &PmuModel, wanted_events: &Wanted) -> Option<Opened> {
+        let plans_with = |pmi: bool| {
+            let mut plans = [None; CORE_TYPES];
+            for (core_type, model) in self.machine.models() {
+                let wanted = wanted_events.for_core_type(core_type);
+                plans[core_type] = Some(plan_for(&model, &wanted, pmi && model.overflow_interrupt));
+            }
+            plans
+        };
+        let wanted = plans_with(model.overflow_interrupt);
+        let (ownership, interrupt) = match self.request(model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
                 self.status.record_ownership_failure();
@@ -252,45 +270,47 @@ impl<P: Platform> PmuClient<P> {
             }
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
-        let plan = if interrupt { wanted } else { plan_for(&model, wanted_events, false) };
-        let previous = self.last_plan.write().replace(plan);
-        let owned = if interrupt {
-            OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
-        } else {
-            OwnedMask::EMPTY
-        };
-        self.pmi_owned.store(owned.bits(), Ordering::Release);
+        let plans = if interrupt { wanted } else { plans_with(false) };
+        let previous = core::mem::replace(&mut *self.last_plan.write(), plans);
+        for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
+            let mask = match plan {
+                Some(plan) if interrupt => {
+                    OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
+                }
+                _ => OwnedMask::EMPTY,
+            };
+            owned.store(mask.bits(), Ordering::Release);
+        }
         // A processor added after load (the broadcast reaches every active processor) has no instance
         // and no state here: it is left alone, and counted.
         let not_monitored = AtomicU32::new(0);
-        self.platform.on_every_processor(
-            &ownership,
-            &|index, msrs| match self.processors.get(index as usize) {
-                Some(processor) => {
-                    carry_over(&processor.pmu, previous.as_ref(), &plan);
-                    publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
-                    start_counting(&processor.pmu, model.vendor, &plan, msrs);
-                }
-                None => {
-                    not_monitored.fetch_add(1, Ordering::Relaxed);
-                }
-            },
-        );
+        self.platform.on_every_processor(&ownership, &|index, msrs| {
+            let Some(processor) = self.processors.get(index as usize) else {
+                not_monitored.fetch_add(1, Ordering::Relaxed);
+                return;
+            };
+            let core_type = usize::from(processor.pmu.core_type());
+            let Some(plan) = plans.get(core_type).copied().flatten() else { return };
+            let previous = previous.get(core_type).copied().flatten();
+            carry_over(&processor.pmu, previous.as_ref(), &plan);
+            publish::publish_all(&processor.published, &counts_under(processor, Some(&plan)));
+            start_counting(&processor.pmu, model.vendor, &plan, msrs);
+        });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
-        install(session, ownership, &plan, owned, &model);
-        Some(Opened {
-            counters: plan.hal_indexes().count() as u32,
+        install(session, ownership, &plans, &self.pmi_owned, self.machine);
+        let mut opened = Opened {
+            counters: 0,
             interrupt,
-            topdown: if plan.topdown_metrics() {
-                TopdownSource::PerfMetrics
-            } else if plan.topdown_width().is_some() {
-                TopdownSource::ProfileEvents
-            } else {
-                no_topdown(self.machine)
-            },
-            dropped: plan.dropped(),
-            unavailable: plan.unavailable(),
-        })
+            topdown: topdown_source(self.machine, &plans),
+            dropped: EventSet::EMPTY,
+            unavailable: EventSet::EMPTY,
+        };
+        for plan in plans.iter().flatten() {
+            opened.counters += plan.hal_indexes().count() as u32;
+            opened.dropped = opened.dropped.union(plan.dropped());
+            opened.unavailable = opened.unavailable.union(plan.unavailable());
+        }
+        Some(opened)
     }
 
     /// Stops, clears and frees the counters, keeping every count as the base of the next session.
@@ -307,17 +327,24 @@ impl<P: Platform> PmuClient<P> {
         if !still_due() {
             return;
         }
-        let Some(open) = session.take() else { return };
-        self.platform.on_every_processor(&open.ownership, &|index, msrs| {
-            self.read_processor::<true>(&open, model.vendor, index, msrs);
+        let Some(ownership) = session.ownership.take() else { return };
+        let open = &*session;
+        self.platform.on_every_processor(&ownership, &|index, msrs| {
+            self.read_processor::<true>(open, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
+                let Some(part) = open.part(processor.pmu.core_type()) else { return };
                 processor.pmu.counters.release();
-                program::release(model.vendor, &open.plan, msrs);
+                program::release(model.vendor, &part.plan, msrs);
             }
         });
-        self.pmi_owned.store(0, Ordering::Release);
-        drop(open.ownership);
+        for owned in &self.pmi_owned {
+            owned.store(0, Ordering::Release);
+        }
+        drop(ownership);
+        for part in &mut session.parts {
+            *part = None;
+        }
         self.status.set_counters_owned(0);
         self.status.set_pmu_state(PmuState::Idle);
         self.platform.log(format_args!("PMU released"));
@@ -339,6 +366,7 @@ impl<P: Platform> PmuClient<P> {
         let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
         };
+        let Some(session) = session.part(processor.core_type()) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
                 let (aperf, mperf) = processor.frequency.read(msrs);
@@ -369,14 +397,14 @@ impl<P: Platform> PmuClient<P> {
     fn read_all(&self, check: Check) -> bool {
         let Some(vendor) = self.model().map(|model| model.vendor) else { return false };
         let Some(session) = self.session.try_read() else { return false };
-        let Some(open) = session.as_ref() else { return false };
+        let Some((open, ownership)) = session.open() else { return false };
         // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
         // `vendor` itself, not a reference to it).
         match check {
-            Check::All => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+            Check::All => self.platform.on_every_processor(ownership, &move |index, msrs| {
                 self.read_processor::<true>(open, vendor, index, msrs)
             }),
-            Check::OneInTurn => self.platform.on_every_processor(&open.ownership, &move |index, msrs| {
+            Check::OneInTurn => self.platform.on_every_processor(ownership, &move |index, msrs| {
                 self.read_processor::<false>(open, vendor, index, msrs)
             }),
         }
@@ -387,9 +415,11 @@ impl<P: Platform> PmuClient<P> {
     }
 
     fn polling(&self) -> bool {
-        self.session
-            .try_read()
-            .is_some_and(|session| session.as_ref().is_some_and(|s| s.owned == OwnedMask::EMPTY))
+        self.session.try_read().is_some_and(|session| {
+            session
+                .open()
+                .is_some_and(|(s, _)| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
+        })
     }
 
     /// The profile the service's Parameters key selects now, with every rejection explained in the
@@ -401,14 +431,32 @@ impl<P: Platform> PmuClient<P> {
         let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
         let profile = self.platform.read_setting("Profile", &mut profile);
         let custom_events = self.platform.read_setting("CustomEvents", &mut custom_events);
-        profile::select(vendor, profile, custom_events, |value, line, why| {
+        profile::select(vendor, self.machine.hybrid(), profile, custom_events, |value, line, why| {
             self.platform
                 .log(format_args!("Parameters\\{value} rejected (line {line}, 0: the whole value): {why:?}"));
         })
     }
 
-    fn plan(&self) -> Option<CounterPlan> {
-        self.session.try_read().and_then(|session| session.as_ref().map(|session| session.plan))
+    /// Whether a session is open (a read of the lock that does not wait: `false` while one is being
+    /// opened or closed).
+    fn is_open(&self) -> bool {
+        self.session.try_read().is_some_and(|session| session.ownership.is_some())
+    }
+
+    /// The narrowest counter of the open session's plans, if a session is open.
+    fn narrowest(&self) -> Option<u8> {
+        self.session.try_read().and_then(|session| {
+            session.open().map(|(session, _)| {
+                session
+                    .parts
+                    .iter()
+                    .flatten()
+                    .flat_map(|part| part.plan.iter())
+                    .map(|a| a.width)
+                    .min()
+                    .unwrap_or(u8::MAX)
+            })
+        })
     }
 
     /// A consumer is reading (a collect, or an AddCounter when `retry_now`): own the counters if
@@ -416,7 +464,7 @@ impl<P: Platform> PmuClient<P> {
     /// last attempt found the PMU busy; a collect at most every second. At PASSIVE_LEVEL here; above
     /// it (PCW does not promise PASSIVE) the housekeeping thread does it at once.
     fn demand(&self, retry_now: bool) {
-        if self.model().is_none() || self.plan().is_some() {
+        if self.model().is_none() || self.is_open() {
             return;
         }
         let now = self.platform.now_100ns();
@@ -447,12 +495,12 @@ impl<P: Platform> PmuClient<P> {
             return Some(0);
         }
         // Nothing owned: sleep until woken (cheap when nobody is watching).
-        let plan = self.plan()?;
+        let narrowest = self.narrowest()?;
         // Wake for the release; when polling, also often enough that no counter wraps twice between
         // two polls.
         let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
         if self.polling() {
-            let width = plan.iter().map(|a| a.width).min().unwrap_or(model.gp_width);
+            let width = if narrowest == u8::MAX { model.gp_width } else { narrowest };
             let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
             return Some(poll.min(until_release));
         }
@@ -461,26 +509,16 @@ impl<P: Platform> PmuClient<P> {
 
     /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll, a release.
     pub fn tick(&self) {
-        if self.schedule.take_deferred() && self.plan().is_none() {
+        if self.schedule.take_deferred() && !self.is_open() {
             self.acquire();
         }
         if self.polling() {
             let _ = self.read_all(Check::OneInTurn);
         }
         let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
-        if self.plan().is_some() && idle() {
+        if self.is_open() && idle() {
             self.release_if(idle);
         }
-    }
-}
-
-/// Why a usable PMU gives no top-down: only some core types could, a hypervisor is in the way, or
-/// none can.
-fn no_topdown(machine: Machine) -> TopdownSource {
-    match machine.detection {
-        _ if machine.topdown_metrics_on_some => TopdownSource::NotOnEveryCoreType,
-        Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
-        _ => TopdownSource::Unavailable,
     }
 }
 
@@ -523,8 +561,9 @@ impl<P: Platform> CountSource for PmuClient<P> {
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
+        let plan = last_plan.get(usize::from(core_type)).and_then(Option::as_ref);
         for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
-            sum.accumulate(&counts_under(processor, last_plan.as_ref()));
+            sum.accumulate(&counts_under(processor, plan));
         }
         sum.by_core_type_values()
     }
@@ -534,38 +573,6 @@ impl<P: Platform> CountSource for PmuClient<P> {
         self.schedule.active(self.platform.now_100ns());
         self.demand(true);
     }
-}
-
-/// One processor's values as of its last read, with `plan` (the last session's, open or closed)
-/// placing the event counts: between sessions, and while one is being opened or closed, the last plan
-/// places the last values, so counts never drop back to 0 while the counters are released.
-fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan>) -> EventCounts {
-    let pmu = &processor.pmu;
-    let (aperf, mperf) = pmu.frequency.last();
-    let mut counts = EventCounts {
-        overflow_interrupts: pmu.counters.overflow_interrupts(),
-        aperf,
-        mperf,
-        core_type: u64::from(pmu.core_type()),
-        processors: 1,
-        ..EventCounts::default()
-    };
-    if let Some(plan) = plan {
-        for (slot, assignment) in plan.as_slice().iter().enumerate() {
-            counts.events[assignment.event.index()] = pmu.counters.reported(slot);
-        }
-    }
-    // Kept in the block for IA32_PERF_METRICS; derived from the events in the topdown profile; 0 in a
-    // plan with neither (after a topdown profile, say).
-    counts.topdown = match plan {
-        None => publish::topdown_totals(&processor.published),
-        Some(plan) => match TopdownReading::of(plan) {
-            TopdownReading::PerfMetrics => publish::topdown_totals(&processor.published),
-            TopdownReading::FromEvents(width) => topdown_from_events(pmu, plan, width),
-            TopdownReading::None => topdown::Topdown::default(),
-        },
-    };
-    counts
 }
 
 impl<P: Platform> Drop for PmuClient<P> {

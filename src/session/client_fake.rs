@@ -4,6 +4,7 @@
 use super::*;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
 use crate::pmu::profile::Setting;
+use crate::session::platform::Form;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,12 @@ pub(super) type MsrFile = Arc<Vec<Mutex<BTreeMap<u32, u64>>>>;
 /// What the HAL was asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Asked {
-    Listed { counters: Vec<u32>, overflow_interrupt: bool },
+    /// Every list's counters in turn, and each list's core type (`None`: every processor).
+    Listed {
+        counters: Vec<u32>,
+        overflow_interrupt: bool,
+        core_types: Vec<Option<u8>>,
+    },
     WholePmu,
 }
 
@@ -66,8 +72,10 @@ impl Platform for FakePlatform {
 
     fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
         self.asked.lock().unwrap().push(match form {
-            Form::Listed { counters, overflow_interrupt } => {
-                Asked::Listed { counters: counters.to_vec(), overflow_interrupt }
+            Form::Listed { lists, overflow_interrupt } => {
+                let counters = lists.iter().flat_map(|list| list.counters.iter().copied()).collect();
+                let core_types = lists.iter().map(|list| list.core_type).collect();
+                Asked::Listed { counters, overflow_interrupt, core_types }
             }
             Form::WholePmu => Asked::WholePmu,
         });
@@ -161,7 +169,8 @@ impl PmuClient<FakePlatform> {
     pub(super) fn assert_published(&self) {
         let last_plan = self.last_plan.read();
         for (index, processor) in self.processors.iter().enumerate() {
-            let whole = counts_under(processor, last_plan.as_ref()).values();
+            let plan = last_plan[usize::from(processor.pmu.core_type())].as_ref();
+            let whole = counts_under(processor, plan).values();
             assert_eq!(self.values(index as u32), whole, "processor {index}'s published block");
         }
     }

@@ -3,7 +3,9 @@
 use super::fake::*;
 use super::*;
 use std::sync::atomic::Ordering;
-use windows_sys::Win32::Foundation::{STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED};
+use windows_sys::Win32::Foundation::{
+    STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED,
+};
 
 #[test]
 fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() {
@@ -12,7 +14,10 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     client.collect();
     let plan = crate::pmu::placement::plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
     let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
-    assert_eq!(client.asked(), [Asked::Listed { counters, overflow_interrupt: true }]);
+    assert_eq!(
+        client.asked(),
+        [Asked::Listed { counters, overflow_interrupt: true, core_types: vec![None] }]
+    );
     assert!(client.owns());
     assert_eq!(client.state(), PmuState::Active as u32);
     for processor in 0..PROCESSORS {
@@ -281,27 +286,39 @@ fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
 }
 
 #[test]
-fn a_hybrid_machine_reports_why_top_down_is_off_and_sums_each_core_type() {
+fn a_hybrid_machine_plans_asks_and_programs_each_core_type_and_sums_each() {
     use crate::counters::{hardware_counters, hardware_counters_by_core_type};
-    use crate::pmu::hybrid::{CoreType, Machine};
-    let model = SKYLAKE_I7_6700K.model();
+    use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription};
+    use crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS;
+    use crate::pmu::model::tests::{ALDER_LAKE_I9_12900K_E, ALDER_LAKE_I9_12900K_P_ONLY};
+    use crate::pmu::msr;
+    // Performance cores with 8 GP / 4 fixed and PERF_METRICS, efficient cores with 6 GP / 3 fixed.
+    let performance =
+        ALDER_LAKE_I9_12900K_P_ONLY.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
+    let efficient = ALDER_LAKE_I9_12900K_E.model();
+    let core_type =
+        |index: usize| if index < PROCESSORS / 2 { CoreType::Performance } else { CoreType::Efficient };
     let processors: Vec<ProcessorState> = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
     for (index, processor) in processors.iter().enumerate() {
-        processor.pmu.set_core_type(if index < PROCESSORS / 2 {
-            CoreType::Performance
-        } else {
-            CoreType::Efficient
-        });
+        processor.pmu.set_core_type(core_type(index));
     }
+    let machine = Machine::of((0..PROCESSORS).map(|index| {
+        let model = if core_type(index) == CoreType::Performance { performance } else { efficient };
+        ProcessorDescription { core_type: core_type(index), detection: Detection::Usable(model) }
+    }));
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let machine = Machine { detection: Detection::Usable(model), topdown_metrics_on_some: true };
     let client = PmuClient::new(fake_platform(&[]), machine, processors, status);
-    assert_eq!(
-        status.block().topdown_source.load(Ordering::Relaxed),
-        TopdownSource::NotOnEveryCoreType as u32
-    );
+    let topdown_source = || status.block().topdown_source.load(Ordering::Relaxed);
+    assert_eq!(topdown_source(), TopdownSource::PerCoreType as u32);
     client.collect();
+    assert_eq!(topdown_source(), TopdownSource::PerCoreType as u32);
+    let [Asked::Listed { core_types, .. }] = &client.asked()[..] else { panic!("{:?}", client.asked()) };
+    assert_eq!(core_types, &[Some(1), Some(2)], "one list per core type, each on its processors");
     for processor in 0..PROCESSORS {
+        let global = client.msr(processor, msr::IA32_PERF_GLOBAL_CTRL);
+        let topdown = (1 << 35) | (1 << 48);
+        let expected = if core_type(processor) == CoreType::Performance { topdown } else { 0 };
+        assert_eq!(global & topdown, expected, "processor {processor}: {global:#x}");
         client.set_msr(processor, 0x309, 1000 * (processor as u64 + 1)); // fixed counter 0: instructions
     }
     client.collect();

@@ -8,12 +8,20 @@ use crate::pmu::program::Msrs;
 use core::fmt;
 use core::ops::Deref;
 
+/// One resource list of a [`Form::Listed`] request: HAL counter indexes, for the processors of one
+/// core type (`Some`, a GroupAffinity of exactly those) or every processor (`None`, no GroupAffinity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct List<'a> {
+    pub core_type: Option<u8>,
+    pub counters: &'a [u32],
+}
+
 /// The two forms of a HalAllocateHardwareCounters request (ntddk.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form<'a> {
-    /// A resource list naming these HAL counter indexes, plus an Overflow descriptor if
-    /// `overflow_interrupt`.
-    Listed { counters: &'a [u32], overflow_interrupt: bool },
+    /// One allocation per list, each with an Overflow descriptor if `overflow_interrupt`: all
+    /// granted, or none held.
+    Listed { lists: &'a [List<'a>], overflow_interrupt: bool },
     /// The whole PMU: no group affinity, no list, no overflow handler.
     WholePmu,
 }

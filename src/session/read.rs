@@ -1,8 +1,10 @@
 //! One processor's read, inside the all-processor call with interrupts held off: how a session reads
 //! its counters ([`Reading`], decided once per session) and its top-down totals ([`TopdownReading`]),
 //! and the read itself, which stores what it reads into the processor's published block
-//! (`crate::block::publish`).
+//! (`crate::block::publish`); and one processor's values as the reads left them ([`counts_under`]).
 
+use super::processor_state::ProcessorState;
+use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::events::Event;
@@ -330,10 +332,42 @@ pub(super) fn topdown_from_events(
     plan: &CounterPlan,
     width: u8,
 ) -> topdown::Topdown {
-    topdown::from_events(width, |event| {
+    topdown::from_events(width, plan.topdown_atom(), |event| {
         plan.as_slice()
             .iter()
             .position(|assignment| assignment.event == event)
-            .map_or(0, |slot| processor.counters.reported(slot))
+            .map(|slot| processor.counters.reported(slot))
     })
+}
+
+/// One processor's values as of its last read, with `plan` (the last session's, open or closed)
+/// placing the event counts: between sessions, and while one is being opened or closed, the last plan
+/// places the last values, so counts never drop back to 0 while the counters are released.
+pub(super) fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan>) -> EventCounts {
+    let pmu = &processor.pmu;
+    let (aperf, mperf) = pmu.frequency.last();
+    let mut counts = EventCounts {
+        overflow_interrupts: pmu.counters.overflow_interrupts(),
+        aperf,
+        mperf,
+        core_type: u64::from(pmu.core_type()),
+        processors: 1,
+        ..EventCounts::default()
+    };
+    if let Some(plan) = plan {
+        for (slot, assignment) in plan.as_slice().iter().enumerate() {
+            counts.events[assignment.event.index()] = pmu.counters.reported(slot);
+        }
+    }
+    // Kept in the block for IA32_PERF_METRICS; derived from the events in the topdown profile; 0 in a
+    // plan with neither (after a topdown profile, say).
+    counts.topdown = match plan {
+        None => publish::topdown_totals(&processor.published),
+        Some(plan) => match TopdownReading::of(plan) {
+            TopdownReading::PerfMetrics => publish::topdown_totals(&processor.published),
+            TopdownReading::FromEvents(width) => topdown_from_events(pmu, plan, width),
+            TopdownReading::None => topdown::Topdown::default(),
+        },
+    };
+    counts
 }

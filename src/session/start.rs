@@ -1,26 +1,43 @@
 //! Starting a session, out of [`super::PmuClient::open`]: each processor's counts carried over to
 //! the new plan's slots, its counters programmed, and the session installed under the lock.
 
-use super::{Platform, Session};
+use super::{Part, Platform, Session};
 use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::session::read::{Reading, TopdownReading};
+use core::sync::atomic::{AtomicU64, Ordering};
 
-/// Opens the session in `session`: out of line, so that its (large) parts are built on the stack
-/// only after [`PmuClient::open`](super::PmuClient::open)'s calls have returned.
+/// Opens the session in `session`, one part per core type with a plan (`owned` holds each type's
+/// overflow-handler bits): out of line, so that its parts are built only after
+/// [`PmuClient::open`](super::PmuClient::open)'s calls have returned, one at a time, each straight
+/// into its place ([`install_part`]).
 #[inline(never)]
 pub(super) fn install<P: Platform>(
-    session: &mut Option<Session<P>>,
+    session: &mut Session<P>,
     ownership: P::Ownership,
-    plan: &CounterPlan,
-    owned: OwnedMask,
-    model: &PmuModel,
+    plans: &[Option<CounterPlan>; CORE_TYPES],
+    owned: &[AtomicU64],
+    machine: Machine,
 ) {
-    *session = Some(Session {
-        ownership,
+    session.ownership = Some(ownership);
+    for (core_type, part) in session.parts.iter_mut().enumerate() {
+        let plan = plans.get(core_type).and_then(Option::as_ref);
+        if let (Some(plan), Some(model), Some(owned)) =
+            (plan, machine.model_of(core_type), owned.get(core_type))
+        {
+            install_part(part, plan, OwnedMask::from_bits(owned.load(Ordering::Relaxed)), &model);
+        }
+    }
+}
+
+/// One core type's part of a session, written into `part`.
+#[inline(never)]
+fn install_part(part: &mut Option<Part>, plan: &CounterPlan, owned: OwnedMask, model: &PmuModel) {
+    *part = Some(Part {
         plan: *plan,
         owned,
         programming: Programming::of(model.vendor, plan),

@@ -90,6 +90,51 @@ pub const ALDER_LAKE_I9_12900K_E: Cpu = Cpu {
     ],
 };
 
+/// Core Ultra 7 155H class (Meteor Lake, 06_AAH, Redwood Cove P-cores + Crestmont E-cores),
+/// GenuineIntel00A06A4_MeteorLake_07_CPUID.txt, logical processor #0, a P-core (leaf 0x1A EAX
+/// 40000002). Every logical processor reports leaf 0xA 07300805/0/7/8603 (8 GP x 48, EBX vector
+/// length 7, 3 fixed x 48): the common counters. Leaf 0x23 (Architectural Performance Monitoring
+/// Extended, maximum basic leaf 23H) enumerates each core type's own: subleaf 0 EAX 0000000B (bit 0:
+/// subleaf 1 valid, bit 3: subleaf 3 valid), subleaf 1 EAX 000000FF / EBX 0000000F (general-purpose and
+/// fixed counter bitmaps: 8 and 4, fixed counter 3 the top-down slots), subleaf 3 EAX 00000DFF
+/// (architectural events, bit 7 top-down slots).
+pub const METEOR_LAKE_P: Cpu = Cpu {
+    name: "Meteor Lake P-core (Redwood Cove), hybrid",
+    leaves: &[
+        basic(0x23, INTEL),
+        (0x1, 0, [0x000A06A4, 0x20800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DF8FF7, 0x00000002, 0x00000409, 0x00040003]),
+        (0x7, 0, [0x00000002, 0x239C27EB, 0x994007AC, 0xFC18C410]),
+        (0xA, 0, [0x07300805, 0x00000000, 0x00000007, 0x00008603]),
+        (0x1A, 0, [0x40000002, 0, 0, 0]),
+        (0x23, 0, [0x0000000B, 0x00000000, 0x00000000, 0x00000000]),
+        (0x23, 1, [0x000000FF, 0x0000000F, 0x00000000, 0x00000000]),
+        (0x23, 3, [0x00000DFF, 0x00000000, 0x00000000, 0x00000000]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
+/// The same dump, logical processor #2, a Crestmont E-core (leaf 0x1A EAX 20000002): leaf 0x23
+/// subleaf 1 EAX 000000FF / EBX 00000007 (8 general-purpose and 3 fixed counters), subleaf 3 EAX
+/// 0000007F (the seven events of leaf 0xA, no top-down slots).
+pub const METEOR_LAKE_E: Cpu = Cpu {
+    name: "Meteor Lake E-core (Crestmont), hybrid",
+    leaves: &[
+        basic(0x23, INTEL),
+        (0x1, 0, [0x000A06A4, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
+        (0x6, 0, [0x00DF8FF7, 0x00000002, 0x00000409, 0x00080003]),
+        (0x7, 0, [0x00000002, 0x239C27EB, 0x994007AC, 0xFC18C410]),
+        (0xA, 0, [0x07300805, 0x00000000, 0x00000007, 0x00008603]),
+        (0x1A, 0, [0x20000002, 0, 0, 0]),
+        (0x23, 0, [0x0000000B, 0x00000000, 0x00000006, 0x00000000]),
+        (0x23, 1, [0x000000FF, 0x00000007, 0x00000000, 0x00000000]),
+        (0x23, 3, [0x0000007F, 0x00000000, 0x00000000, 0x00000000]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
 /// The same i9-12900K with its E-cores disabled ("OctalCore"),
 /// GenuineIntel0090672_AlderLake_01_BC_AVX512_CPUID.txt: leaf 0xA 08300805/0/F/8604, the P-core's own
 /// 8 GP x 48 and 4 fixed x 48 (fixed 3: topdown slots; EBX vector length 8, bit 7 clear). Leaf 6

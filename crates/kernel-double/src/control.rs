@@ -23,7 +23,7 @@ pub mod dpc {
 
 pub mod hal {
     pub use crate::exports::hal::control::*;
-    pub use crate::exports::hal::{ListRefusal, Owner, PERFORMANCE_FREQUENCY};
+    pub use crate::exports::hal::{Allocation, ListRefusal, Owner, PERFORMANCE_FREQUENCY};
 }
 
 pub mod ke {

@@ -60,6 +60,8 @@ pub struct Image {
     sections: Vec<Section>,
     /// RVAs of the `cpuid` instructions rewritten to `ud2` (see [`crate::cpu::cpuid`]).
     cpuid_sites: Vec<usize>,
+    /// RVAs of 0F A2 byte pairs that decoding found inside other instructions (not `cpuid`).
+    embedded_cpuid_pairs: Vec<usize>,
     unmap_on_drop: bool,
 }
 
@@ -95,6 +97,7 @@ impl Image {
             preferred_base: pe.image_base,
             sections: Vec::new(),
             cpuid_sites: Vec::new(),
+            embedded_cpuid_pairs: Vec::new(),
             unmap_on_drop: true,
         };
         // SAFETY: the mapping is `size` writable bytes and `headers` <= size, <= bytes.len().
@@ -178,8 +181,9 @@ impl Image {
         &self.cpuid_sites
     }
 
-    /// 0F A2 byte pairs left in executable sections after rewriting (0 when every `cpuid` was found
-    /// through `.pdata`, unless such a pair sits inside another instruction).
+    /// 0F A2 byte pairs left in executable sections after rewriting, other than those the decoding of
+    /// `.pdata`'s functions found inside another instruction (a displacement or immediate that happens
+    /// to hold those bytes): 0 when every `cpuid` was found through `.pdata`.
     pub fn cpuid_bytes_left(&self) -> usize {
         self.sections
             .iter()
@@ -189,7 +193,12 @@ impl Image {
                 let code = unsafe {
                     std::slice::from_raw_parts((self.base + section.rva) as *const u8, section.length)
                 };
-                crate::cpu::cpuid::unlisted_cpuid_bytes(code)
+                let embedded = self
+                    .embedded_cpuid_pairs
+                    .iter()
+                    .filter(|&&rva| rva >= section.rva && rva < section.rva + section.length)
+                    .count();
+                crate::cpu::cpuid::unlisted_cpuid_bytes(code) - embedded
             })
             .sum()
     }
@@ -200,6 +209,7 @@ impl Image {
         use iced_x86::{Code, Decoder, DecoderOptions};
         let Some(exceptions) = pe.exception_data.as_ref() else { return Ok(()) };
         let mut sites = Vec::new();
+        let mut embedded = Vec::new();
         for function in exceptions.functions() {
             let function = function.map_err(|error| bad(format!(".pdata: {error}")))?;
             let (begin, end) = (function.begin_address as usize, function.end_address as usize);
@@ -221,8 +231,16 @@ impl Image {
             let code = unsafe { std::slice::from_raw_parts((self.base + begin) as *const u8, end - begin) };
             let mut decoder = Decoder::with_ip(64, code, (self.base + begin) as u64, DecoderOptions::NONE);
             for instruction in &mut decoder {
+                let rva = instruction.ip() as usize - self.base;
                 if instruction.code() == Code::Cpuid {
-                    sites.push(instruction.ip() as usize - self.base);
+                    sites.push(rva);
+                    continue;
+                }
+                let bytes = &code[rva - begin..rva - begin + instruction.len()];
+                for (offset, pair) in bytes.windows(2).enumerate() {
+                    if pair == [0x0F, 0xA2] {
+                        embedded.push(rva + offset);
+                    }
                 }
             }
         }
@@ -234,6 +252,9 @@ impl Image {
             crate::cpu::cpuid::add_site((self.base + rva) as u64);
         }
         self.cpuid_sites = sites;
+        embedded.sort_unstable();
+        embedded.dedup();
+        self.embedded_cpuid_pairs = embedded;
         Ok(())
     }
 

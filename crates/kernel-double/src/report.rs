@@ -20,6 +20,9 @@ pub struct Report {
     /// ExCreateCallback).
     pub callbacks: usize,
     pub hal_owner: Option<hal::Owner>,
+    /// Every HAL allocation granted during the run: its processors (`None`: all) and counters
+    /// (IA32_PERF_GLOBAL_CTRL bits; `None`: the whole PMU).
+    pub hal_allocations: Vec<(Option<Vec<u32>>, Option<u64>)>,
     pub msr_writes: usize,
     pub violations: Vec<Violation>,
 }
@@ -37,6 +40,12 @@ impl Report {
             live_objects: ps::live_objects(),
             callbacks: callback::outstanding(),
             hal_owner: hal::owner(),
+            hal_allocations: hal::allocation_log()
+                .into_iter()
+                .map(|allocation| {
+                    (allocation.processors.map(|set| set.into_iter().collect()), allocation.counters)
+                })
+                .collect(),
             msr_writes: msr::writes().len(),
             violations: violations::all(),
         }
@@ -76,6 +85,14 @@ impl fmt::Display for Report {
         writeln!(f, "open registry keys: {}", self.open_keys)?;
         writeln!(f, "callback registrations and references: {}", self.callbacks)?;
         writeln!(f, "HAL counters owner: {:?}", self.hal_owner)?;
+        for (processors, counters) in &self.hal_allocations {
+            let processors = match processors {
+                None => "every processor".to_owned(),
+                Some(list) => format!("processors {}", ranges(list)),
+            };
+            let counters = counters.map_or("the whole PMU".to_owned(), |bits| format!("counters {bits:#x}"));
+            writeln!(f, "HAL allocation: {counters} on {processors}")?;
+        }
         writeln!(f, "MSR writes: {}", self.msr_writes)?;
         writeln!(f, "violations: {}", self.violations.len())?;
         for violation in &self.violations {
@@ -83,4 +100,18 @@ impl fmt::Display for Report {
         }
         Ok(())
     }
+}
+
+/// `list` (ascending) as ranges: "0-15, 17".
+fn ranges(list: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut start = None;
+    for (position, &value) in list.iter().enumerate() {
+        let first = *start.get_or_insert(value);
+        if list.get(position + 1) != Some(&(value + 1)) {
+            parts.push(if first == value { format!("{value}") } else { format!("{first}-{value}") });
+            start = None;
+        }
+    }
+    parts.join(", ")
 }

@@ -1308,13 +1308,14 @@ pub mod driver_status {
         /// percentages come from. 0 Unavailable: this processor has no fixed counter 3 with IA32_PERF_METRICS
         /// (Intel Ice Lake and later performance cores have them) and the active profile counts no top-down
         /// events. 1 Fixed counter 3 and IA32_PERF_METRICS: no general-purpose counter used. 2
-        /// General-purpose events of the topdown profile. 3 Unavailable: no usable PMU (see PMU State). 4
-        /// Unavailable: a hybrid processor whose performance cores have fixed counter 3 with
-        /// IA32_PERF_METRICS but whose efficient cores do not; the driver programs only what every core type
-        /// has. 5 Unavailable: the processor reports fixed counter 3 with IA32_PERF_METRICS, but runs under a
-        /// hypervisor (the Hyper-V root partition with memory integrity on, or a guest) that no public source
-        /// says passes IA32_PERF_METRICS through; an intercepted access would bug check, so the driver does
-        /// not use it.
+        /// General-purpose events of the topdown profile. 3 Unavailable: no usable PMU (see PMU State). 4 is
+        /// no longer reported. 5 Unavailable: the processor reports fixed counter 3 with IA32_PERF_METRICS,
+        /// but runs under a hypervisor (the Hyper-V root partition with memory integrity on, or a guest) that
+        /// no public source says passes IA32_PERF_METRICS through; an intercepted access would bug check, so
+        /// the driver does not use it. 6 Per core type: a hybrid processor whose core types count top-down
+        /// differently; each processor's top-down comes from its own core type (performance cores: fixed
+        /// counter 3 and IA32_PERF_METRICS; efficient cores: the general-purpose events of the topdown
+        /// profile, else unavailable).
         pub const TOPDOWN_SOURCE: u16 = 9;
         /// "Active Profile" (perf_counter_rawcount, standard): The event profile of the current (or last)
         /// acquisition, from the service's Parameters\\Profile value, read at each acquisition: 0 default
@@ -1335,13 +1336,16 @@ pub mod driver_status {
         /// for that found no counter left at the last acquisition, as a bit mask (bit 0 Instructions Retired,
         /// 1 Unhalted Core Cycles, 2 Unhalted Reference Cycles, 3 LLC References, 4 LLC Misses, 5 Branch
         /// Instructions, 6 Branch Mispredicts, 7-10 the topdown profile's inputs (frontend slots not
-        /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7). They read 0;
-        /// the debug output names them. A plan uses at most 8 counters, fixed ones included.
+        /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7, 19-20 an
+        /// efficient core's TOPDOWN_BE_BOUND.ALL and TOPDOWN_BAD_SPECULATION.ALL). They read 0; the debug
+        /// output names them. A plan uses at most 8 counters, fixed ones included. On a hybrid processor each
+        /// core type has its own plan: a bit set here may read 0 on one core type only.
         pub const EVENTS_WITHOUT_COUNTER: u16 = 13;
         /// "Events Not Supported" (perf_counter_rawcount, standard): The events the active profile asks for
-        /// that this processor cannot count, as a bit mask (the bits of Events Without a Counter): Intel
-        /// marks an architectural event unavailable in CPUID leaf 0AH, and AMD processors before Zen 4 have
-        /// no reference-cycles event. They read 0; the debug output names them.
+        /// that this processor (on a hybrid processor: one of its core types) cannot count, as a bit mask
+        /// (the bits of Events Without a Counter): Intel marks an architectural event unavailable in CPUID
+        /// leaf 0AH, and AMD processors before Zen 4 have no reference-cycles event. They read 0; the debug
+        /// output names them.
         pub const EVENTS_NOT_SUPPORTED: u16 = 14;
         /// "Fresh Collects/sec" (perf_counter_bulk_count, standard): Hardware Counters collect requests per
         /// second that read every processor's counters (one all-processor call each). At most one per Minimum
@@ -1773,7 +1777,7 @@ pub mod hardware_counters_by_core_type {
     /// Whether the provider reports more than one instance (`instances="multiple"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 56
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 96
     /// bytes, the 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1792,9 +1796,25 @@ pub mod hardware_counters_by_core_type {
         pub aperf_cycles: u64,
         /// Field `MperfCycles`, offset 40: read by counter 9 (RelativeFrequencyPercentBase).
         pub mperf_cycles: u64,
-        /// Field `CoreType`, offset 48: read by counter 0 (CoreType).
+        /// Field `TopdownRetiringSlots`, offset 48: read by counters 12 (RetiringPercent) and 21
+        /// (RetiringSlotsTotal).
+        pub topdown_retiring_slots: u64,
+        /// Field `TopdownSlots`, offset 56: read by counters 13 (RetiringPercentBase), 15
+        /// (BadSpeculationPercentBase), 17 (FrontendBoundPercentBase), 19 (BackendBoundPercentBase) and 20
+        /// (TopdownSlotsTotal).
+        pub topdown_slots: u64,
+        /// Field `TopdownBadSpeculationSlots`, offset 64: read by counters 14 (BadSpeculationPercent) and 22
+        /// (BadSpeculationSlotsTotal).
+        pub topdown_bad_speculation_slots: u64,
+        /// Field `TopdownFrontendBoundSlots`, offset 72: read by counters 16 (FrontendBoundPercent) and 23
+        /// (FrontendBoundSlotsTotal).
+        pub topdown_frontend_bound_slots: u64,
+        /// Field `TopdownBackendBoundSlots`, offset 80: read by counters 18 (BackendBoundPercent) and 24
+        /// (BackendBoundSlotsTotal).
+        pub topdown_backend_bound_slots: u64,
+        /// Field `CoreType`, offset 88: read by counter 0 (CoreType).
         pub core_type: u32,
-        /// Field `Processors`, offset 52: read by counter 1 (Processors).
+        /// Field `Processors`, offset 92: read by counter 1 (Processors).
         pub processors: u32,
     }
 
@@ -1812,6 +1832,11 @@ pub mod hardware_counters_by_core_type {
         pub branch_mispredicts: core::sync::atomic::AtomicU64,
         pub aperf_cycles: core::sync::atomic::AtomicU64,
         pub mperf_cycles: core::sync::atomic::AtomicU64,
+        pub topdown_retiring_slots: core::sync::atomic::AtomicU64,
+        pub topdown_slots: core::sync::atomic::AtomicU64,
+        pub topdown_bad_speculation_slots: core::sync::atomic::AtomicU64,
+        pub topdown_frontend_bound_slots: core::sync::atomic::AtomicU64,
+        pub topdown_backend_bound_slots: core::sync::atomic::AtomicU64,
         pub core_type: core::sync::atomic::AtomicU32,
         pub processors: core::sync::atomic::AtomicU32,
     }
@@ -1829,6 +1854,11 @@ pub mod hardware_counters_by_core_type {
                 branch_mispredicts: core::sync::atomic::AtomicU64::new(0),
                 aperf_cycles: core::sync::atomic::AtomicU64::new(0),
                 mperf_cycles: core::sync::atomic::AtomicU64::new(0),
+                topdown_retiring_slots: core::sync::atomic::AtomicU64::new(0),
+                topdown_slots: core::sync::atomic::AtomicU64::new(0),
+                topdown_bad_speculation_slots: core::sync::atomic::AtomicU64::new(0),
+                topdown_frontend_bound_slots: core::sync::atomic::AtomicU64::new(0),
+                topdown_backend_bound_slots: core::sync::atomic::AtomicU64::new(0),
                 core_type: core::sync::atomic::AtomicU32::new(0),
                 processors: core::sync::atomic::AtomicU32::new(0),
             }
@@ -1842,7 +1872,7 @@ pub mod hardware_counters_by_core_type {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 6],
+        pub wide: [core::sync::atomic::AtomicU64; 11],
         /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 2],
     }
@@ -1855,7 +1885,7 @@ pub mod hardware_counters_by_core_type {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 6],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 11],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
             }
         }
@@ -1875,6 +1905,11 @@ pub mod hardware_counters_by_core_type {
         crate::pcw::Cell::Wide(3),
         crate::pcw::Cell::Wide(4),
         crate::pcw::Cell::Wide(5),
+        crate::pcw::Cell::Wide(6),
+        crate::pcw::Cell::Wide(7),
+        crate::pcw::Cell::Wide(8),
+        crate::pcw::Cell::Wide(9),
+        crate::pcw::Cell::Wide(10),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
     ];
@@ -1918,12 +1953,69 @@ pub mod hardware_counters_by_core_type {
         /// "Unhalted Core Cycles" (perf_counter_large_rawcount, advanced): Unhalted core cycles on the
         /// processors of this core type since the driver started counting (64-bit, never decreases).
         pub const CYCLES_TOTAL: u16 = 11;
+        /// "% Retiring" (perf_precision_100ns_timer, standard): Percentage of the pipeline issue slots of
+        /// this core type's processors that retired micro-operations, over the sample interval (top-down
+        /// level 1, summed slots over summed slots; see Hardware Counters, % Retiring). 0 where this core
+        /// type counts no top-down (Hardware Counters Driver\\Top-down Source says why).
+        pub const RETIRING_PERCENT: u16 = 12;
+        /// "% Retiring Base" (perf_large_raw_base, standard): Base for % Retiring: the summed top-down slots
+        /// (64-bit). Not displayed.
+        pub const RETIRING_PERCENT_BASE: u16 = 13;
+        /// "% Bad Speculation" (perf_precision_100ns_timer, standard): Percentage of the pipeline issue slots
+        /// of this core type's processors wasted on mispredicted speculation (and recovering from it), over
+        /// the sample interval (top-down level 1, summed slots over summed slots; see Hardware Counters, %
+        /// Bad Speculation). 0 where this core type counts no top-down (Hardware Counters Driver\\Top-down
+        /// Source says why).
+        pub const BAD_SPECULATION_PERCENT: u16 = 14;
+        /// "% Bad Speculation Base" (perf_large_raw_base, standard): Base for % Bad Speculation: the summed
+        /// top-down slots (64-bit). Not displayed.
+        pub const BAD_SPECULATION_PERCENT_BASE: u16 = 15;
+        /// "% Frontend Bound" (perf_precision_100ns_timer, standard): Percentage of the pipeline issue slots
+        /// of this core type's processors the frontend left empty, over the sample interval (top-down level
+        /// 1, summed slots over summed slots; see Hardware Counters, % Frontend Bound). 0 where this core
+        /// type counts no top-down (Hardware Counters Driver\\Top-down Source says why).
+        pub const FRONTEND_BOUND_PERCENT: u16 = 16;
+        /// "% Frontend Bound Base" (perf_large_raw_base, standard): Base for % Frontend Bound: the summed
+        /// top-down slots (64-bit). Not displayed.
+        pub const FRONTEND_BOUND_PERCENT_BASE: u16 = 17;
+        /// "% Backend Bound" (perf_precision_100ns_timer, standard): Percentage of the pipeline issue slots
+        /// of this core type's processors the backend could not accept, over the sample interval (top-down
+        /// level 1, summed slots over summed slots; see Hardware Counters, % Backend Bound). 0 where this
+        /// core type counts no top-down (Hardware Counters Driver\\Top-down Source says why).
+        pub const BACKEND_BOUND_PERCENT: u16 = 18;
+        /// "% Backend Bound Base" (perf_large_raw_base, standard): Base for % Backend Bound: the summed
+        /// top-down slots (64-bit). Not displayed.
+        pub const BACKEND_BOUND_PERCENT_BASE: u16 = 19;
+        /// "Top-down Slots" (perf_counter_large_rawcount, advanced): Pipeline issue slots on the processors
+        /// of this core type since the driver started counting top-down (64-bit, never decreases): the totals
+        /// its percentage is the ratio of. 0 where this core type counts no top-down.
+        pub const TOPDOWN_SLOTS_TOTAL: u16 = 20;
+        /// "Retiring Slots" (perf_counter_large_rawcount, advanced): Issue slots that retired
+        /// micro-operations on the processors of this core type since the driver started counting top-down
+        /// (64-bit, never decreases): the totals its percentage is the ratio of. 0 where this core type
+        /// counts no top-down.
+        pub const RETIRING_SLOTS_TOTAL: u16 = 21;
+        /// "Bad Speculation Slots" (perf_counter_large_rawcount, advanced): Issue slots wasted on bad
+        /// speculation on the processors of this core type since the driver started counting top-down
+        /// (64-bit, never decreases): the totals its percentage is the ratio of. 0 where this core type
+        /// counts no top-down.
+        pub const BAD_SPECULATION_SLOTS_TOTAL: u16 = 22;
+        /// "Frontend Bound Slots" (perf_counter_large_rawcount, advanced): Issue slots the frontend left
+        /// empty on the processors of this core type since the driver started counting top-down (64-bit,
+        /// never decreases): the totals its percentage is the ratio of. 0 where this core type counts no
+        /// top-down.
+        pub const FRONTEND_BOUND_SLOTS_TOTAL: u16 = 23;
+        /// "Backend Bound Slots" (perf_counter_large_rawcount, advanced): Issue slots the backend could not
+        /// accept on the processors of this core type since the driver started counting top-down (64-bit,
+        /// never decreases): the totals its percentage is the ratio of. 0 where this core type counts no
+        /// top-down.
+        pub const BACKEND_BOUND_SLOTS_TOTAL: u16 = 24;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 48, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 52, size: 4 },
+        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 88, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 92, size: 4 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER_SEC, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_PER_SEC, struct_index: 0, offset: 8, size: 8 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
@@ -1934,12 +2026,25 @@ pub mod hardware_counters_by_core_type {
         CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 40, size: 8 },
         CounterDescriptor { id: id::INSTRUCTIONS_TOTAL, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_TOTAL, struct_index: 0, offset: 8, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_0000_0fff == 0x0000_0000_0000_0fff {
+            if counter_mask & 0x0000_0000_01ff_ffff == 0x0000_0000_01ff_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0414 == 0 {
@@ -1960,6 +2065,21 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0200 == 0 {
                 self.mperf_cycles = 0;
             }
+            if counter_mask & 0x0000_0000_0020_1000 == 0 {
+                self.topdown_retiring_slots = 0;
+            }
+            if counter_mask & 0x0000_0000_001a_a000 == 0 {
+                self.topdown_slots = 0;
+            }
+            if counter_mask & 0x0000_0000_0040_4000 == 0 {
+                self.topdown_bad_speculation_slots = 0;
+            }
+            if counter_mask & 0x0000_0000_0081_0000 == 0 {
+                self.topdown_frontend_bound_slots = 0;
+            }
+            if counter_mask & 0x0000_0000_0104_0000 == 0 {
+                self.topdown_backend_bound_slots = 0;
+            }
             if counter_mask & 0x0000_0000_0000_0001 == 0 {
                 self.core_type = 0;
             }
@@ -1977,6 +2097,11 @@ pub mod hardware_counters_by_core_type {
         "BranchMispredicts",
         "AperfCycles",
         "MperfCycles",
+        "TopdownRetiringSlots",
+        "TopdownSlots",
+        "TopdownBadSpeculationSlots",
+        "TopdownFrontendBoundSlots",
+        "TopdownBackendBoundSlots",
         "CoreType",
         "Processors",
     ];
@@ -1993,8 +2118,13 @@ pub mod hardware_counters_by_core_type {
                 branch_mispredicts: value(3),
                 aperf_cycles: value(4),
                 mperf_cycles: value(5),
-                core_type: value(6) as u32,
-                processors: value(7) as u32,
+                topdown_retiring_slots: value(6),
+                topdown_slots: value(7),
+                topdown_bad_speculation_slots: value(8),
+                topdown_frontend_bound_slots: value(9),
+                topdown_backend_bound_slots: value(10),
+                core_type: value(11) as u32,
+                processors: value(12) as u32,
             }
         }
     }
@@ -2032,6 +2162,11 @@ pub mod hardware_counters_by_core_type {
                 branch_mispredicts: self.branch_mispredicts.load(RELAXED),
                 aperf_cycles: self.aperf_cycles.load(RELAXED),
                 mperf_cycles: self.mperf_cycles.load(RELAXED),
+                topdown_retiring_slots: self.topdown_retiring_slots.load(RELAXED),
+                topdown_slots: self.topdown_slots.load(RELAXED),
+                topdown_bad_speculation_slots: self.topdown_bad_speculation_slots.load(RELAXED),
+                topdown_frontend_bound_slots: self.topdown_frontend_bound_slots.load(RELAXED),
+                topdown_backend_bound_slots: self.topdown_backend_bound_slots.load(RELAXED),
                 core_type: self.core_type.load(RELAXED),
                 processors: self.processors.load(RELAXED),
             }
@@ -2050,6 +2185,11 @@ pub mod hardware_counters_by_core_type {
                 branch_mispredicts: self.wide[3].load(RELAXED),
                 aperf_cycles: self.wide[4].load(RELAXED),
                 mperf_cycles: self.wide[5].load(RELAXED),
+                topdown_retiring_slots: self.wide[6].load(RELAXED),
+                topdown_slots: self.wide[7].load(RELAXED),
+                topdown_bad_speculation_slots: self.wide[8].load(RELAXED),
+                topdown_frontend_bound_slots: self.wide[9].load(RELAXED),
+                topdown_backend_bound_slots: self.wide[10].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
                 processors: self.narrow[1].load(RELAXED),
             }
@@ -2063,13 +2203,13 @@ pub mod hardware_counters_by_core_type {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 56);
+            assert_eq!(size_of::<Values>(), 96);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 48);
+            assert_eq!(offset_of!(AtomicCells, narrow), 88);
             let field_offsets = &[
                 offset_of!(Values, instructions_retired),
                 offset_of!(Values, core_cycles),
@@ -2077,13 +2217,18 @@ pub mod hardware_counters_by_core_type {
                 offset_of!(Values, branch_mispredicts),
                 offset_of!(Values, aperf_cycles),
                 offset_of!(Values, mperf_cycles),
+                offset_of!(Values, topdown_retiring_slots),
+                offset_of!(Values, topdown_slots),
+                offset_of!(Values, topdown_bad_speculation_slots),
+                offset_of!(Values, topdown_frontend_bound_slots),
+                offset_of!(Values, topdown_backend_bound_slots),
                 offset_of!(Values, core_type),
                 offset_of!(Values, processors),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 48 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 88 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -2102,9 +2247,31 @@ pub mod hardware_counters_by_core_type {
             assert_eq!(offset_of!(AtomicValues, aperf_cycles), offset_of!(Values, aperf_cycles));
             assert_eq!(offset_of!(Values, mperf_cycles), 40);
             assert_eq!(offset_of!(AtomicValues, mperf_cycles), offset_of!(Values, mperf_cycles));
-            assert_eq!(offset_of!(Values, core_type), 48);
+            assert_eq!(offset_of!(Values, topdown_retiring_slots), 48);
+            assert_eq!(
+                offset_of!(AtomicValues, topdown_retiring_slots),
+                offset_of!(Values, topdown_retiring_slots),
+            );
+            assert_eq!(offset_of!(Values, topdown_slots), 56);
+            assert_eq!(offset_of!(AtomicValues, topdown_slots), offset_of!(Values, topdown_slots));
+            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 64);
+            assert_eq!(
+                offset_of!(AtomicValues, topdown_bad_speculation_slots),
+                offset_of!(Values, topdown_bad_speculation_slots),
+            );
+            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 72);
+            assert_eq!(
+                offset_of!(AtomicValues, topdown_frontend_bound_slots),
+                offset_of!(Values, topdown_frontend_bound_slots),
+            );
+            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 80);
+            assert_eq!(
+                offset_of!(AtomicValues, topdown_backend_bound_slots),
+                offset_of!(Values, topdown_backend_bound_slots),
+            );
+            assert_eq!(offset_of!(Values, core_type), 88);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, processors), 52);
+            assert_eq!(offset_of!(Values, processors), 92);
             assert_eq!(offset_of!(AtomicValues, processors), offset_of!(Values, processors));
             let values = Values::default();
             let expected = [
@@ -2148,6 +2315,71 @@ pub mod hardware_counters_by_core_type {
                     size_of_val(&values.instructions_retired),
                 ),
                 (id::CYCLES_TOTAL, offset_of!(Values, core_cycles), size_of_val(&values.core_cycles)),
+                (
+                    id::RETIRING_PERCENT,
+                    offset_of!(Values, topdown_retiring_slots),
+                    size_of_val(&values.topdown_retiring_slots),
+                ),
+                (
+                    id::RETIRING_PERCENT_BASE,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::BAD_SPECULATION_PERCENT,
+                    offset_of!(Values, topdown_bad_speculation_slots),
+                    size_of_val(&values.topdown_bad_speculation_slots),
+                ),
+                (
+                    id::BAD_SPECULATION_PERCENT_BASE,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::FRONTEND_BOUND_PERCENT,
+                    offset_of!(Values, topdown_frontend_bound_slots),
+                    size_of_val(&values.topdown_frontend_bound_slots),
+                ),
+                (
+                    id::FRONTEND_BOUND_PERCENT_BASE,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::BACKEND_BOUND_PERCENT,
+                    offset_of!(Values, topdown_backend_bound_slots),
+                    size_of_val(&values.topdown_backend_bound_slots),
+                ),
+                (
+                    id::BACKEND_BOUND_PERCENT_BASE,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::TOPDOWN_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_slots),
+                    size_of_val(&values.topdown_slots),
+                ),
+                (
+                    id::RETIRING_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_retiring_slots),
+                    size_of_val(&values.topdown_retiring_slots),
+                ),
+                (
+                    id::BAD_SPECULATION_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_bad_speculation_slots),
+                    size_of_val(&values.topdown_bad_speculation_slots),
+                ),
+                (
+                    id::FRONTEND_BOUND_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_frontend_bound_slots),
+                    size_of_val(&values.topdown_frontend_bound_slots),
+                ),
+                (
+                    id::BACKEND_BOUND_SLOTS_TOTAL,
+                    offset_of!(Values, topdown_backend_bound_slots),
+                    size_of_val(&values.topdown_backend_bound_slots),
+                ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {

@@ -118,13 +118,14 @@ pub static SAPPHIRE_RAPIDS: CpuModel = CpuModel {
 
 /// Every model of the double by the name `pmupcw-run --cpu-model` takes, which the configuration
 /// matrix scenario runs too (tests/scenarios/config_matrix/).
-pub static MODELS: [(&str, &CpuModel); 12] = [
+pub static MODELS: [(&str, &CpuModel); 13] = [
     ("skylake", &SKYLAKE),
     ("skylake-no-ht", &SKYLAKE_NO_HT),
     ("ice-lake", &ICE_LAKE),
     ("alder-lake", &ALDER_LAKE_P),
     ("sapphire-rapids", &SAPPHIRE_RAPIDS),
     ("alder-lake-hybrid", &ALDER_LAKE_HYBRID),
+    ("meteor-lake-hybrid", &METEOR_LAKE_HYBRID),
     ("hybrid-own-leaf-a", &HYBRID_OWN_LEAF_A),
     ("zen3", &ZEN3),
     ("zen4", &ZEN4),
@@ -190,6 +191,33 @@ pub static ALDER_LAKE_EFFICIENT: CpuModel = CpuModel {
     name: "Core i9-12900K efficient core (Gracemont)",
     leaves: dumps::ALDER_LAKE_I9_12900K_E.leaves,
     pmu: PmuKind::Intel { gp: 6, gp_width: 48, fixed: 3, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
+    other_cores: None,
+};
+
+/// Meteor Lake (Core Ultra, 06_AAH, hybrid), from the InstLatx64 dump in crates/cpuid-dumps: the
+/// Redwood Cove performance cores first, then the Crestmont efficient cores (the dump numbers its
+/// performance-core threads #0-1 and #10-15; the double numbers them 0-7). Both report 8 GP and 3
+/// fixed counters in leaf 0xA; leaf 0x23 gives each type its own: 8 GP and 4 fixed on the performance
+/// cores (fixed counter 3: top-down slots), 8 and 3 on the efficient ones (Linux
+/// `arch/x86/events/intel/core.c`, `update_pmu_cap` reads leaf 0x23 on each core type). PERF_METRICS on
+/// the performance cores only (Linux enables it for `cpu_core` alone).
+pub static METEOR_LAKE_HYBRID: CpuModel = CpuModel {
+    name: "Core Ultra (Meteor Lake hybrid, 4 P-cores x 2 threads + E-cores)",
+    leaves: dumps::METEOR_LAKE_P.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: Some(OtherCores { from: METEOR_LAKE_PERFORMANCE_THREADS, model: &METEOR_LAKE_EFFICIENT }),
+};
+
+/// Performance-core threads of [`METEOR_LAKE_HYBRID`].
+pub const METEOR_LAKE_PERFORMANCE_THREADS: u32 = 8;
+
+/// An efficient core of [`METEOR_LAKE_HYBRID`].
+pub static METEOR_LAKE_EFFICIENT: CpuModel = CpuModel {
+    name: "Meteor Lake efficient core (Crestmont)",
+    leaves: dumps::METEOR_LAKE_E.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 3, fixed_width: 48 },
     perf_capabilities: PERF_CAPABILITIES_FW_WRITE,
     other_cores: None,
 };

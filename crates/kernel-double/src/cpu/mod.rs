@@ -16,6 +16,7 @@
 //! counters advance when a test steps the processor's workload and whose overflow interrupts reach the
 //! handler the driver registered with HalAllocateHardwareCounters.
 
+pub mod atom;
 pub mod cpuid;
 pub mod frequency;
 pub mod msr;

@@ -7,13 +7,14 @@
 //! would #GP, so either is a violation, a read returns 0 and a write is dropped.
 
 use crate::poison::IgnorePoison;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 static REGISTERS: Mutex<Option<HashMap<(u32, u32), u64>>> = Mutex::new(None);
 static WRITES: Mutex<Vec<MsrWrite>> = Mutex::new(Vec::new());
-static PMU_OWNED: AtomicBool = AtomicBool::new(false);
+/// The processors whose PMU the driver holds through the HAL (`None`: every processor).
+static PMU_OWNED: Mutex<Option<Option<HashSet<u32>>>> = Mutex::new(None);
 static READS: AtomicUsize = AtomicUsize::new(0);
 
 /// One wrmsr the driver executed.
@@ -25,13 +26,24 @@ pub struct MsrWrite {
     pub pmu_owned: bool,
 }
 
-/// Set by the HAL double while the driver holds the counters.
-pub fn set_pmu_owned(owned: bool) {
-    PMU_OWNED.store(owned, Ordering::SeqCst);
+/// Set by the HAL double while the driver holds the counters: on every processor (`Some(None)`), on
+/// these processors (an allocation's group affinity), or nowhere (`None`).
+pub fn set_pmu_owned(owned: Option<Option<HashSet<u32>>>) {
+    *PMU_OWNED.lock().ignore_poison() = owned;
 }
 
+/// Whether the driver holds counters on any processor.
 pub fn pmu_owned() -> bool {
-    PMU_OWNED.load(Ordering::SeqCst)
+    PMU_OWNED.lock().ignore_poison().is_some()
+}
+
+/// Whether the driver holds counters on `processor`.
+pub fn pmu_owned_on(processor: u32) -> bool {
+    match &*PMU_OWNED.lock().ignore_poison() {
+        None => false,
+        Some(None) => true,
+        Some(Some(processors)) => processors.contains(&processor),
+    }
 }
 
 const IA32_PERF_METRICS: u32 = 0x329;
@@ -100,7 +112,7 @@ pub fn read(processor: u32, msr: u32) -> u64 {
 /// without owning the PMU, or refused by the hardware. The write takes effect either way, except a
 /// refused one.
 pub fn write(processor: u32, msr: u32, value: u64) -> Result<(), String> {
-    let pmu_owned = pmu_owned();
+    let pmu_owned = pmu_owned_on(processor);
     let refused = match check_exists(processor, msr) {
         Err(missing) => Some(missing),
         Ok(()) if super::frequency::is_frequency_msr(msr) => {

@@ -34,6 +34,7 @@
 //! broadcast worker lands it between any two instructions with [`overflow_between_instructions`]
 //! (tests/scenarios/common/pmi_sweep.rs does, before every instruction of the read worker).
 
+use super::atom::Atom;
 use super::cpuid::{self, PmuKind};
 use super::{Kpcr, PROFILE_LEVEL, topology};
 use crate::poison::IgnorePoison;
@@ -44,8 +45,16 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// branches, branch mispredicts, top-down slots (6 per core cycle, Golden Cove's issue width), then
 /// the top-down inputs of processors without IA32_PERF_METRICS: slots not delivered by the frontend,
 /// micro-operations issued, retirement slots, recovery cycles.
-pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1];
-pub const EVENTS: usize = 12;
+/// Then an efficient core's own top-down events (`super::atom`), whose rates depend on the core and
+/// the mix: 0 here.
+pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1, 0, 0, 0, 0];
+pub const EVENTS: usize = 16;
+/// An Atom core's TOPDOWN_FE_BOUND.ALL, TOPDOWN_RETIRING.ALL, TOPDOWN_BE_BOUND.ALL and
+/// TOPDOWN_BAD_SPECULATION.ALL.
+pub const ATOM_FRONTEND_BOUND: usize = 12;
+pub const ATOM_RETIRING: usize = 13;
+pub const ATOM_BACKEND_BOUND: usize = 14;
+pub const ATOM_BAD_SPECULATION: usize = 15;
 pub const SLOTS_NOT_DELIVERED: usize = 8;
 pub const SLOTS_ISSUED: usize = 9;
 pub const SLOTS_RETIRED: usize = 10;
@@ -113,6 +122,8 @@ struct VpPmu {
 struct Processor {
     /// The PMU of this processor's kind of core (hybrid models differ between processors).
     kind: PmuKind,
+    /// Its Atom top-down pipeline, on an efficient core of a hybrid part.
+    atom: Option<Atom>,
     /// Its IA32_PERF_CAPABILITIES, and whether CPUID.01H:ECX[15] (PDCM) says the register exists.
     perf_capabilities: Option<u64>,
     pmu: Mutex<VpPmu>,
@@ -120,6 +131,10 @@ struct Processor {
     occupancy: Mutex<()>,
     /// The KPCR address of the thread occupying the processor, 0 if none.
     occupant: AtomicUsize,
+    /// The overflow handler the HAL calls for this processor and the handle it passes (0: none): the
+    /// allocation whose group affinity holds the processor.
+    handler: AtomicUsize,
+    handle: AtomicUsize,
 }
 
 struct Pmu {
@@ -127,8 +142,6 @@ struct Pmu {
 }
 
 static PMU: OnceLock<Pmu> = OnceLock::new();
-static HANDLER: AtomicUsize = AtomicUsize::new(0);
-static HANDLE: AtomicUsize = AtomicUsize::new(0);
 static DELIVERING: AtomicUsize = AtomicUsize::new(0);
 static DELIVERED: AtomicU64 = AtomicU64::new(0);
 static DELIVERED_TO_OCCUPANT: AtomicU64 = AtomicU64::new(0);
@@ -149,6 +162,7 @@ fn pmu() -> &'static Pmu {
                 let pdcm = cpuid::cpuid_on(vp, 1, 0)[2] & (1 << 15) != 0;
                 Processor {
                     kind,
+                    atom: super::atom::of(vp),
                     perf_capabilities: pdcm.then_some(model.perf_capabilities),
                     pmu: Mutex::new(VpPmu {
                         gp: vec![Counter::default(); usize::from(gp)],
@@ -159,6 +173,8 @@ fn pmu() -> &'static Pmu {
                     pmi: AtomicU8::new(PMI_NONE),
                     occupancy: Mutex::new(()),
                     occupant: AtomicUsize::new(0),
+                    handler: AtomicUsize::new(0),
+                    handle: AtomicUsize::new(0),
                 }
             })
             .collect();
@@ -534,7 +550,7 @@ fn gp_event(kind: PmuKind, control: u64) -> Option<usize> {
 
 /// Advances every enabled counter of `vp` by `units` of work; returns the status bits that raised an
 /// interrupt request.
-fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
+fn advance(kind: PmuKind, atom: Option<Atom>, state: &mut VpPmu, units: u64) -> u64 {
     let (gp_width, fixed_width) = widths(kind);
     let mut pmi = 0u64;
     let mut wraps = 0u64;
@@ -545,7 +561,10 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
     for (i, counter) in state.gp.iter().enumerate() {
         let enabled =
             counter.control & EN != 0 && counter.control & USR_OS != 0 && global_ctrl & (1 << i) != 0;
-        if let (true, Some(event)) = (enabled, gp_event(kind, counter.control)) {
+        let event = gp_event(kind, counter.control).or_else(|| {
+            atom.and_then(|atom| atom.event(counter.control & 0xFF, (counter.control >> 8) & 0xFF))
+        });
+        if let (true, Some(event)) = (enabled, event) {
             events.push((event, false, i as u8, i, counter.control & INT != 0));
         }
     }
@@ -557,7 +576,21 @@ fn advance(kind: PmuKind, state: &mut VpPmu, units: u64) -> u64 {
         }
     }
     for (event, fixed, bit, index, int) in events {
-        let increment = RATES[event] * units;
+        let increment = match (event, atom) {
+            (ATOM_FRONTEND_BOUND..=ATOM_BAD_SPECULATION, Some(atom)) => {
+                let mix = *TOPDOWN_MIX.lock().ignore_poison();
+                let [retiring, bad, frontend, backend] =
+                    atom.per_unit(RATES[CORE_CYCLES], mix, RATES[TOPDOWN_SLOTS]);
+                let per_unit = match event {
+                    ATOM_FRONTEND_BOUND => frontend,
+                    ATOM_RETIRING => retiring,
+                    ATOM_BACKEND_BOUND => backend,
+                    _ => bad,
+                };
+                per_unit * units
+            }
+            _ => RATES[event] * units,
+        };
         let (counter, width) =
             if fixed { (&mut state.fixed[index], fixed_width) } else { (&mut state.gp[index], gp_width) };
         assert!(increment < 1 << width, "a workload step must not wrap a {width}-bit counter twice");
@@ -644,8 +677,8 @@ pub fn step(vp: u32, units: u64) {
     let processor = processor(vp);
     wait_delivered(vp);
     super::frequency::advance(vp, units);
-    let pmi = advance(processor.kind, &mut lock(vp), units);
-    if pmi != 0 && HANDLER.load(Ordering::Acquire) != 0 {
+    let pmi = advance(processor.kind, processor.atom, &mut lock(vp), units);
+    if pmi != 0 && processor.handler.load(Ordering::Acquire) != 0 {
         processor.pmi.store(PMI_PENDING, Ordering::Release);
         wait_delivered(vp);
     } else if pmi != 0 {
@@ -677,11 +710,12 @@ pub fn overflow_between_instructions(vp: u32, units: u64) -> bool {
     let processor = processor(vp);
     assert_eq!(processor.pmi.load(Ordering::Acquire), PMI_NONE, "a PMI is already pending on {vp}");
     super::frequency::advance(vp, units);
-    let pmi = advance(processor.kind, &mut lock(vp), units);
-    if pmi != 0 && HANDLER.load(Ordering::Acquire) == 0 {
+    let pmi = advance(processor.kind, processor.atom, &mut lock(vp), units);
+    let handler = processor.handler.load(Ordering::Acquire);
+    if pmi != 0 && handler == 0 {
         interrupt_without_handler(vp, pmi);
     }
-    if pmi == 0 || HANDLER.load(Ordering::Acquire) == 0 {
+    if pmi == 0 || handler == 0 {
         return false;
     }
     processor.pmi.store(PMI_PENDING, Ordering::Release);
@@ -727,7 +761,7 @@ fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
         return false;
     }
     DELIVERING.fetch_add(1, Ordering::SeqCst);
-    let handler = HANDLER.load(Ordering::SeqCst);
+    let handler = processor.handler.load(Ordering::SeqCst);
     if handler != 0 {
         let bits = lock(vp).global_status;
         let previous = kpcr.raise_irql(PROFILE_LEVEL);
@@ -735,7 +769,7 @@ fn deliver(vp: u32, kpcr: &Kpcr) -> bool {
         // `VOID (*)(ULONGLONG OverflowBits, HANDLE OwningHandle)`, registered until HalFreeHardwareCounters,
         // which waits for deliveries in progress.
         let handler: extern "win64" fn(u64, usize) = unsafe { std::mem::transmute(handler) };
-        handler(bits, HANDLE.load(Ordering::SeqCst));
+        handler(bits, processor.handle.load(Ordering::SeqCst));
         if kpcr.irql() != PROFILE_LEVEL {
             crate::violations::record(
                 "overflow handler",
@@ -786,31 +820,42 @@ pub(crate) fn occupy(vp: u32, kpcr: &Kpcr) -> Occupied {
     Occupied { _guard: guard, processor }
 }
 
-/// The HAL registers (`Some((handler, handle))`) or withdraws the overflow handler. Withdrawing waits
-/// for deliveries in progress: no handler runs after HalFreeHardwareCounters returns.
-pub(crate) fn set_overflow_handler(handler: Option<(usize, usize)>) {
+/// The HAL registers (`Some((handler, handle))`) or withdraws the overflow handler of the processors
+/// `on` selects (an allocation's group affinity). Withdrawing waits for deliveries in progress: no
+/// handler runs after HalFreeHardwareCounters returns.
+pub(crate) fn set_overflow_handler(on: impl Fn(u32) -> bool, handler: Option<(usize, usize)>) {
+    let processors = pmu().processors.iter().enumerate().filter(|(vp, _)| on(*vp as u32));
     match handler {
         Some((handler, handle)) => {
-            HANDLE.store(handle, Ordering::SeqCst);
-            HANDLER.store(handler, Ordering::SeqCst);
+            for (_, processor) in processors {
+                processor.handle.store(handle, Ordering::SeqCst);
+                processor.handler.store(handler, Ordering::SeqCst);
+            }
         }
         None => {
-            HANDLER.store(0, Ordering::SeqCst);
+            let processors: Vec<_> = processors.map(|(_, processor)| processor).collect();
+            for processor in &processors {
+                processor.handler.store(0, Ordering::SeqCst);
+            }
             while DELIVERING.load(Ordering::SeqCst) != 0 {
                 std::thread::yield_now();
             }
-            if let Some(pmu) = PMU.get() {
-                for processor in &pmu.processors {
-                    let _ = processor.pmi.compare_exchange(
-                        PMI_PENDING,
-                        PMI_NONE,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    );
-                }
+            for processor in processors {
+                let _ = processor.pmi.compare_exchange(
+                    PMI_PENDING,
+                    PMI_NONE,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
             }
         }
     }
+}
+
+/// The allocation slots per core cycle of `vp`'s Atom top-down events, on an efficient core of a
+/// hybrid part (`super::atom`).
+pub fn atom_width(vp: u32) -> Option<u64> {
+    processor(vp).atom.map(|atom| atom.width)
 }
 
 /// Whether `vp` has an overflow interrupt waiting for delivery.
@@ -851,7 +896,10 @@ pub fn preload(vp: u32, msr: u32, value: u64) {
     let mut state = lock(vp);
     let (counter, width, event) = match decode(vp, msr) {
         Some(Register::Gp(i) | Register::LegacyGp(i)) => {
-            let event = gp_event(kind, state.gp[i].control);
+            let control = state.gp[i].control;
+            let event = gp_event(kind, control).or_else(|| {
+                processor(vp).atom.and_then(|atom| atom.event(control & 0xFF, (control >> 8) & 0xFF))
+            });
             (&mut state.gp[i], gp_width, event)
         }
         Some(Register::Fixed(i)) => (&mut state.fixed[i], fixed_width, FIXED_EVENTS.get(i).copied()),
@@ -875,9 +923,13 @@ pub fn programmed_counters(vp: u32) -> Vec<(u32, usize)> {
             counters.push((IA32_FIXED_CTR0 + i as u32, event));
         }
     }
+    let atom = processor(vp).atom;
     for (i, counter) in state.gp.iter().enumerate() {
+        let event = gp_event(kind, counter.control).or_else(|| {
+            atom.and_then(|atom| atom.event(counter.control & 0xFF, (counter.control >> 8) & 0xFF))
+        });
         if counter.control & EN != 0
-            && let Some(event) = gp_event(kind, counter.control)
+            && let Some(event) = event
         {
             let msr = match kind {
                 PmuKind::Amd { .. } => AMD_PERF_CTL_CORE0 + 2 * i as u32 + 1,

@@ -18,6 +18,18 @@
 //! AMD the HAL's PMI handler never calls a client's overflow handler and neither reads nor clears
 //! PerfMonV2's global status (the virtual PMU never delivers a PMI there: no handler is registered).
 //!
+//! **Group affinity.** An allocation holds its counters on the processors its GROUP_AFFINITY array
+//! names, every processor when GroupAffinity is NULL ("a set of GROUP_AFFINITY structures indicating
+//! which processors' counter resources the consumer requests. If this parameter is NULL, then the
+//! request indicates an allocation across all processors in the system": Microsoft Learn,
+//! HalAllocateHardwareCounters). The double takes that at its word: a counter has one holder per
+//! processor, so a request is refused (STATUS_INSUFFICIENT_RESOURCES) only where it names a counter
+//! already held on one of its processors, or where either is the whole PMU; one client may hold
+//! several allocations, each freed by its own handle, and the HAL calls, on the interrupted processor,
+//! the overflow handler of the allocation holding that processor. The decompiled-build observations
+//! say nothing on affinity, so this is the documented contract, not an observed one (`docs/hybrid.md`).
+//! [`allocation_log`] records every granted allocation's processors and counters.
+//!
 //! **Fault injection.** [`fail_allocation`] makes the call with a given sequence number (see
 //! [`allocation_calls`]) fail with a chosen status and a NULL handle, after the arguments have been
 //! validated and without changing the owner: STATUS_INSUFFICIENT_RESOURCES (another client owns the
@@ -30,6 +42,7 @@ use crate::cpu::cpuid;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -57,6 +70,30 @@ struct Descriptor {
 }
 const _: () = assert!(std::mem::size_of::<Descriptor>() == 24 && std::mem::align_of::<Descriptor>() == 8);
 
+/// One granted allocation: who, on which processors (`None`: all), which counters (IA32_PERF_GLOBAL_CTRL
+/// bits; `None`: the whole PMU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub owner: Owner,
+    pub processors: Option<BTreeSet<u32>>,
+    pub counters: Option<u64>,
+}
+
+impl Allocation {
+    /// Whether this allocation and one on `processors` of `counters` would hold a counter twice.
+    fn conflicts(&self, processors: &Option<BTreeSet<u32>>, counters: Option<u64>) -> bool {
+        let shared_processor = match (&self.processors, processors) {
+            (Some(held), Some(asked)) => !held.is_disjoint(asked),
+            _ => true,
+        };
+        let shared_counter = match (self.counters, counters) {
+            (Some(held), Some(asked)) => held & asked != 0,
+            _ => true,
+        };
+        shared_processor && shared_counter
+    }
+}
+
 /// Who owns the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
@@ -75,20 +112,25 @@ pub enum ListRefusal {
     NullHandle,
 }
 
-static OWNER: Mutex<Option<Owner>> = Mutex::new(None);
+static HELD: Mutex<Vec<Allocation>> = Mutex::new(Vec::new());
+static LOG: Mutex<Vec<Allocation>> = Mutex::new(Vec::new());
 static ARBITER_BUSY: AtomicBool = AtomicBool::new(false);
 static LIST_REFUSAL: Mutex<ListRefusal> = Mutex::new(ListRefusal::InsufficientResources);
 
 static NEXT_HANDLE: Mutex<usize> = Mutex::new(0x4841_4c00);
 static ALLOCATIONS: FaultPlan = FaultPlan::new();
 
-/// Validates a resource list; returns the overflow handler it names, or the status to fail with.
+/// What a valid resource list asks for: the overflow handler it names and its counters (as global
+/// control bits; `None` for no list, the whole PMU).
+type Request = (Option<usize>, Option<u64>);
+
+/// Validates a resource list; returns what it asks for, or the status to fail with.
 ///
 /// # Safety
 /// `list` must be null or point to a PHYSICAL_COUNTER_RESOURCE_LIST with Count descriptors.
-unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>, i32> {
+unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Request, i32> {
     if list.is_null() {
-        return Ok(None);
+        return Ok((None, None));
     }
     // SAFETY: a valid list by the contract: Count, 4 bytes of padding, then the descriptors.
     let count = unsafe { *list } as usize;
@@ -99,15 +141,21 @@ unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>
     // SAFETY: as above; descriptors start at offset 8.
     let descriptors = unsafe { std::slice::from_raw_parts(list.add(2).cast::<Descriptor>(), count) };
     let mut overflow = None;
+    let mut counters = 0u64;
     for (index, descriptor) in descriptors.iter().enumerate() {
         if descriptor.flags != 0 {
             call.violation(format!("descriptor {index} has Flags {:#x}", descriptor.flags));
             return Err(STATUS_INVALID_PARAMETER);
         }
         match descriptor.kind {
-            RESOURCE_TYPE_SINGLE if descriptor.u[0] <= MAX_COUNTER_INDEX => {}
+            RESOURCE_TYPE_SINGLE if descriptor.u[0] <= MAX_COUNTER_INDEX => counters |= 1 << descriptor.u[0],
             RESOURCE_TYPE_RANGE
-                if descriptor.u[0] <= descriptor.u[1] && descriptor.u[1] <= MAX_COUNTER_INDEX => {}
+                if descriptor.u[0] <= descriptor.u[1] && descriptor.u[1] <= MAX_COUNTER_INDEX =>
+            {
+                for bit in descriptor.u[0]..=descriptor.u[1] {
+                    counters |= 1 << bit;
+                }
+            }
             RESOURCE_TYPE_OVERFLOW => {
                 let handler = (u64::from(descriptor.u[1]) << 32 | u64::from(descriptor.u[0])) as usize;
                 if handler == 0 || overflow.is_some() {
@@ -126,7 +174,49 @@ unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Option<usize>
             }
         }
     }
-    Ok(overflow)
+    Ok((overflow, Some(counters)))
+}
+
+/// The processors a GROUP_AFFINITY array names (`None` for NULL: every processor), or the status to
+/// fail with: a group or processor that does not exist is an invalid parameter.
+///
+/// # Safety
+/// `affinity` must be null or point to `count` GROUP_AFFINITY structures (16 bytes each: the 8-byte
+/// KAFFINITY mask, the 2-byte group, 6 reserved bytes).
+unsafe fn affinity_processors(
+    affinity: usize,
+    count: u32,
+    call: &super::Call,
+) -> Result<Option<BTreeSet<u32>>, i32> {
+    if affinity == 0 {
+        return Ok(None);
+    }
+    let mut processors = BTreeSet::new();
+    for entry in 0..count as usize {
+        // SAFETY: within the array the caller passed.
+        let (mask, group) = unsafe {
+            let at = (affinity + 16 * entry) as *const u8;
+            (at.cast::<u64>().read_unaligned(), at.add(8).cast::<u16>().read_unaligned())
+        };
+        for number in (0..64u8).filter(|&number| mask & (1 << number) != 0) {
+            match topology::index_from_number(group, number) {
+                Some(index) => {
+                    processors.insert(index);
+                }
+                None => {
+                    call.violation(format!(
+                        "GroupAffinity names processor {number} of group {group}, which does not exist"
+                    ));
+                    return Err(STATUS_INVALID_PARAMETER);
+                }
+            }
+        }
+    }
+    if processors.is_empty() {
+        call.violation("GroupAffinity names no processor".into());
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    Ok(Some(processors))
 }
 
 /// `NTSTATUS HalAllocateHardwareCounters(PGROUP_AFFINITY GroupAffinity, ULONG GroupCount,
@@ -158,8 +248,13 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
         return STATUS_INVALID_PARAMETER;
     }
     // SAFETY: the driver passes NULL or a valid list.
-    let overflow_handler = match unsafe { validate(list, &call) } {
-        Ok(handler) => handler,
+    let (overflow_handler, counters) = match unsafe { validate(list, &call) } {
+        Ok(request) => request,
+        Err(status) => return status,
+    };
+    // SAFETY: the driver passes NULL or GroupCount valid GROUP_AFFINITY structures.
+    let processors = match unsafe { affinity_processors(affinity, group_count, &call) } {
+        Ok(processors) => processors,
         Err(status) => return status,
     };
     if let Some(status) = injected {
@@ -174,8 +269,8 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
             ListRefusal::NullHandle => STATUS_SUCCESS,
         };
     }
-    let mut owner = OWNER.lock().ignore_poison();
-    if owner.is_some() {
+    let mut held = HELD.lock().ignore_poison();
+    if held.iter().any(|allocation| allocation.conflicts(&processors, counters)) {
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     let handle = {
@@ -183,11 +278,13 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
         *next += 8;
         *next
     };
-    *owner = Some(Owner::Driver { handle, overflow_handler });
-    msr::set_pmu_owned(true);
+    let allocation = Allocation { owner: Owner::Driver { handle, overflow_handler }, processors, counters };
     if let Some(handler) = overflow_handler {
-        pmu::set_overflow_handler(Some((handler, handle)));
+        pmu::set_overflow_handler(|vp| holds(&allocation, vp), Some((handler, handle)));
     }
+    LOG.lock().ignore_poison().push(allocation.clone());
+    held.push(allocation);
+    msr::set_pmu_owned(driver_processors(&held));
     // SAFETY: checked non-null.
     unsafe { handle_out.write(handle) };
     STATUS_SUCCESS
@@ -199,14 +296,17 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
     let call = enter("HalFreeHardwareCounters", PASSIVE_LEVEL);
-    let mut owner = OWNER.lock().ignore_poison();
-    match *owner {
-        Some(Owner::Driver { handle: owned, .. }) if owned == handle => {
+    let mut held = HELD.lock().ignore_poison();
+    let position = held.iter().position(
+        |allocation| matches!(allocation.owner, Owner::Driver { handle: owned, .. } if owned == handle),
+    );
+    match position {
+        Some(position) => {
+            let allocation = held.remove(position);
             // No overflow handler runs after the free returns.
-            pmu::set_overflow_handler(None);
-            *owner = None;
-            msr::set_pmu_owned(false);
-            check_enables_given_back(&call);
+            pmu::set_overflow_handler(|vp| holds(&allocation, vp), None);
+            msr::set_pmu_owned(driver_processors(&held));
+            check_enables_given_back(&call, &allocation);
             STATUS_SUCCESS
         }
         _ => {
@@ -222,8 +322,8 @@ pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
 /// modification (observed in decompiled Windows 10/11 HAL builds, `EmonIsModifiedByBadActorInternal`):
 /// a client that leaves one clear stops every later HAL user (WPR/xperf PMC sampling) on that counter
 /// until the processor is reset. Each processor whose enables the client left clear is a violation.
-fn check_enables_given_back(call: &super::Call) {
-    for vp in 0..topology::processor_count() {
+fn check_enables_given_back(call: &super::Call, allocation: &Allocation) {
+    for vp in (0..topology::processor_count()).filter(|&vp| holds(allocation, vp)) {
         let cleared = pmu::power_on_enables_cleared(vp);
         if cleared != 0 {
             call.violation(format!(
@@ -233,6 +333,25 @@ fn check_enables_given_back(call: &super::Call) {
             ));
         }
     }
+}
+
+/// Whether `allocation` holds counters on processor `vp`.
+fn holds(allocation: &Allocation, vp: u32) -> bool {
+    allocation.processors.as_ref().is_none_or(|processors| processors.contains(&vp))
+}
+
+/// The processors on which the driver holds counters, for the MSR checks: `None` when it holds none,
+/// `Some(None)` when some allocation of its covers every processor.
+fn driver_processors(held: &[Allocation]) -> Option<Option<std::collections::HashSet<u32>>> {
+    let mine: Vec<_> =
+        held.iter().filter(|allocation| matches!(allocation.owner, Owner::Driver { .. })).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    if mine.iter().any(|allocation| allocation.processors.is_none()) {
+        return Some(None);
+    }
+    Some(Some(mine.iter().flat_map(|allocation| allocation.processors.iter().flatten().copied()).collect()))
 }
 
 /// The performance counter's frequency: 10 MHz, as on current Windows.
@@ -320,6 +439,7 @@ mod tests {
             );
             assert_eq!(hal_allocate_hardware_counters(0, 0, list(&good), &mut handle), STATUS_SUCCESS);
             assert_eq!(owner(), Some(Owner::Driver { handle, overflow_handler: Some(handler) }));
+            assert_eq!(allocations()[0].counters, Some(1 | 1 << 33));
             assert!(msr::pmu_owned());
             let mut second = 0usize;
             assert_eq!(

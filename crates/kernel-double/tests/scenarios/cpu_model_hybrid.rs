@@ -1,7 +1,7 @@
 //! The real pmupcw.sys on a hybrid Core i9-12900K: 16 performance-core threads (8 GP and 4 fixed
 //! counters, IA32_PERF_METRICS) and 8 efficient cores (6 GP, 3 fixed), each presenting its own CPUID.
-//! The driver must describe every processor, program only what every core type has (the double
-//! faults, as the hardware does, on a counter MSR or enable bit a core lacks), publish each
+//! The driver must describe every processor, program each with its own core type's counters (the
+//! double faults, as the hardware does, on a counter MSR or enable bit a core lacks), publish each
 //! processor's Core Type, and sum each core type in "Hardware Counters by Core Type".
 
 use crate::common::{self, BY_CORE_TYPE, DRIVER_STATUS, HARDWARE_COUNTERS};
@@ -17,9 +17,9 @@ const BY_TYPE_CORE_TYPE: usize = 0;
 const BY_TYPE_PROCESSORS: usize = 1;
 const BY_TYPE_INSTRUCTIONS_TOTAL: usize = 10;
 const BY_TYPE_CYCLES_TOTAL: usize = 11;
-/// Status counterset position of Top-down Source, and its value for "not on every core type".
+/// Status counterset position of Top-down Source, and its value for "per core type".
 const TOPDOWN_SOURCE: usize = 9;
-const TOPDOWN_NOT_ON_EVERY_CORE_TYPE: u64 = 4;
+const TOPDOWN_PER_CORE_TYPE: u64 = 6;
 const PROCESSORS: u32 = 24;
 const PERFORMANCE_THREADS: u32 = cpuid::ALDER_LAKE_PERFORMANCE_THREADS;
 /// IA32_FIXED_CTR3 (top-down slots), which only the performance cores have.
@@ -93,22 +93,24 @@ fn alder_lake_hybrid_publishes_core_types_and_sums_each_type() {
             .sum();
         assert_eq!(values[BY_TYPE_INSTRUCTIONS_TOTAL], per_processor, "the sum of the type's instances");
     }
-    // Every core reports the same leaf 0xA (6 GP, 3 fixed): no fixed counter 3 anywhere.
-    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], 0);
+    // Every core reports the same leaf 0xA (6 GP, 3 fixed), but the performance cores have fixed
+    // counter 3 and IA32_PERF_METRICS (Linux's Alder Lake rule): top-down there, not on the others.
+    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
     assert!(driver.unload());
     common::assert_clean();
 }
 
 #[test]
-fn a_hybrid_whose_cores_report_their_own_counters_gets_only_the_common_ones() {
+fn a_hybrid_whose_cores_report_their_own_counters_gets_each_types_own() {
     let mut driver = load_and_count(&cpuid::HYBRID_OWN_LEAF_A);
-    // The performance cores could count top-down with fixed counter 3; the efficient cores cannot, so
-    // nobody does, and the status says why.
+    // The performance cores count top-down with fixed counter 3; the efficient cores, which lack it,
+    // are never given it, and the status says the source differs by core type.
     for vp in 0..PROCESSORS {
         let programmed = pmu::programmed_counters(vp);
-        assert!(programmed.iter().all(|&(msr, _)| msr != IA32_FIXED_CTR3), "processor {vp}: {programmed:x?}");
+        let fixed_3 = programmed.iter().any(|&(msr, _)| msr == IA32_FIXED_CTR3);
+        assert_eq!(fixed_3, vp < PERFORMANCE_THREADS, "processor {vp}: {programmed:x?}");
     }
-    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_NOT_ON_EVERY_CORE_TYPE);
+    assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
     let totals = common::collect_totals();
     assert_eq!(totals.iter().map(|(totals, _)| *totals).collect::<Vec<_>>(), common::true_totals(PROCESSORS));
     assert!(pcw::collect(DRIVER_STATUS, &pcw::Query::default()).is_some());

@@ -50,6 +50,7 @@ mod faulty_spinlock_in_pmi;
 mod hal_profiling_after_release;
 mod hostile_consumers;
 mod hot_added_processor;
+mod hybrid_per_core_type;
 mod hyperv_cpuid_claims_pmu;
 mod hyperv_guest_without_pmu;
 mod hyperv_perf_metrics;

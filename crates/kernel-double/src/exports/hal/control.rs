@@ -32,17 +32,27 @@ pub fn clear_allocation_failures() {
     ALLOCATIONS.clear();
 }
 
-/// The current owner.
+/// The owner of the first allocation held (the only one, unless the driver allocates per core type).
 pub fn owner() -> Option<Owner> {
-    *OWNER.lock().ignore_poison()
+    HELD.lock().ignore_poison().first().map(|allocation| allocation.owner)
 }
 
-/// Makes another client own the counters (`true`) or releases them (`false`).
+/// Every allocation held now.
+pub fn allocations() -> Vec<Allocation> {
+    HELD.lock().ignore_poison().clone()
+}
+
+/// Every allocation granted since the process started, in order: the double's HAL log.
+pub fn allocation_log() -> Vec<Allocation> {
+    LOG.lock().ignore_poison().clone()
+}
+
+/// Makes another client own the whole PMU (`true`) or releases it (`false`).
 pub fn set_other_client_owns(owns: bool) {
-    let mut owner = OWNER.lock().ignore_poison();
-    match (owns, *owner) {
-        (true, None) => *owner = Some(Owner::OtherClient),
-        (false, Some(Owner::OtherClient)) => *owner = None,
+    let mut held = HELD.lock().ignore_poison();
+    match (owns, held.as_slice()) {
+        (true, []) => held.push(Allocation { owner: Owner::OtherClient, processors: None, counters: None }),
+        (false, [Allocation { owner: Owner::OtherClient, .. }]) => held.clear(),
         (_, current) => panic!("cannot change ownership from {current:?}"),
     }
 }

@@ -19,6 +19,9 @@ pub struct Case {
     /// The workload event (index into `pmu::RATES`) each accepted custom line counts in the virtual
     /// PMU, in acceptance order (`None`: an event the workload does not make).
     pub custom: Vec<Option<usize>>,
+    /// Which accepted lines name `core=performance` (on a hybrid model, every model-specific line:
+    /// src/pmu/profile.rs refuses one that names no core type there).
+    pub performance_only: Vec<bool>,
 }
 
 impl Case {
@@ -74,10 +77,27 @@ fn multi_sz(lines: &[&str]) -> Option<Value> {
     Some((REG_MULTI_SZ, registry::multi_sz(lines)))
 }
 
-/// Every profile cell, for an Intel (`intel`) or AMD processor: default, topdown, custom with 0 to 9
-/// lines (the ninth rejected), and malformed values.
-pub fn all(intel: bool) -> Vec<Case> {
-    let lines = if intel { &INTEL_LINES } else { &AMD_LINES };
+/// Intel's lines from the fifth on are model-specific (the 4-wide cores' events and a ninth).
+const FIRST_MODEL_SPECIFIC: usize = 4;
+
+/// Every profile cell, for an Intel (`intel`) or AMD processor, hybrid or not: default, topdown,
+/// custom with 0 to 9 lines (the ninth rejected), and malformed values. On a hybrid model the
+/// model-specific lines name `core=performance`.
+pub fn all(intel: bool, hybrid: bool) -> Vec<Case> {
+    let named: Vec<(String, Option<usize>)> = (if intel { &INTEL_LINES } else { &AMD_LINES })
+        .iter()
+        .enumerate()
+        .map(|(index, &(line, event))| match hybrid && intel && index >= FIRST_MODEL_SPECIFIC {
+            true => (format!("{line},core=performance"), event),
+            false => (line.to_string(), event),
+        })
+        .collect();
+    let lines: [(&str, Option<usize>); 9] =
+        std::array::from_fn(|index| (named[index].0.as_str(), named[index].1));
+    let lines = &lines;
+    let performance_only = |count: usize| {
+        (0..count).map(|index| hybrid && intel && index >= FIRST_MODEL_SPECIFIC).collect::<Vec<_>>()
+    };
     let mut cases = vec![
         Case {
             name: "default".into(),
@@ -86,6 +106,7 @@ pub fn all(intel: bool) -> Vec<Case> {
             active_profile: 0,
             rejected: 0,
             custom: vec![],
+            performance_only: vec![],
         },
         Case {
             name: "topdown".into(),
@@ -94,6 +115,7 @@ pub fn all(intel: bool) -> Vec<Case> {
             active_profile: 1,
             rejected: 0,
             custom: vec![],
+            performance_only: vec![],
         },
     ];
     for count in 0..=lines.len() {
@@ -105,6 +127,7 @@ pub fn all(intel: bool) -> Vec<Case> {
             active_profile: 2,
             rejected: count.saturating_sub(CUSTOM_EVENTS) as u64,
             custom: lines[..count.min(CUSTOM_EVENTS)].iter().map(|(_, event)| *event).collect(),
+            performance_only: performance_only(count.min(CUSTOM_EVENTS)),
         });
     }
     cases.extend(malformed(lines));
@@ -124,14 +147,16 @@ fn malformed(lines: &[(&str, Option<usize>); 9]) -> Vec<Case> {
         "event=0xC4,event=0xC5", // a key twice
         lines[2].0,
     ];
-    let case = |name: &str, profile, custom_events, active_profile, rejected, custom| Case {
-        name: name.into(),
-        profile,
-        custom_events,
-        active_profile,
-        rejected,
-        custom,
-    };
+    let case =
+        |name: &str, profile, custom_events, active_profile, rejected, custom: Vec<Option<usize>>| Case {
+            name: name.into(),
+            profile,
+            custom_events,
+            active_profile,
+            rejected,
+            performance_only: vec![false; custom.len()],
+            custom,
+        };
     vec![
         case("Profile as REG_DWORD", Some((REG_DWORD, 2u32.to_le_bytes().to_vec())), None, 0, 1, vec![]),
         case("unknown Profile", sz("fastest"), None, 0, 1, vec![]),

@@ -147,15 +147,22 @@ impl Cell<'_> {
         }
     }
 
-    /// Every event the profile asks for that reads 0 on processor 0 (the workload makes every event)
-    /// is in the status counters' Events Without a Counter or Events Not Supported, and no event that
-    /// counts is; an event nobody asked for is in neither.
+    /// Every event the profile asks for that reads 0 on some processor (the workload makes every
+    /// event) is in the status counters' Events Without a Counter or Events Not Supported, and no
+    /// event that counts on every processor is (a hybrid part's core types have their own plans, so
+    /// an event may find a counter on one type and not on another); an event nobody asked for is in
+    /// neither. `value_of` is the event's smallest count over the processors.
     fn check_zeros_say_why(&self, set: &Counterset, sample: &Sample, status: &[u64]) {
         let why = status[EVENTS_WITHOUT_COUNTER] | status[EVENTS_NOT_SUPPORTED];
-        let values = sample.values_of(set, "0,0").expect("processor 0,0");
+        let processors: Vec<_> = (0..topology::processor_count())
+            .map(|vp| {
+                let (group, number) = topology::number_from_index(vp).expect("an active processor");
+                sample.values_of(set, &format!("{group},{number}")).expect("every processor sampled")
+            })
+            .collect();
         let value_of = |field: &str| {
             let at = set.counters.iter().position(|counter| counter.field == field).expect("a count field");
-            values[at].expect("a raw value")
+            processors.iter().map(|values| values[at].expect("a raw value")).min().unwrap_or(0)
         };
         let case = self.case;
         let mut fields: Vec<(String, usize, bool)> = EVENT_FIELDS
@@ -209,7 +216,7 @@ impl Reading<'_> {
         let mut compared = 0;
         for (counter, value) in set.counters.iter().zip(values) {
             let value = value.expect("a raw value");
-            let Some(expected) = self.expected(&counter.field, truth) else { continue };
+            let Some(expected) = self.expected(vp, &counter.field, truth) else { continue };
             // Every counter reading a count, ratio counters and their bases included, is 64-bit.
             assert_eq!(counter.descriptor.size, 8, "{} (field {})", counter.name, counter.field);
             assert_eq!(value, expected, "processor {instance}: {} (field {})", counter.name, counter.field);
@@ -227,41 +234,49 @@ impl Reading<'_> {
     }
 
     /// The count field `name` must hold; `None` for a field that holds no count.
-    fn expected(&self, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<u64> {
+    fn expected(&self, vp: u32, name: &str, truth: &[u64; pmu::EVENTS]) -> Option<u64> {
         let case = self.case;
         if let Some(&(_, event)) = EVENT_FIELDS.iter().find(|(field, _)| *field == name) {
             let published = case.active_profile != 2 || event < CUSTOM_PROFILE_EVENTS;
             Some(if published { truth[event] } else { 0 })
         } else if let Some(line) = name.strip_prefix("CustomEvent") {
             let line: usize = line.parse().expect("CustomEvent<n>");
-            let event = case.custom.get(line).copied().flatten();
+            let event = case.custom.get(line).copied().flatten().filter(|_| runs_on(case, line, vp));
             Some(event.map_or(0, |event| truth[event]))
         } else if name == "TopdownSlots" {
-            Some(self.topdown_slots(truth))
+            Some(self.topdown_slots(vp, truth))
         } else {
             None
         }
     }
 
     /// The top-down slots a block must hold for the reported source: fixed counter 3's, or the
-    /// issue width times the core cycles when the topdown profile's inputs give them.
-    fn topdown_slots(&self, truth: &[u64; pmu::EVENTS]) -> u64 {
-        match (self.source, self.expect.topdown_inputs_width) {
-            (1, _) => truth[pmu::TOPDOWN_SLOTS],
-            (2, Some(width)) => width * truth[pmu::CORE_CYCLES],
+    /// issue width times the core cycles when the topdown profile's inputs give them (on an
+    /// efficient core of a hybrid part, its own width: `pmu::atom_width`).
+    fn topdown_slots(&self, vp: u32, truth: &[u64; pmu::EVENTS]) -> u64 {
+        let topdown_profile = self.case.active_profile == 1;
+        match (self.source, self.expect.topdown_inputs_width, pmu::atom_width(vp)) {
+            (6, _, Some(width)) if topdown_profile => width * truth[pmu::CORE_CYCLES],
+            // Per core type (6): fixed counter 3 counts only where it exists, so the truth is 0 elsewhere.
+            (1 | 6, _, _) => truth[pmu::TOPDOWN_SLOTS],
+            (2, Some(width), _) => width * truth[pmu::CORE_CYCLES],
             _ => 0,
         }
     }
 }
 
 /// The Top-down Source the model and profile allow: fixed counter 3 with IA32_PERF_METRICS on every
-/// processor (1), the topdown profile's input events (2), only some processors' core type having it
-/// (4), or none (0).
+/// processor (1), the topdown profile's input events (2), some core types of a hybrid part but not
+/// all (6, each processor counting with its own core type's), or none (0).
 fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
     let processors = topology::processor_count();
+    // What each processor's own PMU has (a hybrid part's core types differ, whatever leaf 0xA says).
     let metrics = |vp: u32| {
         let model = cpuid::model_of(vp);
-        let fixed = cpuid::cpuid_on(vp, 0xA, 0)[3] & 0x1F;
+        let fixed = match model.pmu {
+            PmuKind::Intel { fixed, .. } => fixed,
+            _ => 0,
+        };
         fixed >= 4 && model.perf_capabilities & cpuid::PERF_CAPABILITIES_PERF_METRICS != 0
     };
     let with_metrics = (0..processors).filter(|&vp| metrics(vp)).count() as u32;
@@ -269,7 +284,7 @@ fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
         (n, _) if n == processors => 1,
         (0, Some(_)) if case.active_profile == 1 => 2,
         (0, _) => 0,
-        _ => 4,
+        _ => 6,
     }
 }
 
@@ -283,31 +298,38 @@ fn check_custom_capacity(case: &Case, truth: &Counts) {
     if case.active_profile != 2 {
         return;
     }
-    let capacity = (0..topology::processor_count())
-        .map(|vp| match cpuid::model_of(vp).pmu {
-            // What leaf 0xA reports (a hybrid part reports the counters all its cores have).
-            PmuKind::Intel { .. } => {
-                let leaf = cpuid::cpuid_on(vp, 0xA, 0);
-                let general = ((leaf[0] >> 8) & 0xFF) as usize;
-                let fixed = ((leaf[3] & 0x1F) as usize).min(3);
-                general.min(PLAN_COUNTERS - fixed)
+    // What each processor's own PMU has: each core type of a hybrid part gets its own plan.
+    let capacity = |vp: u32| match cpuid::model_of(vp).pmu {
+        PmuKind::Intel { gp, fixed, .. } => usize::from(gp).min(PLAN_COUNTERS - usize::from(fixed).min(3)),
+        PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
+        PmuKind::None => 0,
+    };
+    for (vp, truth) in truth.iter().enumerate() {
+        let vp = vp as u32;
+        let capacity = capacity(vp);
+        // The lines that run on this processor take its counters in order.
+        let mut rank = 0;
+        for (line, event) in case.custom.iter().enumerate() {
+            if !runs_on(case, line, vp) {
+                continue;
             }
-            PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
-            PmuKind::None => 0,
-        })
-        .min()
-        .unwrap_or(0);
-    for (line, event) in case.custom.iter().enumerate() {
-        let Some(event) = *event else { continue };
-        for (vp, truth) in truth.iter().enumerate() {
+            rank += 1;
+            let Some(event) = *event else { continue };
             let counted = truth[event] > 0;
             assert_eq!(
                 counted,
-                line < capacity,
+                rank <= capacity,
                 "processor {vp}: custom event {line} counted: {counted}, with {capacity} counters for custom events"
             );
         }
     }
+}
+
+/// Whether custom line `line` runs on processor `vp`: every line does, except one naming
+/// `core=performance` on an efficient core (leaf 1AH core type 20H).
+fn runs_on(case: &Case, line: usize, vp: u32) -> bool {
+    let efficient = cpuid::cpuid_on(vp, 0x1A, 0)[0] >> 24 == 0x20;
+    !(case.performance_only.get(line).copied().unwrap_or(false) && efficient)
 }
 
 /// No PMU register the model lacks was touched (a #GP on hardware; the double also records it as a

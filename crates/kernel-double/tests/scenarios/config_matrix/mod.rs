@@ -33,6 +33,11 @@ const CELL_ENVIRONMENT: &str = "KERNEL_DOUBLE_MATRIX_CELL";
 /// What the child prints (to stderr, where a bug check's report and a panic go too) as a cell starts.
 const BEGIN: &str = "config-matrix: begin cell ";
 
+/// A hybrid model: its processors are of two core types.
+fn hybrid(name: &str) -> bool {
+    cpuid::model_named(name).unwrap().other_cores.is_some()
+}
+
 fn intel(name: &str) -> bool {
     let model = cpuid::model_named(name).unwrap();
     !matches!(model.pmu, PmuKind::Amd { .. })
@@ -46,7 +51,7 @@ fn child(name: &str) {
     topology::configure(processors, topology::MAX_GROUP_SIZE);
     cpuid::set_model(cpuid::model_named(name).unwrap());
     let expect = expect(name);
-    for (index, case) in cases::all(intel(name)).iter().enumerate().skip(first) {
+    for (index, case) in cases::all(intel(name), hybrid(name)).iter().enumerate().skip(first) {
         eprintln!("{BEGIN}{index}");
         cell::run(case, expect, rounds(processors));
     }
@@ -55,7 +60,7 @@ fn child(name: &str) {
 /// Runs the matrix of model `name` (the test at `path`): returns the failed cells, each with how it
 /// failed.
 fn matrix(name: &str, path: &str) -> Vec<String> {
-    let cases = cases::all(intel(name));
+    let cases = cases::all(intel(name), hybrid(name));
     let mut failures = Vec::new();
     for processors in PROCESSOR_COUNTS {
         let mut first = 0;
@@ -135,6 +140,7 @@ matrix_tests! {
     alder_lake => "alder-lake",
     sapphire_rapids => "sapphire-rapids",
     alder_lake_hybrid => "alder-lake-hybrid",
+    meteor_lake_hybrid => "meteor-lake-hybrid",
     hybrid_own_leaf_a => "hybrid-own-leaf-a",
     zen3 => "zen3",
     zen4 => "zen4",
