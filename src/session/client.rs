@@ -16,7 +16,7 @@
 use super::lock::SessionLock;
 use super::platform::{Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
-use super::read::{Reading, TopdownReading, counts_under};
+use super::read::{TopdownReading, counts_under};
 use super::repair::repair;
 use super::schedule::Schedule;
 use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
@@ -33,7 +33,7 @@ use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
-use crate::pmu::program::{self, Msrs, Programming};
+use crate::pmu::program::{self, Msrs};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use start::{carry_over, install, start_counting};
 
@@ -42,12 +42,14 @@ mod start;
 
 #[path = "per_core_type.rs"]
 mod per_core_type;
+
+#[path = "parts.rs"]
+mod parts;
+use parts::{Part, Session};
 use per_core_type::{expected_topdown, topdown_source};
 
 /// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
 const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
-/// [`Session::parts`]'s length, likewise.
-const PARTS: usize = CORE_TYPES.next_power_of_two();
 
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,48 +59,6 @@ pub enum AcquireError {
     Busy,
     /// Any other failure, with its status.
     Failed(i32),
-}
-
-/// The session: the HAL ownership while one is open, and how the counters of each core type run.
-/// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
-/// rather than built on the consumer's stack and moved).
-struct Session<P: Platform> {
-    /// `Some` while a session is open.
-    ownership: Option<P::Ownership>,
-    /// Each core type's part (indexed by core type), `None` for a type no processor has. A power of
-    /// two long ([`PARTS`]), so that a read finds its processor's part with a mask instead of a
-    /// bounds check.
-    parts: [Option<Part>; PARTS],
-}
-
-impl<P: Platform> Session<P> {
-    const CLOSED: Self = Session { ownership: None, parts: [const { None }; PARTS] };
-
-    /// The part of a processor of core type `core_type`.
-    #[inline(always)]
-    fn part(&self, core_type: u8) -> Option<&Part> {
-        self.parts[usize::from(core_type) & (PARTS - 1)].as_ref()
-    }
-
-    /// The session, if one is open.
-    fn open(&self) -> Option<(&Self, &P::Ownership)> {
-        self.ownership.as_ref().map(|ownership| (self, ownership))
-    }
-}
-
-/// How the counters of one core type's processors run.
-struct Part {
-    plan: CounterPlan,
-    /// The plan's global bits when the overflow handler folds them; empty when polled.
-    owned: OwnedMask,
-    /// What every read checks is still programmed.
-    programming: Programming,
-    /// How a read takes the counters.
-    reading: Reading,
-    /// How a read takes the top-down totals.
-    topdown: TopdownReading,
-    /// Every read also takes IA32_APERF and IA32_MPERF ([`PmuModel::aperf_mperf`]).
-    aperf_mperf: bool,
 }
 
 /// What [`PmuClient::open`] opened, for the status counters and the debug output.
@@ -330,7 +290,7 @@ impl<P: Platform> PmuClient<P> {
         let Some(ownership) = session.ownership.take() else { return };
         let open = &*session;
         self.platform.on_every_processor(&ownership, &|index, msrs| {
-            self.read_processor::<true>(open, model.vendor, index, msrs);
+            self.read_processor::<true>(open, None, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
                 let Some(part) = open.part(processor.pmu.core_type()) else { return };
@@ -356,9 +316,13 @@ impl<P: Platform> PmuClient<P> {
     /// `CHECK_ALL` picks how much of the programming to verify: all of it ([`Check::All`]), or one
     /// register in turn ([`Check::OneInTurn`]: one rdmsr per collect; the turns go round every
     /// register). A constant, so that a collect's read tests nothing for it.
+    /// `uniform`: the one part every processor uses (not a hybrid machine), found once per read
+    /// instead of on every processor.
+    #[inline(always)]
     fn read_processor<const CHECK_ALL: bool>(
         &self,
         session: &Session<P>,
+        uniform: Option<&Part>,
         vendor: Vendor,
         index: u32,
         msrs: &mut P::Msrs,
@@ -366,7 +330,7 @@ impl<P: Platform> PmuClient<P> {
         let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
         };
-        let Some(session) = session.part(processor.core_type()) else { return };
+        let Some(session) = uniform.or_else(|| session.part(processor.core_type())) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
                 let (aperf, mperf) = processor.frequency.read(msrs);
@@ -400,12 +364,14 @@ impl<P: Platform> PmuClient<P> {
         let Some((open, ownership)) = session.open() else { return false };
         // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
         // `vendor` itself, not a reference to it).
+        // On a machine of one core type, every processor's part is found once, here.
+        let uniform = open.uniform_part();
         match check {
             Check::All => self.platform.on_every_processor(ownership, &move |index, msrs| {
-                self.read_processor::<true>(open, vendor, index, msrs)
+                self.read_processor::<true>(open, uniform, vendor, index, msrs)
             }),
             Check::OneInTurn => self.platform.on_every_processor(ownership, &move |index, msrs| {
-                self.read_processor::<false>(open, vendor, index, msrs)
+                self.read_processor::<false>(open, uniform, vendor, index, msrs)
             }),
         }
         let interrupts =
