@@ -1,6 +1,6 @@
-//! The driver's module comments say what each module is for, and why, in at most 20 lines; longer
-//! reasoning and its sources belong in `docs/` (for the PMU logic, `docs/pmu.md`), where a comment
-//! can point to it.
+//! The driver's module comments say what each module is for, and why, in at most 20 lines (and no
+//! source file runs past 600 lines); longer reasoning and its sources belong in `docs/` (for the PMU
+//! logic, `docs/pmu.md`), where a comment can point to it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -44,4 +44,22 @@ fn every_module_comment_is_at_most_twenty_lines() {
 fn a_long_module_comment_is_counted() {
     let text = "//! a\n".repeat(21) + "\nfn main() {}\n//! not the module comment\n";
     assert_eq!(module_comment_lines(&text), 21);
+}
+
+/// Most lines a driver source file may have (test files, `*_tests.rs`, aside): past it, a module is
+/// doing more than one job.
+const MAX_FILE_LINES: usize = 600;
+
+#[test]
+fn no_driver_source_file_is_over_six_hundred_lines() {
+    let mut files = Vec::new();
+    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = fs::read_to_string(file).ok()?.lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{}: {lines} lines", file.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "source files over {MAX_FILE_LINES} lines:\n{}", long.join("\n"));
 }
