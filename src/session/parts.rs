@@ -8,8 +8,8 @@ use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Programming;
 
-/// [`Session::parts`]'s length: the core types, rounded up to a power of two.
-pub(super) const PARTS: usize = CORE_TYPES.next_power_of_two();
+/// [`Session::parts`]'s length: one part per core type.
+pub(super) const PARTS: usize = CORE_TYPES;
 
 /// The session: the HAL ownership while one is open, and how the counters of each core type run.
 /// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
@@ -17,9 +17,9 @@ pub(super) const PARTS: usize = CORE_TYPES.next_power_of_two();
 pub(super) struct Session<P: Platform> {
     /// `Some` while a session is open.
     pub(super) ownership: Option<P::Ownership>,
-    /// Each core type's part (indexed by core type), `None` for a type no processor has. A power of
-    /// two long ([`PARTS`]), so that a read finds its processor's part with a mask instead of a
-    /// bounds check.
+    /// Each core type's part (indexed by core type), `None` for a type no processor has. Only a
+    /// hybrid machine's reads look a part up by core type (the others find theirs once per read:
+    /// [`Session::uniform_part`]), so the bounds check costs a machine of one core type nothing.
     pub(super) parts: [Option<Part>; PARTS],
 }
 
@@ -29,7 +29,7 @@ impl<P: Platform> Session<P> {
     /// The part of a processor of core type `core_type`.
     #[inline(always)]
     pub(super) fn part(&self, core_type: u8) -> Option<&Part> {
-        self.parts[usize::from(core_type) & (PARTS - 1)].as_ref()
+        self.parts.get(usize::from(core_type))?.as_ref()
     }
 
     /// The part of every processor, where all are of one type: core type 0 (not hybrid) alone.
