@@ -509,6 +509,8 @@ impl<P: Platform> CountSource for PmuClient<P> {
             self.status.record_served_collect();
         } else if self.read_all(Check::OneInTurn) {
             self.status.record_fresh_collect();
+        } else {
+            self.throttle.withdraw(now);
         }
     }
 

@@ -406,3 +406,23 @@ fn collects_within_the_minimum_interval_are_served_from_the_last_read() {
         assert_eq!(status.served_collects.load(Ordering::Relaxed), 1);
     }
 }
+
+/// A collect that finds no session open (its acquisition handed to the housekeeping thread from above
+/// PASSIVE_LEVEL) reads nothing, so it does not use up the minimum interval: the first collect once
+/// the session is open reads afresh, at the same clock reading.
+#[test]
+fn a_collect_that_read_nothing_leaves_the_interval_to_the_next() {
+    let client = skylake(&[]);
+    client.platform.passive.store(false, Ordering::SeqCst);
+    client.collect_now();
+    assert!(!client.owns(), "acquired above PASSIVE_LEVEL");
+    client.platform.passive.store(true, Ordering::SeqCst);
+    client.tick();
+    assert!(client.owns());
+    client.set_msr(0, IA32_FIXED_CTR0, 1000);
+    client.collect_now();
+    assert_eq!(client.values(0).instructions_retired, 1000, "served from a read that never happened");
+    let status = client.status.block();
+    assert_eq!(status.fresh_collects.load(Ordering::Relaxed), 1);
+    assert_eq!(status.served_collects.load(Ordering::Relaxed), 0);
+}

@@ -48,6 +48,12 @@ impl Throttle {
         now.checked_sub(last).is_some_and(|since| since >= interval)
             && self.last_fresh.compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
+
+    /// The fresh read granted at `granted` did not happen (no session was open): the next collect
+    /// reads, rather than being served from a read that never was. A later grant stays.
+    pub fn withdraw(&self, granted: u64) {
+        let _ = self.last_fresh.compare_exchange(granted, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
 }
 
 /// The minimum interval `MinimumCollectIntervalMs` sets, in milliseconds: the value, or why it was
@@ -98,8 +104,13 @@ mod tests {
         assert!(!throttle.fresh_due(1_009 * MS), "9 ms later: served");
         assert!(throttle.fresh_due(1_010 * MS), "10 ms later: fresh");
         assert!(!throttle.fresh_due(1_005 * MS), "an older clock reading is served");
+        throttle.withdraw(1_010 * MS);
+        assert!(throttle.fresh_due(1_011 * MS), "a withdrawn grant serves nobody");
+        assert!(!throttle.fresh_due(1_011 * MS));
+        throttle.withdraw(1_010 * MS);
+        assert!(!throttle.fresh_due(1_011 * MS), "withdrawing an old grant leaves the later one");
         throttle.set_interval_ms(1);
-        assert!(throttle.fresh_due(1_011 * MS));
+        assert!(throttle.fresh_due(1_012 * MS));
     }
 
     #[test]
