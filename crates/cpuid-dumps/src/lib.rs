@@ -41,8 +41,8 @@ pub const fn hypervisor(max: u32, vendor: [u32; 3]) -> Leaf {
 
 /// Core i7-6700K (Skylake-S, 06_5EH), GenuineIntel00506E3_SkyLake_01_CPUID.txt. Leaf 0xA
 /// 07300404/0/0/603: version 4, 4 GP x 48 bits, EBX vector 7, 3 fixed x 48 bits. The same values are
-/// in GenuineIntel00506E3_Skylake_02_CPUID.txt (another 6700K). Leaf 6 000027F5/2/9/0: ECX[0], IA32_APERF and
-/// IA32_MPERF.
+/// in GenuineIntel00506E3_Skylake_02_CPUID.txt (another 6700K). Leaf 6 000027F5/2/9/0: ECX\[0\],
+/// IA32_APERF and IA32_MPERF.
 pub const SKYLAKE_I7_6700K: Cpu = Cpu {
     name: "Core i7-6700K (Skylake)",
     leaves: &[
@@ -59,7 +59,7 @@ pub const SKYLAKE_I7_6700K: Cpu = Cpu {
 /// logical processor #0, a Golden Cove P-core (leaf 0x1A EAX 40000001). All 24 logical processors of
 /// this dump report the same leaf 0xA, 07300605/0/7/8603: version 5, 6 GP x 48, 3 fixed x 48: the
 /// E-core's counts, not the P-core's 8 GP / 4 fixed (see ALDER_LAKE_I9_12900K_P_ONLY). Leaf 7 EDX
-/// FC1CC410 has bit 15, Hybrid, on every logical processor; leaf 6 ECX[0] (APERF/MPERF) likewise.
+/// FC1CC410 has bit 15, Hybrid, on every logical processor; leaf 6 ECX\[0\] (APERF/MPERF) likewise.
 pub const ALDER_LAKE_I9_12900K_P: Cpu = Cpu {
     name: "Core i9-12900K P-core, hybrid",
     leaves: &[
@@ -138,7 +138,7 @@ pub const METEOR_LAKE_E: Cpu = Cpu {
 /// The same i9-12900K with its E-cores disabled ("OctalCore"),
 /// GenuineIntel0090672_AlderLake_01_BC_AVX512_CPUID.txt: leaf 0xA 08300805/0/F/8604, the P-core's own
 /// 8 GP x 48 and 4 fixed x 48 (fixed 3: topdown slots; EBX vector length 8, bit 7 clear). Leaf 6
-/// 00DFCFF7/2/409/3 of logical processor #0: ECX[0], IA32_APERF and IA32_MPERF.
+/// 00DFCFF7/2/409/3 of logical processor #0: ECX\[0\], IA32_APERF and IA32_MPERF.
 pub const ALDER_LAKE_I9_12900K_P_ONLY: Cpu = Cpu {
     name: "Core i9-12900K, E-cores disabled",
     leaves: &[
@@ -155,9 +155,9 @@ pub const ALDER_LAKE_I9_12900K_P_ONLY: Cpu = Cpu {
 /// Leaf 0xA 07300804/0/0/603: the i7-6700K's core and leaf 0xA but 8 GP counters, because no second
 /// logical processor shares the core (Intel SDM Vol. 3B, "Counter Coalescence": a core's eight
 /// general-purpose counters are split four and four between two logical processors, and all eight
-/// are visible, CPUID.0AH:EAX[15:8] = 8, when the core is not shared; an i7-6700K with Hyper-Threading
+/// are visible, CPUID.0AH:EAX\[15:8\] = 8, when the core is not shared; an i7-6700K with Hyper-Threading
 /// off in its firmware is such a core). GenuineIntel00506E3_Skylake_CPUID4.txt (Pentium G4400, no
-/// Hyper-Threading either) reports the same leaf 0xA. Leaf 6 000007F5/2/9/0: ECX[0], IA32_APERF and
+/// Hyper-Threading either) reports the same leaf 0xA. Leaf 6 000007F5/2/9/0: ECX\[0\], IA32_APERF and
 /// IA32_MPERF.
 pub const SKYLAKE_I5_6400T: Cpu = Cpu {
     name: "Core i5-6400T (Skylake, no Hyper-Threading)",
@@ -175,7 +175,7 @@ pub const SKYLAKE_I5_6400T: Cpu = Cpu {
 /// Core i7-1065G7 (Ice Lake-U, Sunny Cove, 06_7EH), GenuineIntel00706E5_IceLakeY_CPUID.txt. Leaf 0xA
 /// 08300805/0/F/8604: version 5, 8 GP x 48 (per logical processor, with Hyper-Threading on), EBX
 /// vector length 8 with bit 7 (top-down slots) clear, 4 fixed x 48. Leaf 7 EDX BC000410: bit 15
-/// (Hybrid) clear. Leaf 6 0007AFF5/2/9/0: ECX[0], IA32_APERF and IA32_MPERF. The Tiger Lake
+/// (Hybrid) clear. Leaf 6 0007AFF5/2/9/0: ECX\[0\], IA32_APERF and IA32_MPERF. The Tiger Lake
 /// (GenuineIntel00806C1_TigerLake_01_CPUID.txt) and Rocket Lake (GenuineIntel00A0671_RocketLake_01_CPUID.txt)
 /// dumps report the same leaf 0xA.
 pub const ICE_LAKE_I7_1065G7: Cpu = Cpu {
@@ -194,7 +194,7 @@ pub const ICE_LAKE_I7_1065G7: Cpu = Cpu {
 /// Xeon w9-3475X (Sapphire Rapids, Golden Cove server cores, 06_8FH), brand string from leaves
 /// 0x80000002-4, GenuineIntel00806F8_SapphireRapids_06_CPUID.txt. Leaf 0xA 08300805/0/F/8604 as on
 /// Ice Lake: 8 GP x 48, 4 fixed x 48 with top-down slots. Leaf 7 EDX FFDD4430: bit 15 (Hybrid) clear.
-/// Leaf 6 0045CEF7/2/9/0: ECX[0], IA32_APERF and IA32_MPERF. The w7-2475X dump
+/// Leaf 6 0045CEF7/2/9/0: ECX\[0\], IA32_APERF and IA32_MPERF. The w7-2475X dump
 /// (GenuineIntel00806F8_SapphireRapids_05_CPUID.txt) has the same leaves.
 pub const SAPPHIRE_RAPIDS_W9_3475X: Cpu = Cpu {
     name: "Xeon w9-3475X (Sapphire Rapids)",
@@ -304,8 +304,8 @@ pub const ZEN3_RYZEN9_5900X: Cpu = Cpu {
 };
 
 /// Ryzen 9 7950X (Raphael, Zen 4, family 19h model 61h), AuthenticAMD0A60F12_K19_Raphael_04_CPUID.txt.
-/// 0x80000022 00000003/00084106/3/0: PerfMonV2 (EAX bit 0), 6 core counters (EBX[3:0]). Leaf 6 4/0/1/0:
-/// ECX[0] EffFreq, MPERF and APERF.
+/// 0x80000022 00000003/00084106/3/0: PerfMonV2 (EAX bit 0), 6 core counters (EBX\[3:0\]). Leaf 6 4/0/1/0:
+/// ECX\[0\] EffFreq, MPERF and APERF.
 pub const ZEN4_RYZEN9_7950X: Cpu = Cpu {
     name: "Ryzen 9 7950X (Zen 4)",
     leaves: &[
@@ -321,7 +321,7 @@ pub const ZEN4_RYZEN9_7950X: Cpu = Cpu {
 
 /// *Synthetic*: a Zen 5 desktop processor (Ryzen 9 9950X signature 00B40F40: family 1Ah model 44h), no
 /// InstLatx64 dump being at hand. Leaves as on the Zen 4 dump where the families agree (PerfCtrExtCore,
-/// leaf 6 EffFreq), and leaf 0x80000022 with PerfMonV2 (EAX bit 0) and **8** core counters in EBX[3:0]:
+/// leaf 6 EffFreq), and leaf 0x80000022 with PerfMonV2 (EAX bit 0) and **8** core counters in EBX\[3:0\]:
 /// not what a 9950X reports (6), but a count no fixed assumption gives, so that a model built on it
 /// shows whether the counter count comes from CPUID (Linux `amd_core_pmu_init`: `ebx.split.num_core_pmc`).
 pub const ZEN5_SYNTHETIC_8_COUNTERS: Cpu = Cpu {

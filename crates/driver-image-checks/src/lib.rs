@@ -104,7 +104,7 @@ pub enum Rule {
     /// No section is both writable and executable.
     NoWritableExecutable,
     /// The stored PE checksum is set and correct ("The operating system requires the Checksum for
-    /// device drivers": https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum).
+    /// device drivers": <https://learn.microsoft.com/cpp/build/reference/release-set-the-checksum>).
     Checksum,
     /// DllCharacteristics has FORCE_INTEGRITY, so the kernel refuses the image unless signed.
     ForceIntegrity,

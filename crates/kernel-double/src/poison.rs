@@ -2,7 +2,7 @@
 //!
 //! A scenario's assertion can panic on a thread that holds one of the fake kernel's locks (a driver
 //! thread whose check fails, a test thread reading a table). `std::sync` then poisons the lock
-//! (https://doc.rust-lang.org/std/sync/struct.Mutex.html#poisoning), and every later user would panic
+//! (<https://doc.rust-lang.org/std/sync/struct.Mutex.html#poisoning>), and every later user would panic
 //! too, hiding the first failure behind a cascade and making the end-of-run report unreadable. The
 //! double's tables stay consistent across such a panic (each update is one insertion, removal or
 //! assignment), so their users take the data as it is.

@@ -1,8 +1,8 @@
 //! A legacy (version 1) consumer: reads PERF_OBJECT_TYPE blocks, as HKEY_PERFORMANCE_DATA returns
 //! them, and computes the fraction types from two of them the way Microsoft's samples do ("Retrieving
-//! Counter Data", https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data, and
+//! Counter Data", <https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data>, and
 //! "Calculating Counter Values",
-//! https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values):
+//! <https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values>):
 //!
 //! * a counter's data is found by its definition's CounterOffset in the instance's counter block, read
 //!   as a DWORD (zero-extended) or a ULONGLONG by its CounterSize;

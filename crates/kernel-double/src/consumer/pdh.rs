@@ -3,11 +3,11 @@
 //!
 //! The formulas and the field widths are Microsoft's sample of how a consumer computes each type from
 //! the raw data ("Calculating Counter Values",
-//! https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values, which reads the
+//! <https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values>, which reads the
 //! fields as "Retrieving Counter Data" does,
-//! https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data), with the types'
+//! <https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data>), with the types'
 //! formulas of WMI's counter type pages
-//! (https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types):
+//! (<https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types>):
 //!
 //! * `perf_counter_rawcount`, `perf_counter_large_rawcount`: N1.
 //! * `perf_counter_counter`, `perf_counter_bulk_count`: (N1-N0) / ((T1-T0)/F).
@@ -165,7 +165,7 @@ pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value
 /// A counter's `aggregate` attribute: how perflib makes `_Total` from the instances' raw values ("The
 /// aggregation function to apply if the instances attribute of counterSet is globalAggregate,
 /// multipleAggregate, or globalAggregateHistory", the counter element of the counter manifest schema:
-/// https://learn.microsoft.com/windows/win32/perfctrs/performance-counters-counter-element).
+/// <https://learn.microsoft.com/windows/win32/perfctrs/performance-counters-counter-element>).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aggregate {
     Sum,

@@ -21,7 +21,7 @@ pub struct Atom {
 }
 
 /// The Atom pipeline of processor `vp`, if its CPUID says it is an efficient core of a hybrid part
-/// whose events the double knows: leaf 7 EDX[15] (Hybrid), leaf 1AH core type 20H (Atom), family 6
+/// whose events the double knows: leaf 7 EDX\[15\] (Hybrid), leaf 1AH core type 20H (Atom), family 6
 /// model 97H, 9AH, B7H, BAH or BFH (Gracemont) or AAH, ACH (Crestmont).
 pub fn of(vp: u32) -> Option<Atom> {
     let hybrid = cpuid::cpuid_on(vp, 7, 0)[3] & (1 << 15) != 0;

@@ -149,7 +149,7 @@ pub static ZEN4: CpuModel = CpuModel {
 };
 
 /// *Synthetic* Zen 5 (family 1Ah) with PerfMonV2 reporting 8 core counters in CPUID 0x80000022
-/// EBX[3:0] (see crates/cpuid-dumps): PerfCtl/PerfCtr 0xC0010200..0xC001020F, all 8 usable.
+/// EBX\[3:0\] (see crates/cpuid-dumps): PerfCtl/PerfCtr 0xC0010200..0xC001020F, all 8 usable.
 pub static ZEN5: CpuModel = CpuModel {
     name: "Zen 5 (synthetic, PerfMonV2, 8 core counters)",
     leaves: dumps::ZEN5_SYNTHETIC_8_COUNTERS.leaves,
@@ -318,7 +318,7 @@ pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
     cpuid_on(vp, leaf, subleaf)
 }
 
-/// Whether processor `vp` runs under the Microsoft hypervisor (CPUID.1:ECX[31] and leaf 0x40000000
+/// Whether processor `vp` runs under the Microsoft hypervisor (CPUID.1:ECX\[31\] and leaf 0x40000000
 /// "Microsoft Hv") and so has IA32_PERF_METRICS (0x329) intercepted: no public source says the
 /// hypervisor implements that MSR, in the root partition or a guest, and an MSR it does not implement
 /// raises #GP in the partition (QEMU commit e7ca549fc8ca, "WHPX: register for unrecognized MSR exits":

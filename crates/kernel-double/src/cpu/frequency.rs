@@ -18,7 +18,7 @@ pub const IA32_APERF: u32 = 0xE8;
 /// Per processor: (APERF, MPERF).
 static COUNTERS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 
-/// Whether processor `vp` has APERF and MPERF (CPUID.06H:ECX[0]).
+/// Whether processor `vp` has APERF and MPERF (CPUID.06H:ECX\[0\]).
 pub fn present(vp: u32) -> bool {
     cpuid::cpuid_on(vp, 6, 0)[2] & 1 != 0
 }

@@ -462,7 +462,7 @@ fn power_on_global_ctrl(kind: PmuKind) -> u64 {
 }
 
 /// The global control's power-on enable bits that are clear on `vp` now (see
-/// [`power_on_global_ctrl`]). The Windows HAL never sets them: it programs its own counters through
+/// `power_on_global_ctrl`). The Windows HAL never sets them: it programs its own counters through
 /// their event selects and relies on the power-on enables, and takes a cleared one for a foreign
 /// modification (observed in decompiled Windows 10/11 HAL builds, `EmonIsModifiedByBadActorInternal`),
 /// so a client must give them back set.
@@ -474,7 +474,7 @@ pub fn power_on_enables_cleared(vp: u32) -> u64 {
 /// Resets every virtual processor's PMU registers to their power-on values, as resume from S3/S4 (or
 /// a processor's re-initialisation) leaves them: counters, controls and status 0 (Intel SDM Vol. 3B,
 /// "Architectural Performance Monitoring": the registers' reset values), the global control as
-/// [`power_on_global_ctrl`] says, so a check of the global enables alone passes on a reset PMU. The
+/// `power_on_global_ctrl` says, so a check of the global enables alone passes on a reset PMU. The
 /// event selects and counters come up 0 (Intel SDM; on AMD as KVM's vCPU reset sets them, Linux
 /// arch/x86/kvm/svm/pmu.c `amd_pmu_reset`), so no counter counts until it is programmed again. The
 /// HAL re-arms its interrupt but reprograms no client's counters (observed in decompiled Windows
@@ -948,7 +948,7 @@ pub fn counter_of(vp: u32, event: usize) -> Option<u32> {
 
 /// Whether every PMU register of `vp` is at its power-on value (what a release must leave behind):
 /// counters, controls and status zero, the global control's power-on enables set and nothing else
-/// in it (see [`power_on_global_ctrl`]).
+/// in it (see `power_on_global_ctrl`).
 pub fn at_power_on(vp: u32) -> bool {
     let power_on = power_on_global_ctrl(processor(vp).kind);
     let state = lock(vp);

@@ -12,7 +12,7 @@ use super::enter;
 use super::ke::ProcessorNumber;
 use crate::cpu::{DISPATCH_LEVEL, HIGH_LEVEL, topology};
 
-/// GROUP_AFFINITY: Mask, Group, Reserved[3] (16 bytes).
+/// GROUP_AFFINITY: Mask, Group, Reserved\[3\] (16 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupAffinity {

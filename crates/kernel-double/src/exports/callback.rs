@@ -12,6 +12,8 @@
 //!
 //! A registration or a reference still held when the driver has unloaded is a leak ([`outstanding`],
 //! part of the end-of-run report).
+//!
+//! [`outstanding`]: control::outstanding
 
 use super::{UnicodeString, enter, units_of};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, pmu};

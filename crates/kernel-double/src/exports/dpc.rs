@@ -13,6 +13,8 @@
 //! check 0xCE, DRIVER_UNLOADED_WITHOUT_CANCELLING_PENDING_OPERATIONS), see [`pending_in`]. The DPC
 //! threads do not occupy their processor (see [`crate::cpu::pmu`]): overflow interrupts on it are
 //! delivered by whoever steps its workload.
+//!
+//! [`pending_in`]: control::pending_in
 
 use super::enter;
 use super::ke::ProcessorNumber;
@@ -76,6 +78,8 @@ pub struct Execution {
 }
 
 /// How many DPC runs [`executions`] keeps (a DPC that queues itself again runs without end).
+///
+/// [`executions`]: control::executions
 pub const EXECUTIONS_KEPT: usize = 4096;
 
 impl Queues {

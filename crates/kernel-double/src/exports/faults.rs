@@ -3,7 +3,7 @@
 //! number, each with its own status, as the real routine fails when the system runs out of a resource
 //! or refuses an argument. A driver must survive every such failure (Driver Verifier's low resources
 //! simulation does the same at random:
-//! https://learn.microsoft.com/windows-hardware/drivers/devtest/low-resources-simulation).
+//! <https://learn.microsoft.com/windows-hardware/drivers/devtest/low-resources-simulation>).
 
 use crate::poison::IgnorePoison;
 use std::sync::Mutex;

@@ -35,6 +35,11 @@
 //! validated and without changing the owner: STATUS_INSUFFICIENT_RESOURCES (another client owns the
 //! counters), STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER (a HAL that does not take the resource
 //! list or its Overflow descriptor), or any other status.
+//!
+//! [`allocation_calls`]: control::allocation_calls
+//! [`set_arbiter_busy`]: control::set_arbiter_busy
+//! [`allocation_log`]: control::allocation_log
+//! [`fail_allocation`]: control::fail_allocation
 
 use super::enter;
 use super::faults::FaultPlan;
@@ -229,6 +234,8 @@ unsafe fn affinity_processors(
 ///
 /// # Safety
 /// Called by driver code through its import table, with the arguments the routine documents.
+///
+/// [`fail_allocation`]: control::fail_allocation
 pub unsafe extern "win64" fn hal_allocate_hardware_counters(
     affinity: usize,
     group_count: u32,
@@ -373,7 +380,7 @@ pub unsafe extern "win64" fn ke_query_performance_counter(frequency: *mut i64) -
 
 /// Whether the HAL's profile interface for the presented CPU takes resource lists and the Overflow
 /// descriptor: the HAL chooses it from CPUID, so a "GenuineIntel" vendor (leaf 0) with architectural
-/// perfmon version 2 or later (CPUID.0AH:EAX[7:0]), whatever counters really exist behind it.
+/// perfmon version 2 or later (CPUID.0AH:EAX\[7:0\]), whatever counters really exist behind it.
 pub fn takes_resource_lists() -> bool {
     const GENU: u32 = u32::from_le_bytes(*b"Genu");
     const INEI: u32 = u32::from_le_bytes(*b"ineI");

@@ -18,7 +18,7 @@ pub(crate) fn set_system_routines(registry: &Registry) {
 /// `PVOID MmGetSystemRoutineAddress(PUNICODE_STRING SystemRoutineName)`: PASSIVE_LEVEL. The address of
 /// the routine ntoskrnl.exe or the HAL exports under that name, or NULL if neither does; routines of
 /// other drivers are never found
-/// (https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-mmgetsystemroutineaddress).
+/// (<https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-mmgetsystemroutineaddress>).
 /// Export names compare exactly, as the PE export table's names do. An invalid UNICODE_STRING is a
 /// violation (Windows would fault reading it) and finds nothing.
 ///

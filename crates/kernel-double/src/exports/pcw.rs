@@ -11,6 +11,15 @@
 //! arguments are validated and with nothing registered or created. PCW's own failures are
 //! STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or the instance) and
 //! STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup on either.
+//!
+//! [`add_counter`]: control::add_counter
+//! [`remove_counter`]: control::remove_counter
+//! [`enumerate`]: control::enumerate
+//! [`collect`]: control::collect
+//! [`fail_register`]: control::fail_register
+//! [`fail_create_instance`]: control::fail_create_instance
+//! [`register_calls`]: control::register_calls
+//! [`create_instance_calls`]: control::create_instance_calls
 
 use super::faults::FaultPlan;
 use super::{UnicodeString, enter, rtl, units_of};

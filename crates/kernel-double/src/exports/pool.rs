@@ -10,6 +10,8 @@
 //! the allocation, naming its tag, size and the driver's instruction, then aborts the process (Verifier's
 //! bug check 0xCD). The slack is filled with a pattern checked on free, which catches writes past the
 //! end that stop short of the guard page (a violation, as Verifier's 0xC1).
+//!
+//! [`guard_fault`]: control::guard_fault
 
 use super::faults::FaultPlan;
 use super::{Call, enter};
@@ -148,7 +150,7 @@ const POOL_COLD_ALLOCATION: u32 = 256;
 
 /// `PVOID ExAllocatePoolWithTag(POOL_TYPE PoolType, SIZE_T NumberOfBytes, ULONG Tag)`: IRQL <=
 /// DISPATCH_LEVEL (APC_LEVEL for paged pool); the memory is not zeroed
-/// (https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepoolwithtag). Its
+/// (<https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepoolwithtag>). Its
 /// alignment (16 bytes below a page, a page from a page up) is ExAllocatePool2's, so both share the
 /// special pool, tracking and fault injection. The double takes NonPagedPool, NonPagedPoolNx and
 /// PagedPool, optionally with POOL_COLD_ALLOCATION; any other type is a violation: the must-succeed and

@@ -16,6 +16,8 @@
 //! * other information classes are not modelled (the driver does not use them): a violation.
 //!
 //! Handles left open at unload are counted in the report.
+//!
+//! [`set_value`]: control::set_value
 
 use super::{UnicodeString, enter, units_of};
 use crate::cpu::PASSIVE_LEVEL;
