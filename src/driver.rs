@@ -2,7 +2,7 @@
 //! down in.
 
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::platform::{Client, KernelPlatform, ProcessorState};
+use crate::kernel::platform::{Client, KernelPlatform, Part, ProcessorState};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
@@ -72,11 +72,19 @@ impl Driver {
                 log_info!("{count} processors of core type {core_type:?}");
             }
         }
+        // One session part per core type the machine has: one, unless it is hybrid.
+        let parts: PoolSlice<Option<Part>> = PoolSlice::filled(machine.models().count(), || None)
+            .ok_or_else(|| out_of_memory("session parts"))?;
         let parameters =
             ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
-        let pmu: SharedPmu =
-            PoolArc::new(Client::new(KernelPlatform::new(parameters), machine, per_processor, &STATUS))
-                .map_err(|_| out_of_memory("PMU client"))?;
+        let pmu: SharedPmu = PoolArc::new(Client::new(
+            KernelPlatform::new(parameters),
+            machine,
+            per_processor,
+            parts,
+            &STATUS,
+        ))
+        .map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())

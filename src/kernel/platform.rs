@@ -12,6 +12,8 @@ use super::{clock, irql, msr, processors};
 use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
+/// One core type's session part, as the client's `Parts` table holds it (the driver allocates it).
+pub use crate::session::Part;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
@@ -110,6 +112,7 @@ impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
+    type Parts = PoolSlice<Option<Part>>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });

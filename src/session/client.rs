@@ -45,7 +45,8 @@ mod per_core_type;
 
 #[path = "parts.rs"]
 mod parts;
-use parts::{Part, Session};
+pub use parts::Part;
+use parts::Session;
 use per_core_type::{expected_topdown, topdown_source};
 
 /// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
@@ -90,12 +91,13 @@ pub struct PmuClient<P: Platform> {
 }
 
 impl<P: Platform> PmuClient<P> {
-    /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero).
-    /// No MSR is touched.
+    /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero)
+    /// and one `parts` entry per core type the machine has (all `None`). No MSR is touched.
     pub fn new(
         platform: P,
         machine: impl Into<Machine>,
         processors: P::Processors,
+        parts: P::Parts,
         status: &'static DriverStatus,
     ) -> Self {
         let machine: Machine = machine.into();
@@ -121,7 +123,7 @@ impl<P: Platform> PmuClient<P> {
             machine,
             platform,
             processors,
-            session: SessionLock::new(Session::CLOSED),
+            session: SessionLock::new(Session::closed(parts, &machine)),
             last_plan: SessionLock::new([None; CORE_TYPES]),
             pmi_owned: [const { AtomicU64::new(0) }; PMI_OWNED_TYPES],
             schedule: Schedule::new(),
@@ -302,7 +304,7 @@ impl<P: Platform> PmuClient<P> {
             owned.store(0, Ordering::Release);
         }
         drop(ownership);
-        for part in &mut session.parts {
+        for part in session.parts.iter_mut() {
             *part = None;
         }
         self.status.set_counters_owned(0);

@@ -69,6 +69,7 @@ impl Platform for FakePlatform {
     type Ownership = FakeOwnership;
     type Msrs = FakeMsrs;
     type Processors = Vec<ProcessorState>;
+    type Parts = Vec<Option<Part>>;
 
     fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
         self.asked.lock().unwrap().push(match form {
@@ -127,7 +128,12 @@ pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
     let processors = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
-    PmuClient::new(fake_platform(answers), detection, processors, status)
+    PmuClient::new(fake_platform(answers), detection, processors, parts_for(detection), status)
+}
+
+/// The session parts of `machine`: one per core type it has.
+pub(super) fn parts_for(machine: impl Into<Machine>) -> Vec<Option<Part>> {
+    machine.into().models().map(|_| None).collect()
 }
 
 /// A platform of [`PROCESSORS`] processors whose HAL gives `answers` to the first allocations.
