@@ -10,6 +10,7 @@ use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr, processors};
 use crate::pmu::hybrid::CORE_TYPES;
+use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 /// One core type's session part, as the client's `Parts` table holds it (the driver allocates it).
@@ -113,6 +114,7 @@ impl Platform for KernelPlatform {
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
     type Parts = PoolSlice<Option<Part>>;
+    type Plans = PoolSlice<Option<CounterPlan>>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });

@@ -8,8 +8,39 @@ use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Programming;
 
-/// A [`Session::slots`] entry for a core type no processor has.
-const NO_SLOT: u8 = u8::MAX;
+/// Where each core type's entry is in a table with one per core type the machine has (the session's
+/// parts, the last plans): the machine's core types take the slots in order.
+#[derive(Clone, Copy)]
+pub(super) struct Slots {
+    /// Each core type's slot ([`Slots::NONE`]: the machine has no such processor).
+    slots: [u8; CORE_TYPES],
+    /// How many core types the machine has.
+    present: u8,
+}
+
+impl Slots {
+    const NONE: u8 = u8::MAX;
+
+    pub(super) fn of(machine: &Machine) -> Slots {
+        let mut slots = Slots { slots: [Self::NONE; CORE_TYPES], present: 0 };
+        for (core_type, _) in machine.models() {
+            slots.slots[core_type] = slots.present;
+            slots.present += 1;
+        }
+        slots
+    }
+
+    /// The table length this needs.
+    pub(super) fn len(self) -> usize {
+        usize::from(self.present)
+    }
+
+    /// Core type `core_type`'s slot (none for a type the machine lacks: out of any table's bounds).
+    #[inline(always)]
+    pub(super) fn get(self, core_type: usize) -> usize {
+        usize::from(self.slots.get(core_type).copied().unwrap_or(Self::NONE))
+    }
+}
 
 /// The session: the HAL ownership while one is open, and how the counters of each core type run.
 /// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
@@ -20,45 +51,32 @@ pub(super) struct Session<P: Platform> {
     /// One part per core type the machine has (the platform allocates them: one on a machine of one
     /// core type), `None` while closed.
     pub(super) parts: P::Parts,
-    /// Each core type's index in `parts` ([`NO_SLOT`]: none). Only a hybrid machine's reads look a
-    /// part up by core type (the others find theirs once per read: [`Session::uniform_part`]).
-    slots: [u8; CORE_TYPES],
-    /// Every processor is of one core type, whose part is `parts[0]`.
-    uniform: bool,
+    /// Each core type's index in `parts`. Only a hybrid machine's reads look a part up by core type
+    /// (the others find theirs once per read: [`Session::uniform_part`]).
+    slots: Slots,
 }
 
 impl<P: Platform> Session<P> {
-    /// A closed session over `parts`: the core types of `machine` take its slots in order, as many
-    /// as it has.
-    pub(super) fn closed(parts: P::Parts, machine: &Machine) -> Self {
-        let mut slots = [NO_SLOT; CORE_TYPES];
-        let mut present = 0;
-        for (slot, (core_type, _)) in machine.models().enumerate() {
-            present += 1;
-            if slot < parts.len() {
-                slots[core_type] = slot as u8;
-            }
-        }
-        debug_assert!(present <= parts.len(), "one part per core type");
-        Session { ownership: None, parts, slots, uniform: present == 1 }
+    /// A closed session over `parts`, indexed by `slots`.
+    pub(super) fn closed(parts: P::Parts, slots: Slots) -> Self {
+        debug_assert!(slots.len() <= parts.len(), "one part per core type");
+        Session { ownership: None, parts, slots }
     }
 
     /// The part of a processor of core type `core_type`.
     #[inline(always)]
     pub(super) fn part(&self, core_type: u8) -> Option<&Part> {
-        let slot = *self.slots.get(usize::from(core_type))?;
-        self.parts.get(usize::from(slot))?.as_ref()
+        self.parts.get(self.slots.get(usize::from(core_type)))?.as_ref()
     }
 
     /// Where core type `core_type`'s part goes, if the machine has that type.
     pub(super) fn part_mut(&mut self, core_type: usize) -> Option<&mut Option<Part>> {
-        let slot = *self.slots.get(core_type)?;
-        self.parts.get_mut(usize::from(slot))
+        self.parts.get_mut(self.slots.get(core_type))
     }
 
     /// The part of every processor, where all are of one core type.
     pub(super) fn uniform_part(&self) -> Option<&Part> {
-        if self.uniform { self.parts.first()?.as_ref() } else { None }
+        if self.slots.len() == 1 { self.parts.first()?.as_ref() } else { None }
     }
 
     /// The session, if one is open.

@@ -3,6 +3,7 @@
 
 use super::processor_state::ProcessorState;
 use super::{Part, PmuClient};
+use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 use core::fmt;
@@ -39,6 +40,9 @@ pub trait Platform: Sync + Sized + 'static {
     /// The session's parts, one per core type the machine has (all `None`), allocated once with
     /// the client: a machine of one core type holds one.
     type Parts: DerefMut<Target = [Option<Part>]> + Send + Sync;
+    /// Each core type's plan of the last session, one per core type the machine has (all `None`),
+    /// allocated once with the client.
+    type Plans: DerefMut<Target = [Option<CounterPlan>]> + Send + Sync;
 
     /// Asks the HAL for the counters in `form`. With an Overflow descriptor the overflow handler
     /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success
