@@ -2,7 +2,7 @@
 //! down in.
 
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::platform::{Client, KernelPlatform, ProcessorState};
+use crate::kernel::platform::{Client, KernelPlatform, Part, ProcessorState};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
@@ -14,6 +14,7 @@ use crate::pcw::hardware_counters::HardwareCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
 use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription, own_counters};
 use crate::pmu::model::{self, Detection};
+use crate::pmu::placement::CounterPlan;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
 /// The PMU client, shared by the Hardware Counters callback, the power callback and the
@@ -72,11 +73,23 @@ impl Driver {
                 log_info!("{count} processors of core type {core_type:?}");
             }
         }
+        // One session part and one last plan per core type the machine has: one, unless it is hybrid.
+        let core_types = machine.models().count();
+        let parts: PoolSlice<Option<Part>> =
+            PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("session parts"))?;
+        let plans: PoolSlice<Option<CounterPlan>> =
+            PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("last plans"))?;
         let parameters =
             ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
-        let pmu: SharedPmu =
-            PoolArc::new(Client::new(KernelPlatform::new(parameters), machine, per_processor, &STATUS))
-                .map_err(|_| out_of_memory("PMU client"))?;
+        let pmu: SharedPmu = PoolArc::new(Client::new(
+            KernelPlatform::new(parameters),
+            machine,
+            per_processor,
+            parts,
+            plans,
+            &STATUS,
+        ))
+        .map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())

@@ -10,8 +10,11 @@ use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr, processors};
 use crate::pmu::hybrid::CORE_TYPES;
+use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
+/// One core type's session part, as the client's `Parts` table holds it (the driver allocates it).
+pub use crate::session::Part;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
@@ -110,6 +113,8 @@ impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
+    type Parts = PoolSlice<Option<Part>>;
+    type Plans = PoolSlice<Option<CounterPlan>>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });

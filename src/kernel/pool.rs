@@ -70,11 +70,12 @@ fn allocate(bytes: usize, align: usize) -> Option<NonNull<u8>> {
     Some(memory.cast())
 }
 
-/// A zero-initialised slice of `T` in non-paged pool, tagged with [`crate::POOL_TAG`].
+/// A slice of `T` in non-paged pool, tagged with [`crate::POOL_TAG`]: zero-initialised
+/// ([`PoolSlice::zeroed`]) or filled with values ([`PoolSlice::filled`]).
 ///
 /// Allocation happens only at IRQL <= DISPATCH_LEVEL, in practice at PASSIVE_LEVEL from DriverEntry
 /// and the first-query path, never from a collect or an interrupt.
-pub struct PoolSlice<T: Zeroable> {
+pub struct PoolSlice<T> {
     start: NonNull<T>,
     len: usize,
 }
@@ -90,9 +91,9 @@ pub unsafe trait Zeroable {}
 unsafe impl Zeroable for u16 {}
 
 // SAFETY: PoolSlice owns its elements like a Box<[T]> does.
-unsafe impl<T: Zeroable + Send> Send for PoolSlice<T> {}
+unsafe impl<T: Send> Send for PoolSlice<T> {}
 // SAFETY: shared access only hands out &T.
-unsafe impl<T: Zeroable + Sync> Sync for PoolSlice<T> {}
+unsafe impl<T: Sync> Sync for PoolSlice<T> {}
 
 impl<T: Zeroable> PoolSlice<T> {
     /// Allocates `len` zeroed elements; `None` if the pool is exhausted or the size overflows.
@@ -102,22 +103,41 @@ impl<T: Zeroable> PoolSlice<T> {
     }
 }
 
-impl<T: Zeroable> Deref for PoolSlice<T> {
+impl<T> PoolSlice<T> {
+    /// Allocates `len` elements, each `fill()`: for a `T` that all-zero bytes need not be (an
+    /// `Option` of a type without a niche at zero); `None` if the pool is exhausted or the size
+    /// overflows.
+    pub fn filled(len: usize, mut fill: impl FnMut() -> T) -> Option<Self> {
+        let start = allocate(core::mem::size_of::<T>().checked_mul(len)?, core::mem::align_of::<T>())?;
+        let start = start.cast::<T>();
+        for index in 0..len {
+            let element = start.as_ptr().wrapping_add(index);
+            let value = fill();
+            // SAFETY: element `index < len` lies within the fresh allocation, which is aligned for
+            // `T` and referenced by nothing else; each element is written once, before any is read.
+            unsafe { element.write(value) };
+        }
+        Some(PoolSlice { start, len })
+    }
+}
+
+impl<T> Deref for PoolSlice<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        // SAFETY: `start` points to `len` initialised (zeroed, Zeroable) elements owned by self.
+        // SAFETY: `start` points to `len` initialised elements (zeroed and Zeroable, or written by
+        // `filled`) owned by self.
         unsafe { core::slice::from_raw_parts(self.start.as_ptr(), self.len) }
     }
 }
 
-impl<T: Zeroable> DerefMut for PoolSlice<T> {
+impl<T> DerefMut for PoolSlice<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in deref, and &mut self guarantees exclusive access.
         unsafe { core::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
     }
 }
 
-impl<T: Zeroable> Drop for PoolSlice<T> {
+impl<T> Drop for PoolSlice<T> {
     fn drop(&mut self) {
         // SAFETY: the elements are initialised and owned by nothing else; dropped once, here.
         unsafe {

@@ -45,7 +45,8 @@ mod per_core_type;
 
 #[path = "parts.rs"]
 mod parts;
-use parts::{Part, Session};
+pub use parts::Part;
+use parts::{Session, Slots};
 use per_core_type::{expected_topdown, topdown_source};
 
 /// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
@@ -76,9 +77,12 @@ pub struct PmuClient<P: Platform> {
     machine: Machine,
     processors: P::Processors,
     session: SessionLock<Session<P>>,
-    /// Each core type's plan of the last session (open or closed): which slot holds which event, so
-    /// that counts keep their places between sessions. Written at each acquisition.
-    last_plan: SessionLock<[Option<CounterPlan>; CORE_TYPES]>,
+    /// Each core type's plan of the last session (open or closed), one per core type the machine has
+    /// (at its [`Slots`] index): which slot holds which event, so that counts keep their places
+    /// between sessions. Written at each acquisition.
+    last_plan: SessionLock<P::Plans>,
+    /// Where each core type's entry is in `last_plan` and the session's parts.
+    slots: Slots,
     /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped. A power of two long, so
     /// that the handler indexes it by core type with a mask instead of a bounds check.
@@ -90,15 +94,20 @@ pub struct PmuClient<P: Platform> {
 }
 
 impl<P: Platform> PmuClient<P> {
-    /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero).
-    /// No MSR is touched.
+    /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero)
+    /// and one `parts` and `plans` entry per core type the machine has (all `None`). No MSR is
+    /// touched.
     pub fn new(
         platform: P,
         machine: impl Into<Machine>,
         processors: P::Processors,
+        parts: P::Parts,
+        plans: P::Plans,
         status: &'static DriverStatus,
     ) -> Self {
         let machine: Machine = machine.into();
+        let slots = Slots::of(&machine);
+        debug_assert!(slots.len() <= plans.len(), "one last plan per core type");
         let detection = machine.detection;
         status.set_pmu_state(match detection {
             Detection::Usable(_) => PmuState::Idle,
@@ -121,8 +130,9 @@ impl<P: Platform> PmuClient<P> {
             machine,
             platform,
             processors,
-            session: SessionLock::new(Session::CLOSED),
-            last_plan: SessionLock::new([None; CORE_TYPES]),
+            session: SessionLock::new(Session::closed(parts, slots)),
+            last_plan: SessionLock::new(plans),
+            slots,
             pmi_owned: [const { AtomicU64::new(0) }; PMI_OWNED_TYPES],
             schedule: Schedule::new(),
             throttle: Throttle::new(),
@@ -231,7 +241,14 @@ impl<P: Platform> PmuClient<P> {
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
         let plans = if interrupt { wanted } else { plans_with(false) };
-        let previous = core::mem::replace(&mut *self.last_plan.write(), plans);
+        let mut previous = [None; CORE_TYPES];
+        let mut last_plan = self.last_plan.write();
+        for core_type in 0..CORE_TYPES {
+            if let Some(last) = last_plan.get_mut(self.slots.get(core_type)) {
+                previous[core_type] = replace_plan(last, &plans[core_type]);
+            }
+        }
+        drop(last_plan);
         for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
             let mask = match plan {
                 Some(plan) if interrupt => {
@@ -302,7 +319,7 @@ impl<P: Platform> PmuClient<P> {
             owned.store(0, Ordering::Release);
         }
         drop(ownership);
-        for part in &mut session.parts {
+        for part in session.parts.iter_mut() {
             *part = None;
         }
         self.status.set_counters_owned(0);
@@ -488,6 +505,13 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
+/// `last`, replaced with `plan`. Out of line: its arguments cannot overlap, so the plans are copied
+/// with memcpy (inlined, the optimiser may call memmove, which the driver does not import).
+#[inline(never)]
+fn replace_plan(last: &mut Option<CounterPlan>, plan: &Option<CounterPlan>) -> Option<CounterPlan> {
+    core::mem::replace(last, *plan)
+}
+
 /// How much of the programming a read verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Check {
@@ -529,7 +553,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
-        let plan = last_plan.get(usize::from(core_type)).and_then(Option::as_ref);
+        let plan = last_plan.get(self.slots.get(usize::from(core_type))).and_then(Option::as_ref);
         for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
             sum.accumulate(&counts_under(processor, plan));
         }

@@ -12,6 +12,6 @@ mod repair;
 mod schedule;
 mod throttle;
 
-pub use client::PmuClient;
+pub use client::{Part, PmuClient};
 pub use platform::{Form, Platform};
 pub use processor_state::ProcessorState;

@@ -4,12 +4,43 @@
 use super::super::platform::Platform;
 use super::super::read::{Reading, TopdownReading};
 use crate::pmu::fold::OwnedMask;
-use crate::pmu::hybrid::CORE_TYPES;
+use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Programming;
 
-/// [`Session::parts`]'s length: one part per core type.
-pub(super) const PARTS: usize = CORE_TYPES;
+/// Where each core type's entry is in a table with one per core type the machine has (the session's
+/// parts, the last plans): the machine's core types take the slots in order.
+#[derive(Clone, Copy)]
+pub(super) struct Slots {
+    /// Each core type's slot ([`Slots::NONE`]: the machine has no such processor).
+    slots: [u8; CORE_TYPES],
+    /// How many core types the machine has.
+    present: u8,
+}
+
+impl Slots {
+    const NONE: u8 = u8::MAX;
+
+    pub(super) fn of(machine: &Machine) -> Slots {
+        let mut slots = Slots { slots: [Self::NONE; CORE_TYPES], present: 0 };
+        for (core_type, _) in machine.models() {
+            slots.slots[core_type] = slots.present;
+            slots.present += 1;
+        }
+        slots
+    }
+
+    /// The table length this needs.
+    pub(super) fn len(self) -> usize {
+        usize::from(self.present)
+    }
+
+    /// Core type `core_type`'s slot (none for a type the machine lacks: out of any table's bounds).
+    #[inline(always)]
+    pub(super) fn get(self, core_type: usize) -> usize {
+        usize::from(self.slots.get(core_type).copied().unwrap_or(Self::NONE))
+    }
+}
 
 /// The session: the HAL ownership while one is open, and how the counters of each core type run.
 /// Kept in place between sessions (so that its parts, a kilobyte each, are written where they live
@@ -17,24 +48,35 @@ pub(super) const PARTS: usize = CORE_TYPES;
 pub(super) struct Session<P: Platform> {
     /// `Some` while a session is open.
     pub(super) ownership: Option<P::Ownership>,
-    /// Each core type's part (indexed by core type), `None` for a type no processor has. Only a
-    /// hybrid machine's reads look a part up by core type (the others find theirs once per read:
-    /// [`Session::uniform_part`]), so the bounds check costs a machine of one core type nothing.
-    pub(super) parts: [Option<Part>; PARTS],
+    /// One part per core type the machine has (the platform allocates them: one on a machine of one
+    /// core type), `None` while closed.
+    pub(super) parts: P::Parts,
+    /// Each core type's index in `parts`. Only a hybrid machine's reads look a part up by core type
+    /// (the others find theirs once per read: [`Session::uniform_part`]).
+    slots: Slots,
 }
 
 impl<P: Platform> Session<P> {
-    pub(super) const CLOSED: Self = Session { ownership: None, parts: [const { None }; PARTS] };
+    /// A closed session over `parts`, indexed by `slots`.
+    pub(super) fn closed(parts: P::Parts, slots: Slots) -> Self {
+        debug_assert!(slots.len() <= parts.len(), "one part per core type");
+        Session { ownership: None, parts, slots }
+    }
 
     /// The part of a processor of core type `core_type`.
     #[inline(always)]
     pub(super) fn part(&self, core_type: u8) -> Option<&Part> {
-        self.parts.get(usize::from(core_type))?.as_ref()
+        self.parts.get(self.slots.get(usize::from(core_type)))?.as_ref()
     }
 
-    /// The part of every processor, where all are of one type: core type 0 (not hybrid) alone.
+    /// Where core type `core_type`'s part goes, if the machine has that type.
+    pub(super) fn part_mut(&mut self, core_type: usize) -> Option<&mut Option<Part>> {
+        self.parts.get_mut(self.slots.get(core_type))
+    }
+
+    /// The part of every processor, where all are of one core type.
     pub(super) fn uniform_part(&self) -> Option<&Part> {
-        self.parts[1..].iter().all(Option::is_none).then(|| self.parts[0].as_ref()).flatten()
+        if self.slots.len() == 1 { self.parts.first()?.as_ref() } else { None }
     }
 
     /// The session, if one is open.
@@ -43,8 +85,9 @@ impl<P: Platform> Session<P> {
     }
 }
 
-/// How the counters of one core type's processors run.
-pub(super) struct Part {
+/// How the counters of one core type's processors run (public so that a platform can hold the
+/// session's parts: [`Platform::Parts`]).
+pub struct Part {
     pub(super) plan: CounterPlan,
     /// The plan's global bits when the overflow handler folds them; empty when polled.
     pub(super) owned: OwnedMask,

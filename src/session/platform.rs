@@ -1,12 +1,13 @@
 //! What the ownership session needs from the machine, as one small trait: the driver implements it
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
-use super::PmuClient;
 use super::processor_state::ProcessorState;
+use super::{Part, PmuClient};
+use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 use core::fmt;
-use core::ops::Deref;
+use core::ops::{Deref, DerefMut};
 
 /// One resource list of a [`Form::Listed`] request: HAL counter indexes, for the processors of one
 /// core type (`Some`, a GroupAffinity of exactly those) or every processor (`None`, no GroupAffinity).
@@ -36,6 +37,12 @@ pub trait Platform: Sync + Sized + 'static {
     type Msrs: Msrs;
     /// The per-processor state, one entry per processor index.
     type Processors: Deref<Target = [ProcessorState]> + Send + Sync;
+    /// The session's parts, one per core type the machine has (all `None`), allocated once with
+    /// the client: a machine of one core type holds one.
+    type Parts: DerefMut<Target = [Option<Part>]> + Send + Sync;
+    /// Each core type's plan of the last session, one per core type the machine has (all `None`),
+    /// allocated once with the client.
+    type Plans: DerefMut<Target = [Option<CounterPlan>]> + Send + Sync;
 
     /// Asks the HAL for the counters in `form`. With an Overflow descriptor the overflow handler
     /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success

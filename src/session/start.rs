@@ -24,10 +24,9 @@ pub(super) fn install<P: Platform>(
     machine: Machine,
 ) {
     session.ownership = Some(ownership);
-    for (core_type, part) in session.parts.iter_mut().enumerate() {
-        let plan = plans.get(core_type).and_then(Option::as_ref);
-        if let (Some(plan), Some(model), Some(owned)) =
-            (plan, machine.model_of(core_type), owned.get(core_type))
+    for (core_type, plan) in plans.iter().enumerate() {
+        if let (Some(plan), Some(model), Some(owned), Some(part)) =
+            (plan, machine.model_of(core_type), owned.get(core_type), session.part_mut(core_type))
         {
             install_part(part, plan, OwnedMask::from_bits(owned.load(Ordering::Relaxed)), &model);
         }
