@@ -33,35 +33,14 @@ fn load_and_count(model: &'static cpuid::CpuModel) -> kernel_double::driver::Dri
     cpuid::set_model(model);
     let mut driver = common::load();
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    collect(HARDWARE_COUNTERS);
+    common::collect_by_id(HARDWARE_COUNTERS);
     for vp in 0..PROCESSORS {
         pmu::step(vp, 100_000 * u64::from(vp + 1));
     }
-    collect(HARDWARE_COUNTERS);
+    common::collect_by_id(HARDWARE_COUNTERS);
     let violations = violations::all();
     assert!(violations.is_empty(), "the hardware would have refused: {violations:#?}");
     driver
-}
-
-/// One collect as a consumer sampling no faster than the driver's minimum collect interval makes it:
-/// a fresh read.
-fn collect(counterset: &str) -> Vec<(String, u32, Vec<u64>)> {
-    kernel_double::control::hal::advance_clock(common::minimum_collect_interval_100ns());
-    let (status, instances) = pcw::collect(counterset, &pcw::Query::default()).expect("registered");
-    assert_eq!(status, STATUS_SUCCESS);
-    let descriptors = pcw::descriptors(counterset).expect("registered");
-    instances
-        .into_iter()
-        .map(|instance| {
-            let values = instance.values.expect("collect returns data");
-            // By manifest id rather than descriptor order.
-            let mut by_id = vec![0; descriptors.iter().map(|d| usize::from(d.id) + 1).max().unwrap_or(0)];
-            for (descriptor, value) in descriptors.iter().zip(values) {
-                by_id[usize::from(descriptor.id)] = value;
-            }
-            (instance.name, instance.id, by_id)
-        })
-        .collect()
 }
 
 /// The ground truth of `event` summed over `processors`.
@@ -72,12 +51,12 @@ fn counted(processors: std::ops::Range<u32>, event: usize) -> u64 {
 #[test]
 fn alder_lake_hybrid_publishes_core_types_and_sums_each_type() {
     let mut driver = load_and_count(&cpuid::ALDER_LAKE_HYBRID);
-    let processors = collect(HARDWARE_COUNTERS);
+    let processors = common::collect_by_id(HARDWARE_COUNTERS);
     let core_types: Vec<u64> = processors.iter().map(|(_, _, values)| values[CORE_TYPE]).collect();
     let expected: Vec<u64> = (0..PROCESSORS).map(|vp| if vp < PERFORMANCE_THREADS { 1 } else { 2 }).collect();
     assert_eq!(core_types, expected);
 
-    let by_type = collect(BY_CORE_TYPE);
+    let by_type = common::collect_by_id(BY_CORE_TYPE);
     let names: Vec<(&str, u32)> = by_type.iter().map(|(name, id, _)| (name.as_str(), *id)).collect();
     assert_eq!(names, [("Performance", 1), ("Efficient", 2)]);
     for ((_, core_type, values), range) in

@@ -24,24 +24,9 @@ const FIXED_COUNTER_3: u64 = 1 << 35;
 const TOPDOWN_SOURCE: usize = 9;
 const TOPDOWN_PER_CORE_TYPE: u64 = 6;
 
-/// Every processor's Hardware Counters values, by manifest id, from a fresh read (the clock moved past
-/// the driver's minimum collect interval first).
+/// Every processor's Hardware Counters values, by manifest id, from a fresh read.
 fn collect() -> Vec<Vec<u64>> {
-    hal::advance_clock(common::minimum_collect_interval_100ns());
-    let (status, instances) = pcw::collect(HARDWARE_COUNTERS, &pcw::Query::default()).expect("registered");
-    assert_eq!(status, STATUS_SUCCESS);
-    let descriptors = pcw::descriptors(HARDWARE_COUNTERS).expect("registered");
-    instances
-        .into_iter()
-        .map(|instance| {
-            let values = instance.values.expect("collect returns data");
-            let mut by_id = vec![0; descriptors.iter().map(|d| usize::from(d.id) + 1).max().unwrap_or(0)];
-            for (descriptor, value) in descriptors.iter().zip(values) {
-                by_id[usize::from(descriptor.id)] = value;
-            }
-            by_id
-        })
-        .collect()
+    common::collect_by_id(HARDWARE_COUNTERS).into_iter().map(|(_, _, values)| values).collect()
 }
 
 fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processors: u32) {

@@ -147,6 +147,29 @@ pub fn collect_totals_now() -> Vec<([u64; 7], u64)> {
         .collect()
 }
 
+/// One fresh collect of every instance of `counterset` (the kernel's clock moved by the minimum
+/// collect interval first): each instance's name, id and values indexed by manifest counter id
+/// rather than descriptor order.
+pub fn collect_by_id(counterset: &str) -> Vec<(String, u32, Vec<u64>)> {
+    kernel_double::control::hal::advance_clock(minimum_collect_interval_100ns());
+    let query = kernel_double::control::pcw::Query::default();
+    let (status, instances) = kernel_double::control::pcw::collect(counterset, &query).expect("registered");
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    let descriptors = kernel_double::control::pcw::descriptors(counterset).expect("registered");
+    let ids = descriptors.iter().map(|descriptor| usize::from(descriptor.id) + 1).max().unwrap_or(0);
+    instances
+        .into_iter()
+        .map(|instance| {
+            let values = instance.values.expect("collect returns data");
+            let mut by_id = vec![0; ids];
+            for (descriptor, value) in descriptors.iter().zip(values) {
+                by_id[usize::from(descriptor.id)] = value;
+            }
+            (instance.name, instance.id, by_id)
+        })
+        .collect()
+}
+
 /// What the virtual PMU says each processor's seven totals must be.
 pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
     (0..processors)
