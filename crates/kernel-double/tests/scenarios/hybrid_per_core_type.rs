@@ -29,11 +29,9 @@ fn collect() -> Vec<Vec<u64>> {
     common::collect_by_id(HARDWARE_COUNTERS).into_iter().map(|(_, _, values)| values).collect()
 }
 
-fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processors: u32) {
-    topology::configure(processors, processors);
-    cpuid::set_model(model);
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+/// A first collect (the counters are owned and programmed), then some work on every processor, then
+/// every processor's values from a second collect; no register touched that the hardware lacks.
+fn work_and_collect(processors: u32) -> Vec<Vec<u64>> {
     collect();
     for vp in 0..processors {
         pmu::step(vp, 10_000 * u64::from(vp + 1));
@@ -41,6 +39,15 @@ fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processor
     let values = collect();
     let found = violations::all();
     assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+    values
+}
+
+fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processors: u32) {
+    topology::configure(processors, processors);
+    cpuid::set_model(model);
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let values = work_and_collect(processors);
 
     let log = hal::allocation_log();
     let held: Vec<_> =
@@ -93,13 +100,7 @@ fn efficient_cores_count_top_down_with_the_topdown_profile(
     registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("topdown"));
     let mut driver = common::load();
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    collect();
-    for vp in 0..processors {
-        pmu::step(vp, 10_000 * u64::from(vp + 1));
-    }
-    let values = collect();
-    let found = violations::all();
-    assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+    let values = work_and_collect(processors);
     for vp in performance_threads..processors {
         let at = &values[vp as usize];
         let width = pmu::atom_width(vp).expect("an efficient core");
@@ -165,13 +166,7 @@ fn alder_lake_hybrid_custom_events_run_on_the_core_type_they_name() {
     registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
     let mut driver = common::load();
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    collect();
-    for vp in 0..processors {
-        pmu::step(vp, 10_000 * u64::from(vp + 1));
-    }
-    let values = collect();
-    let found = violations::all();
-    assert!(found.is_empty(), "the hardware would have refused: {found:#?}");
+    let values = work_and_collect(processors);
     assert_eq!(common::driver_status()[REJECTED_CUSTOM_EVENTS], 1, "the model-specific line without core=");
     let performance_threads = cpuid::ALDER_LAKE_PERFORMANCE_THREADS;
     for vp in 0..processors {
