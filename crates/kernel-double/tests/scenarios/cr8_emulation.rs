@@ -52,19 +52,13 @@ fn privileged_instructions_fault_and_are_emulated() {
     assert!(found[0].message.contains("without owning the PMU"), "{}", found[0]);
 
     // Owned through the HAL, the same write is clean, and MSRs are per virtual processor.
-    let mut handle = 0usize;
-    // SAFETY: whole-PMU allocation (no affinity, no list) with a valid handle output.
-    let status = unsafe {
-        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
-    };
-    assert_eq!(status, STATUS_SUCCESS);
+    let handle = common::own_whole_pmu();
     wrmsr(0x186, 0x43_003C);
     kpcr.set_processor(2);
     assert_eq!(rdmsr(0x186, 0), 0);
     kpcr.set_processor(1);
     assert_eq!(rdmsr(0x186, 0), 0x43_003C);
-    // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    common::free_pmu(handle);
     let writes = msr::writes();
     assert_eq!(
         writes.iter().map(|w| (w.processor, w.msr, w.pmu_owned)).collect::<Vec<_>>(),

@@ -12,7 +12,6 @@ use crate::common;
 
 use common::machine_code;
 use kernel_double::cpu::{self, cpuid, pmu};
-use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 
 const IA32_PMC0: u64 = 0xC1;
@@ -31,12 +30,7 @@ fn intel_architectural_semantics() {
     cpuid::set_model(&cpuid::SKYLAKE);
     let _kpcr = cpu::enter(0);
     let (rdmsr, wrmsr) = (machine_code::rdmsr(), machine_code::wrmsr());
-    let mut handle = 0usize;
-    // SAFETY: whole-PMU allocation (no affinity, no list, so no overflow handler) with a valid output.
-    let status = unsafe {
-        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
-    };
-    assert_eq!(status, STATUS_SUCCESS);
+    let handle = common::own_whole_pmu();
 
     // Legacy writes sign-extend from bit 31 to the 48-bit width; the full-width alias does not.
     wrmsr(IA32_PMC0, 0x8000_0000);
@@ -101,8 +95,7 @@ fn intel_architectural_semantics() {
     cpu::current().set_processor(0);
 
     // Given back with general-purpose enables 1-3 clear: the HAL's view of a foreign modification.
-    // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    common::free_pmu(handle);
     let found = violations::take();
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
@@ -124,12 +117,7 @@ fn intel_perf_metrics_semantics() {
     cpuid::set_model(&cpuid::ALDER_LAKE_P);
     let _kpcr = cpu::enter(0);
     let (rdmsr, wrmsr) = (machine_code::rdmsr(), machine_code::wrmsr());
-    let mut handle = 0usize;
-    // SAFETY: whole-PMU allocation (no affinity, no list) with a valid output.
-    let status = unsafe {
-        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
-    };
-    assert_eq!(status, STATUS_SUCCESS);
+    let handle = common::own_whole_pmu();
     let reader = pmu::RATES[pmu::TOPDOWN_SLOTS] * pmu::READER_SLOTS_UNITS;
 
     // Fixed counter 3 (OS and USR) with its global bit 35 and EN_PERF_METRICS (bit 48).
@@ -174,8 +162,7 @@ fn intel_perf_metrics_semantics() {
     wrmsr(IA32_PERF_METRICS, 0);
     wrmsr(IA32_FIXED_CTR_CTRL, 0);
     wrmsr(IA32_PERF_GLOBAL_CTRL, 0xFF);
-    // SAFETY: the handle just allocated.
-    assert_eq!(unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) }, STATUS_SUCCESS);
+    common::free_pmu(handle);
     let found = violations::take();
     assert!(found.is_empty(), "{found:?}");
 }

@@ -170,6 +170,26 @@ pub fn collect_by_id(counterset: &str) -> Vec<(String, u32, Vec<u64>)> {
         .collect()
 }
 
+/// Owns the whole PMU through the double's HAL, as a client outside the driver would (no group
+/// affinity, no resource list, so no overflow handler): tests that program the virtual PMU themselves.
+/// Returns the handle for [`free_pmu`].
+pub fn own_whole_pmu() -> usize {
+    let mut handle = 0usize;
+    // SAFETY: whole-PMU allocation (no affinity, no list) with a valid handle output.
+    let status = unsafe {
+        kernel_double::exports::hal::hal_allocate_hardware_counters(0, 0, std::ptr::null(), &mut handle)
+    };
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+    handle
+}
+
+/// Frees what [`own_whole_pmu`] owned.
+pub fn free_pmu(handle: usize) {
+    // SAFETY: a handle from own_whole_pmu, freed once.
+    let status = unsafe { kernel_double::exports::hal::hal_free_hardware_counters(handle) };
+    assert_eq!(status, kernel_double::status::STATUS_SUCCESS);
+}
+
 /// What the virtual PMU says each processor's seven totals must be.
 pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
     (0..processors)
