@@ -104,6 +104,17 @@ fn listed(problems: &[String]) -> String {
     problems.iter().map(|problem| format!("  - {problem}\n")).collect()
 }
 
+/// A checker's `problems` include one naming `expected`: the checker caught the fault a mutation
+/// test planted.
+#[track_caller]
+fn assert_reported(problems: &[String], expected: &str) {
+    assert!(
+        problems.iter().any(|problem| problem.contains(expected)),
+        "expected a problem containing {expected:?}, got:\n{}",
+        listed(problems)
+    );
+}
+
 // -------------------------------------------------------------------------------------------------
 // INF structure
 
@@ -361,12 +372,7 @@ fn stamped_inf() -> (String, BTreeSet<String>) {
 
 #[track_caller]
 fn assert_inf_problem(text: &str, package: &BTreeSet<String>, expected: &str) {
-    let problems = check_inf(text, env!("CARGO_PKG_VERSION"), package);
-    assert!(
-        problems.iter().any(|problem| problem.contains(expected)),
-        "expected a problem containing {expected:?}, got:\n{}",
-        listed(&problems)
-    );
+    assert_reported(&check_inf(text, env!("CARGO_PKG_VERSION"), package), expected);
 }
 
 #[test]

@@ -86,12 +86,7 @@ fn test_signing_problems(script: &str, module: &str) -> Vec<String> {
 
 #[track_caller]
 fn assert_signing_problem(script: &str, module: &str, expected: &str) {
-    let problems = test_signing_problems(script, module);
-    assert!(
-        problems.iter().any(|problem| problem.contains(expected)),
-        "expected a problem containing {expected:?}, got:\n{}",
-        listed(&problems)
-    );
+    assert_reported(&test_signing_problems(script, module), expected);
 }
 
 #[test]

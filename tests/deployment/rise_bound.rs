@@ -72,12 +72,7 @@ fn rise_bound_problems(script: &str) -> Vec<String> {
 
 #[track_caller]
 fn assert_rise_problem(script: &str, expected: &str) {
-    let problems = rise_bound_problems(script);
-    assert!(
-        problems.iter().any(|problem| problem.contains(expected)),
-        "expected a problem containing {expected:?}, got:\n{}",
-        listed(&problems)
-    );
+    assert_reported(&rise_bound_problems(script), expected);
 }
 
 #[test]

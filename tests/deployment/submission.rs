@@ -132,12 +132,7 @@ fn submission() -> (Vec<u8>, PathBuf) {
 
 #[track_caller]
 fn assert_submission_problem(files: &[(String, Vec<u8>)], dir: &Path, expected: &str) {
-    let problems = submission_problems(&build_cabinet(files), dir);
-    assert!(
-        problems.iter().any(|problem| problem.contains(expected)),
-        "expected a problem containing {expected:?}, got:\n{}",
-        listed(&problems)
-    );
+    assert_reported(&submission_problems(&build_cabinet(files), dir), expected);
 }
 
 #[test]

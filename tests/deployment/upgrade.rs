@@ -452,12 +452,7 @@ fn install_restarts_a_service_that_runs_another_image() {
 
 #[track_caller]
 fn assert_restart_problem(script: &str, module: &str, expected: &str) {
-    let problems = restart_problems(script, module);
-    assert!(
-        problems.iter().any(|problem| problem.contains(expected)),
-        "expected a problem containing {expected:?}, got:\n{}",
-        listed(&problems)
-    );
+    assert_reported(&restart_problems(script, module), expected);
 }
 
 /// `text` with `from` replaced by `to`, which must change it.
