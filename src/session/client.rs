@@ -374,7 +374,8 @@ impl<P: Platform> PmuClient<P> {
     }
 
     /// Reads every processor's counters, if a session is open (and not being opened or closed):
-    /// returns whether it did.
+    /// returns whether it did. Inlined into each caller, whose `check` is a constant there.
+    #[inline(always)]
     fn read_all(&self, check: Check) -> bool {
         let Some(vendor) = self.model().map(|model| model.vendor) else { return false };
         let Some(session) = self.session.try_read() else { return false };
