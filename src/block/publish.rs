@@ -121,6 +121,45 @@ pub fn event(block: &AtomicCells, event: Event, count: u64) {
     event.visit(StoreCount { block, count });
 }
 
+/// Where a read stores one event's count, worked out once per session: the index of the block's
+/// 8-byte cell that shows the event, or an index past every cell for an event the block does not
+/// show. A reader that keeps one per counter stores each count with one bounds-checked store, where
+/// [`event`] costs a jump on the event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountCell(u8);
+
+impl CountCell {
+    /// The cell of `event`'s count.
+    pub const fn of(event: Event) -> CountCell {
+        match EVENT_TARGETS[event.index()].0 {
+            Some(Cell::Wide(index)) => CountCell(index),
+            // Checked below: no count goes to a 4-byte field.
+            Some(Cell::Narrow(_)) | None => CountCell(u8::MAX),
+        }
+    }
+
+    /// Stores `count` in the cell, if the block has it.
+    #[inline(always)]
+    pub fn store(self, block: &AtomicCells, count: u64) {
+        if let Some(cell) = block.wide.get(usize::from(self.0)) {
+            cell.store(count, Ordering::Relaxed);
+        }
+    }
+}
+
+// Every shown count is in an 8-byte cell that a [`CountCell`] can name (u8::MAX names none).
+const _: () = {
+    let mut index = 0;
+    while index < Event::COUNT {
+        assert!(
+            matches!(EVENT_TARGETS[index].0, Some(Cell::Wide(cell)) if cell < u8::MAX)
+                || EVENT_TARGETS[index].0.is_none(),
+            "an event's count is shown in a 4-byte field, or past cell 254"
+        );
+        index += 1;
+    }
+};
+
 struct StoreCount<'a> {
     block: &'a AtomicCells,
     count: u64,
@@ -208,6 +247,17 @@ mod tests {
             values,
             "nothing else was written (the reserved tail stays 0)"
         );
+    }
+
+    #[test]
+    fn a_count_cell_stores_each_event_where_publishing_the_event_does() {
+        for (index, &event_) in Event::ALL.iter().enumerate() {
+            let count = ((index as u64) << 40) + 7;
+            let (by_event, by_cell) = (AtomicCells::new(), AtomicCells::new());
+            event(&by_event, event_, count);
+            CountCell::of(event_).store(&by_cell, count);
+            assert_eq!(by_cell.values(), by_event.values(), "{event_:?}");
+        }
     }
 
     #[test]

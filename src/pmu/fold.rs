@@ -10,6 +10,7 @@
 use super::atomic::{AtomicU64, Ordering};
 
 use super::extend::{counter_mask, extend_with};
+use core::num::NonZeroU64;
 
 /// Counters a processor can own at once, and so the number of slots in every per-counter array: one
 /// per assignment a counter plan can make (a plan's slot index is an index here).
@@ -68,8 +69,8 @@ const fn rank(owned: u64, single: u64) -> usize {
 pub struct Placement {
     pub slot: usize,
     /// The counter's IA32_PERF_GLOBAL_STATUS bit, as a mask: GP counter i = bit i, fixed counter
-    /// j = bit 32 + j.
-    status_bit: u64,
+    /// j = bit 32 + j. Never zero, which lets an `Option<Placement>` keep its `None` there.
+    status_bit: NonZeroU64,
     /// The raw value's mask (the width, [`crate::pmu::extend::counter_mask`]), worked out once so that
     /// each read's extension is a multiplication, a mask and an add.
     mask: u64,
@@ -83,7 +84,9 @@ impl Placement {
         match owned.slot_of(bit) {
             Some(slot) => {
                 let mask = counter_mask(width);
-                Some(Placement { slot, status_bit: 1u64 << (bit & 63), mask, wrap: mask.wrapping_add(1) })
+                // 1 << n is never zero: the `else` is never taken.
+                let Some(status_bit) = NonZeroU64::new(1u64 << (bit & 63)) else { return None };
+                Some(Placement { slot, status_bit, mask, wrap: mask.wrapping_add(1) })
             }
             None => None,
         }
@@ -93,6 +96,50 @@ impl Placement {
     #[inline(always)]
     const fn extend(&self, overflows: u64, raw: u64, pending: bool) -> u64 {
         extend_with(overflows, raw, pending, self.mask, self.wrap)
+    }
+}
+
+/// The placements of a plan whose every slot is its own overflow slot, field by field: a reader
+/// indexes each field by the slot alone (one index register for every array it walks, where a
+/// 32-byte [`Placement`] needs a second one) and keeps no slot numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnSlotPlacements {
+    status_bits: [NonZeroU64; SLOTS],
+    masks: [u64; SLOTS],
+    wraps: [u64; SLOTS],
+}
+
+impl OwnSlotPlacements {
+    /// Every slot's placement from `placement` (the places a plan does not fill are never read).
+    pub const fn filled_with(placement: Placement) -> Self {
+        OwnSlotPlacements {
+            status_bits: [placement.status_bit; SLOTS],
+            masks: [placement.mask; SLOTS],
+            wraps: [placement.wrap; SLOTS],
+        }
+    }
+
+    /// Sets slot `slot`'s placement: `false` (nothing set) if `placement` is another slot's.
+    pub fn set(&mut self, slot: usize, placement: Placement) -> bool {
+        if placement.slot != slot || slot >= SLOTS {
+            return false;
+        }
+        self.status_bits[slot] = placement.status_bit;
+        self.masks[slot] = placement.mask;
+        self.wraps[slot] = placement.wrap;
+        true
+    }
+
+    /// Slot `slot`'s placement.
+    #[inline(always)]
+    pub fn get(&self, slot: usize) -> Placement {
+        let index = slot & (SLOTS - 1);
+        Placement {
+            slot,
+            status_bit: self.status_bits[index],
+            mask: self.masks[index],
+            wrap: self.wraps[index],
+        }
     }
 }
 
@@ -216,8 +263,15 @@ impl ProcessorCounters {
         read_again: impl FnOnce() -> u64,
     ) -> Option<u64> {
         let overflows = self.overflows[at.slot & (SLOTS - 1)].load(Ordering::Relaxed);
-        let pending = status & at.status_bit != 0;
-        let raw = if pending { read_again() } else { raw };
+        let pending = status & at.status_bit.get() != 0;
+        let raw = if pending {
+            // A wrap pending between the read and the status read: rare, so kept out of the loop's
+            // straight line.
+            core::hint::cold_path();
+            read_again()
+        } else {
+            raw
+        };
         self.report_uninterrupted(counter, at.extend(overflows, raw, pending))
     }
 

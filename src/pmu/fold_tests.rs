@@ -383,3 +383,19 @@ fn a_placements_extension_is_extend() {
         }
     }
 }
+
+#[test]
+fn own_slot_placements_give_back_what_was_set_and_refuse_another_slots() {
+    let intel = owned(INTEL_OWNED);
+    let mut placements = OwnSlotPlacements::filled_with(at(intel, 0));
+    for (slot, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
+        assert!(placements.set(slot, at(intel, bit)), "slot {slot} is bit {bit}'s own");
+    }
+    for (slot, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
+        assert_eq!(placements.get(slot), at(intel, bit));
+    }
+    // Owning bits 0 and 2, bit 2's placement is slot 1's: set as slot 0, it is refused.
+    assert!(!placements.set(0, at(owned(0b101), 2)));
+    assert_eq!(placements.get(0), at(intel, 0), "nothing set");
+    assert!(!placements.set(SLOTS, at(intel, 0)), "past the slots");
+}

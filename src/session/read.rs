@@ -5,10 +5,10 @@
 
 use super::processor_state::ProcessorState;
 use crate::block::fields::EventCounts;
-use crate::block::publish;
+use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::events::Event;
-use crate::pmu::fold::{OwnedMask, Placement, SLOTS};
+use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS};
 use crate::pmu::model::Vendor;
 use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::poll::NotAWrap;
@@ -237,7 +237,7 @@ fn read_held<M: Msrs>(
             let raw = raws[slot & (SLOTS - 1)];
             let read_again = || slots.read(msrs, slot);
             if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
-                publish::event(published, slots.event(slot), count);
+                slots.publish(published, slot, count);
             }
         }
     }
@@ -249,8 +249,8 @@ trait HeldSlots {
     fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64;
     /// The slot's placement among the owned counters, if it has one.
     fn placement(&self, slot: usize) -> Option<Placement>;
-    /// The event the slot counts.
-    fn event(&self, slot: usize) -> Event;
+    /// Publishes `count`, the slot's event's total.
+    fn publish(&self, published: &AtomicCells, slot: usize, count: u64);
 }
 
 /// Any plan's slots, read from the plan and the session's placements.
@@ -270,20 +270,21 @@ impl HeldSlots for PlannedSlots<'_> {
         self.placements[slot & (SLOTS - 1)]
     }
     #[inline(always)]
-    fn event(&self, slot: usize) -> Event {
-        self.assignments[slot].event
+    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
+        publish::event(published, self.assignments[slot].event, count);
     }
 }
 
 /// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement that
 /// is its own overflow slot (always on Intel, and on AMD's first six core counters): per slot, the
-/// (counter MSR, rdpmc index), the placement and the event, without an `Option` each.
+/// (counter MSR, rdpmc index), the placement and the cell its count is shown in, without an `Option`
+/// each.
 pub(super) struct HeldReads {
     /// How many slots the plan has.
     len: u8,
     reads: [(u32, u32); SLOTS],
-    placements: [Placement; SLOTS],
-    events: [Event; SLOTS],
+    placements: OwnSlotPlacements,
+    cells: [CountCell; SLOTS],
 }
 
 impl HeldSlots for HeldReads {
@@ -294,15 +295,11 @@ impl HeldSlots for HeldReads {
     }
     #[inline(always)]
     fn placement(&self, slot: usize) -> Option<Placement> {
-        let mut placement = self.placements[slot & (SLOTS - 1)];
-        // The same value (HeldReads::of checks it), but known to the compiler: the overflow count is
-        // then found by the loop's index, without a load and a mask.
-        placement.slot = slot;
-        Some(placement)
+        Some(self.placements.get(slot))
     }
     #[inline(always)]
-    fn event(&self, slot: usize) -> Event {
-        self.events[slot & (SLOTS - 1)]
+    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
+        self.cells[slot & (SLOTS - 1)].store(published, count);
     }
 }
 
@@ -312,14 +309,16 @@ impl HeldReads {
         let mut held = HeldReads {
             len: plan.as_slice().len() as u8,
             reads: [(0, 0); SLOTS],
-            placements: [placements[0]?; SLOTS],
-            events: [Event::Instructions; SLOTS],
+            placements: OwnSlotPlacements::filled_with(placements[0]?),
+            cells: [CountCell::of(Event::Instructions); SLOTS],
         };
         for (slot, assignment) in plan.iter().enumerate() {
             held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
             // Each slot is its own overflow slot: the plan orders its slots by status bit.
-            held.placements[slot] = placements[slot].filter(|placement| placement.slot == slot)?;
-            held.events[slot] = assignment.event;
+            if !held.placements.set(slot, placements[slot]?) {
+                return None;
+            }
+            held.cells[slot] = CountCell::of(assignment.event);
         }
         Some(held)
     }
