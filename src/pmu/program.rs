@@ -201,9 +201,12 @@ pub fn counts_as_planned(
 /// checks, whatever the phase of the rotation when it was made (`program_tests.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Programming {
-    /// The first `len` are the checks; the rest repeat them (check `i % len`), so that any turn
-    /// masked to the table's size is a check.
-    checks: [(u32, u64, u64); TURNS],
+    /// Each check's register. The first `len` are the checks; the rest repeat them (check
+    /// `i % len`), so that any turn masked to the table's size is a check.
+    registers: [u32; TURNS],
+    /// Each check's (mask, value), at the same turns as `registers` (a separate table: a 4-byte
+    /// register beside two 8-byte values would pad every check by 4 bytes).
+    expected: [(u64, u64); TURNS],
     /// The turn after each: the one of the next check, `(turn % len + 1) % len`, so that from any
     /// turn the turns go round the checks in order.
     next: [u8; TURNS],
@@ -243,7 +246,8 @@ impl Programming {
         }
         let cycle = len.max(1);
         Programming {
-            checks: core::array::from_fn(|turn| checks[turn % cycle]),
+            registers: core::array::from_fn(|turn| checks[turn % cycle].0),
+            expected: core::array::from_fn(|turn| (checks[turn % cycle].1, checks[turn % cycle].2)),
             next: core::array::from_fn(|turn| ((turn % cycle + 1) % cycle) as u8),
             len,
         }
@@ -252,9 +256,11 @@ impl Programming {
     /// Whether this processor's registers still hold the programming. Writes nothing.
     #[inline]
     pub fn intact(&self, msrs: &impl Msrs) -> bool {
-        self.checks[..self.len.min(TURNS)]
+        let len = self.len.min(TURNS);
+        self.registers[..len]
             .iter()
-            .all(|&(register, mask, value)| msrs.read(register) & mask == value)
+            .zip(&self.expected[..len])
+            .all(|(&register, &(mask, value))| msrs.read(register) & mask == value)
     }
 
     /// How many reads of a processor the turns take to go round every check: a change to a checked
@@ -274,8 +280,8 @@ impl Programming {
         }
         let index = turn.load(Ordering::Relaxed) as usize & (TURNS - 1);
         turn.store(u32::from(self.next[index]), Ordering::Relaxed);
-        let (register, mask, value) = self.checks[index];
-        msrs.read(register) & mask == value
+        let (mask, value) = self.expected[index];
+        msrs.read(self.registers[index]) & mask == value
     }
 }
 

@@ -191,7 +191,9 @@ fn any_checked_change_at_any_phase_is_found_within_the_rotation() {
             start(model.vendor, &plan, &mut msrs);
             for phase in (0..TURNS as u32).chain([u32::MAX - 1, u32::MAX]) {
                 assert_eq!(reads_to_detect(&programming, phase, &msrs, 2 * TURNS), None, "intact as started");
-                for &(register, mask, _) in &programming.checks[..rotation] {
+                for (&register, &(mask, _)) in
+                    programming.registers.iter().zip(&programming.expected).take(rotation)
+                {
                     let programmed = msrs.read(register);
                     for bit in (0..64).filter(|bit| mask & (1 << bit) != 0) {
                         msrs.values.insert(register, programmed ^ (1 << bit));
@@ -277,7 +279,7 @@ fn a_repair_writes_control_registers_only_and_tells_which_counters_kept_counting
 
 #[test]
 fn without_checks_every_turn_holds() {
-    let nothing = Programming { checks: [(0, 0, 0); TURNS], next: [0; TURNS], len: 0 };
+    let nothing = Programming { registers: [0; TURNS], expected: [(0, 0); TURNS], next: [0; TURNS], len: 0 };
     assert!(nothing.intact_in_turn(&AtomicU32::new(5), &MsrFile::default()));
     assert_eq!(nothing.rotation(), 0);
 }
