@@ -137,11 +137,17 @@ pub struct Assignment {
     /// PerfCntrGlobalCtl/Status (counter i = i); `None` on AMD without PerfMonV2.
     pub global_bit: Option<u8>,
     /// CounterIndex for HalAllocateHardwareCounters' ResourceTypeSingle descriptor: the global bit on
-    /// Intel (unverified, see the module comment), the counter number on AMD.
-    pub hal_index: u32,
+    /// Intel (unverified, see the module comment), the counter number on AMD. A byte (both are
+    /// below 64), widened to the descriptor's ULONG when the request is built: with it, an
+    /// assignment fits 32 bytes.
+    pub hal_index: u8,
     /// Counter width in bits.
     pub width: u8,
 }
+
+// A plan holds eight: kept to 32 bytes each, as a session keeps a plan per core type in
+// non-paged pool (and the last plan beside it).
+const _: () = assert!(core::mem::size_of::<Assignment>() <= 32);
 
 impl Assignment {
     /// A placeholder for the unused places of a [`CounterPlan`]; never iterated.
@@ -313,7 +319,7 @@ impl CounterPlan {
     pub fn hal_indexes(&self) -> impl Iterator<Item = u32> + '_ {
         let topdown =
             self.topdown_metrics.then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));
-        self.iter().map(|assignment| assignment.hal_index).chain(topdown)
+        self.iter().map(|assignment| u32::from(assignment.hal_index)).chain(topdown)
     }
 }
 
@@ -484,7 +490,7 @@ fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignme
         control_msr: msr::IA32_FIXED_CTR_CTRL,
         control: fixed_ctrl_field(fixed, pmi),
         global_bit: Some(INTEL_FIXED_GLOBAL_BIT0 + fixed),
-        hal_index: u32::from(INTEL_FIXED_GLOBAL_BIT0 + fixed),
+        hal_index: INTEL_FIXED_GLOBAL_BIT0 + fixed,
         width: model.fixed_width,
     }
 }
@@ -506,7 +512,7 @@ fn general_purpose(
         control_msr,
         control: evtsel_for(model.vendor, encoding, pmi),
         global_bit: layout.global_bit(counter),
-        hal_index: u32::from(counter),
+        hal_index: counter,
         width: model.gp_width,
     }
 }

@@ -15,7 +15,7 @@ const fn a(
     control_msr: u32,
     control: u64,
     global_bit: Option<u8>,
-    hal_index: u32,
+    hal_index: u8,
     width: u8,
 ) -> Assignment {
     // RDPMC: Intel fixed j is 2^30 + j and GP i is i; AMD core counters only below 6.

@@ -13,7 +13,7 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     assert!(client.asked().is_empty(), "nothing owned before a query");
     client.collect();
     let plan = crate::pmu::placement::plan_with_pmi(&SKYLAKE_I7_6700K.model(), true);
-    let counters: Vec<u32> = plan.iter().map(|a| a.hal_index).collect();
+    let counters: Vec<u32> = plan.iter().map(|a| u32::from(a.hal_index)).collect();
     assert_eq!(
         client.asked(),
         [Asked::Listed { counters, overflow_interrupt: true, core_types: vec![None] }]
