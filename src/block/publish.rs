@@ -3,7 +3,8 @@
 //! collect hands PCW the block as it is, with no per-instance assembly. Which cells a value goes to
 //! comes from the manifest's field names ([`crate::block::fields::SOURCES`]) and the generated cell table
 //! ([`hardware_counters::CELLS`]), at compile time: an event's stores are reached by one jump on the
-//! event ([`Event::visit`]), each to a constant cell.
+//! event ([`Event::visit`]), each to a constant cell; the interrupts-off reader, which stores a count
+//! per counter on every read, looks each counter's cell up once per session instead ([`CountCell`]).
 //!
 //! Every counter showing a value reads its one 8-byte field (rates, totals and the ratio counters
 //! alike), so a read stores each value once.
