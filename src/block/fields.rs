@@ -27,11 +27,13 @@ pub enum Value {
     Mperf,
     OverflowInterrupts,
     CoreType,
+    /// Where the processor's top-down totals come from (a [`crate::pcw::driver_status::TopdownSource`]).
+    TopdownSource,
     Processors,
 }
 
 /// The named values other than events, with their field names.
-const NAMED: [(&str, Value); 10] = [
+const NAMED: [(&str, Value); 11] = [
     ("TopdownSlots", Value::TopdownSlots),
     ("TopdownRetiringSlots", Value::TopdownCategory(Category::Retiring)),
     ("TopdownBadSpeculationSlots", Value::TopdownCategory(Category::BadSpeculation)),
@@ -41,6 +43,7 @@ const NAMED: [(&str, Value); 10] = [
     ("MperfCycles", Value::Mperf),
     ("OverflowInterrupts", Value::OverflowInterrupts),
     ("CoreType", Value::CoreType),
+    ("TopdownSource", Value::TopdownSource),
     ("Processors", Value::Processors),
 ];
 
@@ -78,6 +81,7 @@ impl Value {
             Value::Mperf => counts.mperf,
             Value::OverflowInterrupts => counts.overflow_interrupts,
             Value::CoreType => counts.core_type,
+            Value::TopdownSource => counts.topdown_source,
             Value::Processors => counts.processors,
         }
     }
@@ -113,6 +117,10 @@ pub struct EventCounts {
     pub overflow_interrupts: u64,
     /// The processors' [`CoreType`](crate::pmu::hybrid::CoreType) as a number.
     pub core_type: u64,
+    /// Where the processors' top-down totals come from, as a
+    /// [`TopdownSource`](crate::pcw::driver_status::TopdownSource) number (the same for every
+    /// processor of a core type).
+    pub topdown_source: u64,
     /// How many processors these values are of.
     pub processors: u64,
 }
@@ -143,6 +151,7 @@ impl EventCounts {
         self.overflow_interrupts = self.overflow_interrupts.wrapping_add(other.overflow_interrupts);
         self.processors = self.processors.wrapping_add(other.processors);
         self.core_type = other.core_type;
+        self.topdown_source = other.topdown_source;
     }
 }
 

@@ -38,6 +38,7 @@ fn distinct_counts() -> EventCounts {
         mperf: big(31),
         overflow_interrupts: 12_345,
         core_type: 2,
+        topdown_source: 6,
         processors: 3,
     }
 }

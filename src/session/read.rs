@@ -7,9 +7,10 @@ use super::processor_state::ProcessorState;
 use crate::block::fields::EventCounts;
 use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
+use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
 use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS};
-use crate::pmu::model::Vendor;
+use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::poll::NotAWrap;
 use crate::pmu::processor::ProcessorPmu;
@@ -324,6 +325,19 @@ impl HeldReads {
     }
 }
 
+/// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
+/// what `plan`, their last session's, counts; before any session, what the PMU has.
+pub(super) fn topdown_source(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
+    let Some(model) = model else { return TopdownSource::NoPmu };
+    match plan {
+        Some(plan) if plan.topdown_metrics() => TopdownSource::PerfMetrics,
+        Some(plan) if plan.topdown_width().is_some() => TopdownSource::ProfileEvents,
+        None if model.topdown_metrics() => TopdownSource::PerfMetrics,
+        _ if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
+        _ => TopdownSource::Unavailable,
+    }
+}
+
 /// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
 /// read publishes, and what the counts assembled whole show.
 pub(super) fn topdown_from_events(
@@ -342,7 +356,12 @@ pub(super) fn topdown_from_events(
 /// One processor's values as of its last read, with `plan` (the last session's, open or closed)
 /// placing the event counts: between sessions, and while one is being opened or closed, the last plan
 /// places the last values, so counts never drop back to 0 while the counters are released.
-pub(super) fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan>) -> EventCounts {
+/// `model` is the PMU of the processor's core type (`None`: not usable).
+pub(super) fn counts_under(
+    processor: &ProcessorState,
+    plan: Option<&CounterPlan>,
+    model: Option<PmuModel>,
+) -> EventCounts {
     let pmu = &processor.pmu;
     let (aperf, mperf) = pmu.frequency.last();
     let mut counts = EventCounts {
@@ -350,6 +369,7 @@ pub(super) fn counts_under(processor: &ProcessorState, plan: Option<&CounterPlan
         aperf,
         mperf,
         core_type: u64::from(pmu.core_type()),
+        topdown_source: topdown_source(model, plan) as u64,
         processors: 1,
         ..EventCounts::default()
     };

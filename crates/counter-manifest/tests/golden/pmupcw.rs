@@ -97,8 +97,8 @@ pub mod hardware_counters {
         pub custom_event7: u64,
         /// Field `CoreType`, offset 184: read by counter 52 (CoreType).
         pub core_type: u32,
-        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
-        pub reserved: u32,
+        /// Field `TopdownSource`, offset 188: read by counter 53 (TopdownSource).
+        pub topdown_source: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -133,7 +133,7 @@ pub mod hardware_counters {
         pub custom_event6: core::sync::atomic::AtomicU64,
         pub custom_event7: core::sync::atomic::AtomicU64,
         pub core_type: core::sync::atomic::AtomicU32,
-        pub reserved: core::sync::atomic::AtomicU32,
+        pub topdown_source: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -167,7 +167,7 @@ pub mod hardware_counters {
                 custom_event6: core::sync::atomic::AtomicU64::new(0),
                 custom_event7: core::sync::atomic::AtomicU64::new(0),
                 core_type: core::sync::atomic::AtomicU32::new(0),
-                reserved: core::sync::atomic::AtomicU32::new(0),
+                topdown_source: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -180,7 +180,7 @@ pub mod hardware_counters {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 23],
-        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 2],
     }
 
@@ -230,6 +230,7 @@ pub mod hardware_counters {
         crate::pcw::Cell::Wide(21),
         crate::pcw::Cell::Wide(22),
         crate::pcw::Cell::Narrow(0),
+        crate::pcw::Cell::Narrow(1),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -436,9 +437,16 @@ pub mod hardware_counters {
         pub const CUSTOM_EVENT7_TOTAL: u16 = 51;
         /// "Core Type" (perf_counter_rawcount, standard, aggregate undefined): The kind of core this
         /// processor is: 0 not a hybrid processor, 1 performance core, 2 efficient core (CPUID leaf 1AH on a
-        /// processor whose leaf 7 reports Hybrid). On a hybrid processor the driver counts only what every
-        /// core type has. _Total has none.
+        /// processor whose leaf 7 reports Hybrid). On a hybrid processor each core type counts with its own
+        /// counters (Hardware Counters by Core Type sums them). _Total has none.
         pub const CORE_TYPE: u16 = 52;
+        /// "Top-down Source" (perf_counter_rawcount, standard, aggregate undefined): Where this processor's
+        /// top-down percentages come from, numbered as Hardware Counters Driver\\Top-down Source: 0
+        /// unavailable (no fixed counter 3 with IA32_PERF_METRICS, and the active profile counts no top-down
+        /// events: on an efficient core, set Parameters\\Profile to topdown), 1 fixed counter 3 and
+        /// IA32_PERF_METRICS, 2 general-purpose events of the topdown profile, 5 not used under a hypervisor.
+        /// Before the first session, what the processor's core type has. _Total has none.
+        pub const TOPDOWN_SOURCE: u16 = 53;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -496,12 +504,13 @@ pub mod hardware_counters {
         CounterDescriptor { id: id::CUSTOM_EVENT7_PER_SEC, struct_index: 0, offset: 176, size: 8 },
         CounterDescriptor { id: id::CUSTOM_EVENT7_TOTAL, struct_index: 0, offset: 176, size: 8 },
         CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 184, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 188, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x001f_ffff_ffff_ffff == 0x001f_ffff_ffff_ffff {
+            if counter_mask & 0x003f_ffff_ffff_ffff == 0x003f_ffff_ffff_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_4081 == 0 {
@@ -576,6 +585,9 @@ pub mod hardware_counters {
             if counter_mask & 0x0010_0000_0000_0000 == 0 {
                 self.core_type = 0;
             }
+            if counter_mask & 0x0020_0000_0000_0000 == 0 {
+                self.topdown_source = 0;
+            }
         }
     }
 
@@ -605,6 +617,7 @@ pub mod hardware_counters {
         "CustomEvent6",
         "CustomEvent7",
         "CoreType",
+        "TopdownSource",
     ];
 
     impl Values {
@@ -637,7 +650,7 @@ pub mod hardware_counters {
                 custom_event6: value(21),
                 custom_event7: value(22),
                 core_type: value(23) as u32,
-                reserved: 0,
+                topdown_source: value(24) as u32,
             }
         }
     }
@@ -693,7 +706,7 @@ pub mod hardware_counters {
                 custom_event6: self.custom_event6.load(RELAXED),
                 custom_event7: self.custom_event7.load(RELAXED),
                 core_type: self.core_type.load(RELAXED),
-                reserved: 0,
+                topdown_source: self.topdown_source.load(RELAXED),
             }
         }
     }
@@ -728,7 +741,7 @@ pub mod hardware_counters {
                 custom_event6: self.wide[21].load(RELAXED),
                 custom_event7: self.wide[22].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
-                reserved: 0,
+                topdown_source: self.narrow[1].load(RELAXED),
             }
         }
     }
@@ -772,6 +785,7 @@ pub mod hardware_counters {
                 offset_of!(Values, custom_event6),
                 offset_of!(Values, custom_event7),
                 offset_of!(Values, core_type),
+                offset_of!(Values, topdown_source),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -846,8 +860,8 @@ pub mod hardware_counters {
             assert_eq!(offset_of!(AtomicValues, custom_event7), offset_of!(Values, custom_event7));
             assert_eq!(offset_of!(Values, core_type), 184);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, reserved), 188);
-            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
+            assert_eq!(offset_of!(Values, topdown_source), 188);
+            assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
             let values = Values::default();
             let expected = [
                 (
@@ -1083,6 +1097,7 @@ pub mod hardware_counters {
                     size_of_val(&values.custom_event7),
                 ),
                 (id::CORE_TYPE, offset_of!(Values, core_type), size_of_val(&values.core_type)),
+                (id::TOPDOWN_SOURCE, offset_of!(Values, topdown_source), size_of_val(&values.topdown_source)),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {
@@ -1777,7 +1792,7 @@ pub mod hardware_counters_by_core_type {
     /// Whether the provider reports more than one instance (`instances="multiple"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 96
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 104
     /// bytes, the 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1816,6 +1831,10 @@ pub mod hardware_counters_by_core_type {
         pub core_type: u32,
         /// Field `Processors`, offset 92: read by counter 1 (Processors).
         pub processors: u32,
+        /// Field `TopdownSource`, offset 96: read by counter 25 (TopdownSource).
+        pub topdown_source: u32,
+        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
+        pub reserved: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1839,6 +1858,8 @@ pub mod hardware_counters_by_core_type {
         pub topdown_backend_bound_slots: core::sync::atomic::AtomicU64,
         pub core_type: core::sync::atomic::AtomicU32,
         pub processors: core::sync::atomic::AtomicU32,
+        pub topdown_source: core::sync::atomic::AtomicU32,
+        pub reserved: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1861,6 +1882,8 @@ pub mod hardware_counters_by_core_type {
                 topdown_backend_bound_slots: core::sync::atomic::AtomicU64::new(0),
                 core_type: core::sync::atomic::AtomicU32::new(0),
                 processors: core::sync::atomic::AtomicU32::new(0),
+                topdown_source: core::sync::atomic::AtomicU32::new(0),
+                reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1873,8 +1896,8 @@ pub mod hardware_counters_by_core_type {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 11],
-        /// The 4-byte fields, in layout order.
-        pub narrow: [core::sync::atomic::AtomicU32; 2],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 4],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -1886,7 +1909,7 @@ pub mod hardware_counters_by_core_type {
         pub const fn new() -> Self {
             AtomicCells {
                 wide: [const { core::sync::atomic::AtomicU64::new(0) }; 11],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 4],
             }
         }
     }
@@ -1912,6 +1935,7 @@ pub mod hardware_counters_by_core_type {
         crate::pcw::Cell::Wide(10),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
+        crate::pcw::Cell::Narrow(2),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1921,6 +1945,12 @@ pub mod hardware_counters_by_core_type {
         pub const CORE_TYPE: u16 = 0;
         /// "Processors" (perf_counter_rawcount, standard): Logical processors of this core type.
         pub const PROCESSORS: u16 = 1;
+        /// "Top-down Source" (perf_counter_rawcount, standard): Where these processors' top-down percentages
+        /// come from, numbered as Hardware Counters Driver\\Top-down Source: 0 unavailable (no fixed counter
+        /// 3 with IA32_PERF_METRICS, and the active profile counts no top-down events: on efficient cores,
+        /// set Parameters\\Profile to topdown), 1 fixed counter 3 and IA32_PERF_METRICS, 2 general-purpose
+        /// events of the topdown profile, 5 not used under a hypervisor.
+        pub const TOPDOWN_SOURCE: u16 = 25;
         /// "Instructions Retired/sec" (perf_counter_bulk_count, standard): Instructions retired per second on
         /// the processors of this core type.
         pub const INSTRUCTIONS_PER_SEC: u16 = 2;
@@ -2016,6 +2046,7 @@ pub mod hardware_counters_by_core_type {
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
         CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 88, size: 4 },
         CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 92, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 96, size: 4 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER_SEC, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_PER_SEC, struct_index: 0, offset: 8, size: 8 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
@@ -2044,7 +2075,7 @@ pub mod hardware_counters_by_core_type {
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_01ff_ffff == 0x0000_0000_01ff_ffff {
+            if counter_mask & 0x0000_0000_03ff_ffff == 0x0000_0000_03ff_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0414 == 0 {
@@ -2086,6 +2117,9 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0002 == 0 {
                 self.processors = 0;
             }
+            if counter_mask & 0x0000_0000_0200_0000 == 0 {
+                self.topdown_source = 0;
+            }
         }
     }
 
@@ -2104,6 +2138,7 @@ pub mod hardware_counters_by_core_type {
         "TopdownBackendBoundSlots",
         "CoreType",
         "Processors",
+        "TopdownSource",
     ];
 
     impl Values {
@@ -2125,6 +2160,8 @@ pub mod hardware_counters_by_core_type {
                 topdown_backend_bound_slots: value(10),
                 core_type: value(11) as u32,
                 processors: value(12) as u32,
+                topdown_source: value(13) as u32,
+                reserved: 0,
             }
         }
     }
@@ -2169,6 +2206,8 @@ pub mod hardware_counters_by_core_type {
                 topdown_backend_bound_slots: self.topdown_backend_bound_slots.load(RELAXED),
                 core_type: self.core_type.load(RELAXED),
                 processors: self.processors.load(RELAXED),
+                topdown_source: self.topdown_source.load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -2192,6 +2231,8 @@ pub mod hardware_counters_by_core_type {
                 topdown_backend_bound_slots: self.wide[10].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
                 processors: self.narrow[1].load(RELAXED),
+                topdown_source: self.narrow[2].load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -2203,7 +2244,7 @@ pub mod hardware_counters_by_core_type {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 96);
+            assert_eq!(size_of::<Values>(), 104);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
@@ -2224,6 +2265,7 @@ pub mod hardware_counters_by_core_type {
                 offset_of!(Values, topdown_backend_bound_slots),
                 offset_of!(Values, core_type),
                 offset_of!(Values, processors),
+                offset_of!(Values, topdown_source),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -2273,10 +2315,15 @@ pub mod hardware_counters_by_core_type {
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
             assert_eq!(offset_of!(Values, processors), 92);
             assert_eq!(offset_of!(AtomicValues, processors), offset_of!(Values, processors));
+            assert_eq!(offset_of!(Values, topdown_source), 96);
+            assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
+            assert_eq!(offset_of!(Values, reserved), 100);
+            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
                 (id::CORE_TYPE, offset_of!(Values, core_type), size_of_val(&values.core_type)),
                 (id::PROCESSORS, offset_of!(Values, processors), size_of_val(&values.processors)),
+                (id::TOPDOWN_SOURCE, offset_of!(Values, topdown_source), size_of_val(&values.topdown_source)),
                 (
                     id::INSTRUCTIONS_PER_SEC,
                     offset_of!(Values, instructions_retired),

@@ -6,7 +6,7 @@
 //! the efficient cores never see a counter they lack (the double faults on that, as the hardware does),
 //! and with the topdown profile the efficient cores count it with their TOPDOWN_* events.
 
-use crate::common::{self, DRIVER_STATUS, HARDWARE_COUNTERS};
+use crate::common::{self, BY_CORE_TYPE, DRIVER_STATUS, HARDWARE_COUNTERS};
 
 use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
 use kernel_double::control::{hal, pcw};
@@ -23,6 +23,28 @@ const FIXED_COUNTER_3: u64 = 1 << 35;
 /// Status counterset position of Top-down Source, and its value "differs by core type".
 const TOPDOWN_SOURCE: usize = 9;
 const TOPDOWN_PER_CORE_TYPE: u64 = 6;
+
+/// Manifest ids of Top-down Source in Hardware Counters and in Hardware Counters by Core Type, and
+/// the values it takes here (the status counterset's numbering).
+const PROCESSOR_TOPDOWN_SOURCE: usize = 53;
+const CORE_TYPE_TOPDOWN_SOURCE: usize = 25;
+const UNAVAILABLE: u64 = 0;
+const FROM_PERF_METRICS: u64 = 1;
+const FROM_PROFILE_EVENTS: u64 = 2;
+
+/// Every processor's Top-down Source is its core type's, `performance` or `efficient`, and so is
+/// each core type instance's.
+fn assert_topdown_sources(values: &[Vec<u64>], performance_threads: u32, performance: u64, efficient: u64) {
+    for (vp, at) in values.iter().enumerate() {
+        let expected = if (vp as u32) < performance_threads { performance } else { efficient };
+        assert_eq!(at[PROCESSOR_TOPDOWN_SOURCE], expected, "processor {vp}'s Top-down Source");
+    }
+    let by_core_type: Vec<(String, u64)> = common::collect_by_id(BY_CORE_TYPE)
+        .into_iter()
+        .map(|(name, _, values)| (name, values[CORE_TYPE_TOPDOWN_SOURCE]))
+        .collect();
+    assert_eq!(by_core_type, [("Performance".into(), performance), ("Efficient".into(), efficient)]);
+}
 
 /// Every processor's Hardware Counters values, by manifest id, from a fresh read.
 fn collect() -> Vec<Vec<u64>> {
@@ -72,6 +94,8 @@ fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, processor
         assert_eq!(at[SLOTS_TOTAL], pmu::counted(vp, pmu::TOPDOWN_SLOTS), "processor {vp}: every slot");
     }
     assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
+    // The default profile has no room for the efficient cores' top-down events: theirs says so.
+    assert_topdown_sources(&values, performance_threads, FROM_PERF_METRICS, UNAVAILABLE);
     assert!(pcw::collect(DRIVER_STATUS, &pcw::Query::default()).is_some());
     assert!(driver.unload());
     common::assert_clean();
@@ -117,6 +141,7 @@ fn efficient_cores_count_top_down_with_the_topdown_profile(
         assert_eq!(values[vp as usize][SLOTS_TOTAL], pmu::counted(vp, pmu::TOPDOWN_SLOTS), "processor {vp}");
     }
     assert_eq!(common::driver_status()[TOPDOWN_SOURCE], TOPDOWN_PER_CORE_TYPE);
+    assert_topdown_sources(&values, performance_threads, FROM_PERF_METRICS, FROM_PROFILE_EVENTS);
     assert!(driver.unload());
     common::assert_clean();
 }
