@@ -16,7 +16,7 @@
 use crate::common;
 
 use kernel_double::consumer::pdh::Value;
-use kernel_double::consumer::{self, Column, Counterset, TOTAL};
+use kernel_double::consumer::{self, Column, TOTAL};
 use kernel_double::control::pcw;
 use kernel_double::cpu::{cpuid, pmu};
 use kernel_double::status::STATUS_SUCCESS;
@@ -29,12 +29,7 @@ const RATIOS: [(u32, usize, usize, f64); 3] =
 
 #[test]
 fn total_ratios_are_sums_of_numerators_over_sums_of_bases() {
-    cpuid::set_model(&cpuid::SKYLAKE);
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let manifest = consumer::manifest();
-    let hardware = Counterset::open(&manifest, "Hardware Counters").unwrap();
-    assert_eq!(pcw::add_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    let (mut driver, hardware) = common::query_hardware_counters(&cpuid::SKYLAKE);
 
     let first = consumer::sample(&hardware).unwrap();
     let truth_first = common::true_totals(PROCESSORS);

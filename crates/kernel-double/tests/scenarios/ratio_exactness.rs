@@ -106,17 +106,12 @@ fn virtual_clock_ten_minute_samples_on_skylake() {
 #[test]
 fn a_legacy_reader_of_perf_object_blocks_gets_the_same_exact_ratios() {
     use kernel_double::consumer::pdh::Value;
-    use kernel_double::consumer::{self, Column, Counterset, TOTAL, legacy_reader, perf_object};
+    use kernel_double::consumer::{self, Column, TOTAL, legacy_reader, perf_object};
     use kernel_double::control::pcw;
     use kernel_double::cpu::{cpuid, pmu, topology};
     use kernel_double::status::STATUS_SUCCESS;
 
-    cpuid::set_model(&cpuid::ALDER_LAKE_P);
-    let mut driver = common::load();
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    let manifest = consumer::manifest();
-    let hardware = Counterset::open(&manifest, "Hardware Counters").unwrap();
-    assert_eq!(pcw::add_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+    let (mut driver, hardware) = common::query_hardware_counters(&cpuid::ALDER_LAKE_P);
     let first = consumer::sample(&hardware).unwrap();
     // A minute of each processor at up to 6 GHz: every count passes 2^32 many times.
     for vp in 0..topology::processor_count() {

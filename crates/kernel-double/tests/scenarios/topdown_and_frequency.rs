@@ -32,12 +32,7 @@ impl Run {
     /// Loads the driver on `model`, samples, runs a different amount of work on each processor,
     /// samples again.
     fn new(model: &'static cpuid::CpuModel) -> (kernel_double::driver::Driver, Run) {
-        cpuid::set_model(model);
-        let mut driver = common::load();
-        assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-        let manifest = consumer::manifest();
-        let hardware = Counterset::open(&manifest, "Hardware Counters").unwrap();
-        assert_eq!(pcw::add_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
+        let (driver, hardware) = common::query_hardware_counters(model);
         for vp in 0..topology::processor_count() {
             pmu::step(vp, 1_000); // counted before the first sample: not in the interval
         }

@@ -9,6 +9,7 @@ pub mod pmi_sweep;
 pub mod pool_faults;
 pub mod single_step;
 
+use kernel_double::consumer::Counterset;
 use kernel_double::driver::Driver;
 use kernel_double::report::Report;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,21 @@ pub fn load() -> Driver {
     refuse_to_share_a_process();
     let image = driver_image();
     Driver::load(&image).unwrap_or_else(|error| panic!("loading {}: {error}", image.display()))
+}
+
+/// Loads the real driver on `model`, runs DriverEntry, and starts a consumer's query of every
+/// Hardware Counters counter (the counters are owned from here on): the driver and the counterset
+/// as the consumer reads it.
+pub fn query_hardware_counters(model: &'static kernel_double::cpu::cpuid::CpuModel) -> (Driver, Counterset) {
+    kernel_double::cpu::cpuid::set_model(model);
+    let mut driver = load();
+    assert_eq!(driver.driver_entry(), kernel_double::status::STATUS_SUCCESS);
+    let hardware = Counterset::open(&kernel_double::consumer::manifest(), HARDWARE_COUNTERS).unwrap();
+    assert_eq!(
+        kernel_double::control::pcw::add_counter(&hardware.name, hardware.full_mask()),
+        Some(kernel_double::status::STATUS_SUCCESS)
+    );
+    (driver, hardware)
 }
 
 /// Stops a scenario run by plain `cargo test`, which runs the scenarios as threads of one process:
