@@ -123,8 +123,7 @@ impl<P: Platform> PmuClient<P> {
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         for processor in processors.iter() {
-            let model = machine.model_of(usize::from(processor.pmu.core_type()));
-            publish::publish_all(&processor.published, &counts_under(processor, None, model));
+            publish::publish_all(&processor.published, &counts_under(processor, None, &machine));
         }
         status.set_minimum_collect_interval(DEFAULT_INTERVAL_MS);
         PmuClient {
@@ -271,8 +270,7 @@ impl<P: Platform> PmuClient<P> {
             let Some(plan) = plans.get(core_type).copied().flatten() else { return };
             let previous = previous.get(core_type).copied().flatten();
             carry_over(&processor.pmu, previous.as_ref(), &plan);
-            let counts = counts_under(processor, Some(&plan), self.machine.model_of(core_type));
-            publish::publish_all(&processor.published, &counts);
+            publish::publish_all(&processor.published, &counts_under(processor, Some(&plan), &self.machine));
             start_counting(&processor.pmu, model.vendor, &plan, msrs);
         });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
@@ -557,9 +555,8 @@ impl<P: Platform> CountSource for PmuClient<P> {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
         let plan = last_plan.get(self.slots.get(usize::from(core_type))).and_then(Option::as_ref);
-        let model = self.machine.model_of(usize::from(core_type));
         for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
-            sum.accumulate(&counts_under(processor, plan, model));
+            sum.accumulate(&counts_under(processor, plan, &self.machine));
         }
         sum.by_core_type_values()
     }

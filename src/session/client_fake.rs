@@ -182,8 +182,7 @@ impl PmuClient<FakePlatform> {
             let plan = last_plan
                 .get(self.slots.get(usize::from(processor.pmu.core_type())))
                 .and_then(Option::as_ref);
-            let model = self.machine.model_of(usize::from(processor.pmu.core_type()));
-            let whole = counts_under(processor, plan, model).values();
+            let whole = counts_under(processor, plan, &self.machine).values();
             assert_eq!(self.values(index as u32), whole, "processor {index}'s published block");
         }
     }

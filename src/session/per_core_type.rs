@@ -8,6 +8,7 @@ use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS};
 use crate::session::platform::{Form, List};
+use crate::session::read::TopdownReading;
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 impl<P: Platform> PmuClient<P> {
@@ -67,15 +68,7 @@ pub(super) fn expected_topdown(machine: Machine) -> TopdownSource {
 
 /// The Top-down Source of a session with `plans`: the same on every core type, or per core type.
 pub(super) fn topdown_source(machine: Machine, plans: &[Option<CounterPlan>; CORE_TYPES]) -> TopdownSource {
-    let source = |plan: &CounterPlan| {
-        if plan.topdown_metrics() {
-            TopdownSource::PerfMetrics
-        } else if plan.topdown_width().is_some() {
-            TopdownSource::ProfileEvents
-        } else {
-            TopdownSource::Unavailable
-        }
-    };
+    let source = |plan: &CounterPlan| TopdownReading::of(plan).source().unwrap_or(TopdownSource::Unavailable);
     let mut sources = plans.iter().flatten().map(source);
     let first = sources.next().unwrap_or(TopdownSource::Unavailable);
     if sources.any(|other| other != first) {

@@ -10,6 +10,7 @@ use crate::counters::hardware_counters::AtomicCells;
 use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
 use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS};
+use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::poll::NotAWrap;
@@ -205,6 +206,15 @@ impl TopdownReading {
         }
     }
 
+    /// The Top-down Source of a plan read this way (`None`: the plan counts no top-down).
+    pub(super) fn source(self) -> Option<TopdownSource> {
+        match self {
+            TopdownReading::PerfMetrics => Some(TopdownSource::PerfMetrics),
+            TopdownReading::FromEvents(_) => Some(TopdownSource::ProfileEvents),
+            TopdownReading::None => None,
+        }
+    }
+
     pub(super) fn of(plan: &CounterPlan) -> TopdownReading {
         match (plan.topdown_metrics(), plan.topdown_width()) {
             (true, _) => TopdownReading::PerfMetrics,
@@ -327,11 +337,12 @@ impl HeldReads {
 
 /// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
 /// what `plan`, their last session's, counts; before any session, what the PMU has.
-pub(super) fn topdown_source(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
+fn topdown_source(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
     let Some(model) = model else { return TopdownSource::NoPmu };
+    if let Some(source) = plan.and_then(|plan| TopdownReading::of(plan).source()) {
+        return source;
+    }
     match plan {
-        Some(plan) if plan.topdown_metrics() => TopdownSource::PerfMetrics,
-        Some(plan) if plan.topdown_width().is_some() => TopdownSource::ProfileEvents,
         None if model.topdown_metrics() => TopdownSource::PerfMetrics,
         _ if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
         _ => TopdownSource::Unavailable,
@@ -356,13 +367,14 @@ pub(super) fn topdown_from_events(
 /// One processor's values as of its last read, with `plan` (the last session's, open or closed)
 /// placing the event counts: between sessions, and while one is being opened or closed, the last plan
 /// places the last values, so counts never drop back to 0 while the counters are released.
-/// `model` is the PMU of the processor's core type (`None`: not usable).
+/// `machine` gives the processor's core type's PMU (its Top-down Source before any session).
 pub(super) fn counts_under(
     processor: &ProcessorState,
     plan: Option<&CounterPlan>,
-    model: Option<PmuModel>,
+    machine: &Machine,
 ) -> EventCounts {
     let pmu = &processor.pmu;
+    let model = machine.model_of(usize::from(pmu.core_type()));
     let (aperf, mperf) = pmu.frequency.last();
     let mut counts = EventCounts {
         overflow_interrupts: pmu.counters.overflow_interrupts(),
