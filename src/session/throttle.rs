@@ -1,9 +1,11 @@
 //! The bound on what consumers cost: a collect closer than the minimum interval to the last fresh
 //! read is served from that read, without an all-processor call, so however many consumers collect
 //! however often, the driver reads every processor at most once per interval. The interval is the
-//! service's `Parameters\MinimumCollectIntervalMs` (REG_DWORD, 1 to 1000 ms, default 10), read at
-//! each acquisition; a missing value is the default, a bad one the default and logged. Why, and the
-//! choice of 10 ms: docs/security.md.
+//! service's `Parameters\MinimumCollectIntervalMs` (REG_DWORD, 1 to 100 ms, default 10), read at
+//! each acquisition; a missing value is the default, a bad one the default and logged. At most 100 ms,
+//! so that no consumer sampling at a documented period (1 s and up), however its samples jitter, gets
+//! two samples from one read: PDH would show that sample's ratios as 0 with a valid status. Why, and
+//! the choice of 10 ms: docs/security.md.
 
 use super::platform::{Platform, SETTING_HEADER_UNITS};
 use crate::pmu::profile::{Rejection, Setting};
@@ -11,8 +13,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The default minimum interval between two fresh reads, in milliseconds.
 pub const DEFAULT_INTERVAL_MS: u32 = 10;
-/// The range `MinimumCollectIntervalMs` may take.
-pub const INTERVAL_RANGE_MS: core::ops::RangeInclusive<u32> = 1..=1000;
+/// The range `MinimumCollectIntervalMs` may take: up to a tenth of the shortest sample interval of
+/// perfmon and typeperf (1 s), so that two of their samples come from one read only if the second
+/// comes 900 ms early.
+pub const INTERVAL_RANGE_MS: core::ops::RangeInclusive<u32> = 1..=100;
 /// REG_DWORD (winnt.h).
 const REG_DWORD: u32 = 4;
 const HUNDRED_NS_PER_MS: u64 = 10_000;
@@ -138,9 +142,11 @@ mod tests {
         let dword = |value: u32| [value as u16, (value >> 16) as u16];
         let value = |kind, units: &[u16]| interval_from(Setting::Value { kind, units, odd: false });
         assert_eq!(interval_from(Setting::Missing), Ok(DEFAULT_INTERVAL_MS));
-        assert_eq!(value(REG_DWORD, &dword(250)), Ok(250));
+        assert_eq!(value(REG_DWORD, &dword(25)), Ok(25));
         assert_eq!(value(REG_DWORD, &dword(1)), Ok(1));
-        assert_eq!(value(REG_DWORD, &dword(1000)), Ok(1000));
+        assert_eq!(value(REG_DWORD, &dword(100)), Ok(100));
+        assert_eq!(value(REG_DWORD, &dword(101)), Err(Rejection::OutOfRange));
+        assert_eq!(value(REG_DWORD, &dword(1000)), Err(Rejection::OutOfRange), "the old upper bound");
         assert_eq!(value(REG_DWORD, &dword(0)), Err(Rejection::OutOfRange));
         assert_eq!(value(REG_DWORD, &dword(70_000)), Err(Rejection::OutOfRange));
         assert_eq!(value(1, &dword(10)), Err(Rejection::WrongType { kind: 1 }));

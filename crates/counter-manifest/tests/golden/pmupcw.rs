@@ -1372,8 +1372,9 @@ pub mod driver_status {
         pub const SERVED_COLLECTS_PER_SEC: u16 = 16;
         /// "Minimum Collect Interval (ms)" (perf_counter_rawcount, standard): The least time between two
         /// reads of every processor's counters, in milliseconds, from the service's
-        /// Parameters\\MinimumCollectIntervalMs (REG_DWORD, 1 to 1000; default 10; any other value is
-        /// ignored, logged, and the default used), read at each acquisition of the counters.
+        /// Parameters\\MinimumCollectIntervalMs (REG_DWORD, 1 to 100; default 10; any other value is ignored,
+        /// logged, and the default used; at most 100, so that no consumer sampling every second or slower
+        /// gets two samples from one read), read at each acquisition of the counters.
         pub const MINIMUM_COLLECT_INTERVAL: u16 = 17;
     }
 

@@ -283,11 +283,12 @@ fn the_minimum_interval_is_the_registry_value_and_a_bad_one_is_the_default() {
     use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD, REG_SZ};
     let set =
         |kind, data: Vec<u8>| registry::set_value(PARAMETERS_KEY, "MinimumCollectIntervalMs", kind, data);
-    let cases: [(u32, Vec<u8>, i64); 4] = [
-        (REG_DWORD, 250u32.to_le_bytes().to_vec(), 250),
+    let cases: [(u32, Vec<u8>, i64); 5] = [
+        (REG_DWORD, 75u32.to_le_bytes().to_vec(), 75),
         (REG_DWORD, 0u32.to_le_bytes().to_vec(), 10),
-        (REG_DWORD, 1001u32.to_le_bytes().to_vec(), 10),
-        (REG_SZ, registry::sz("250"), 10),
+        (REG_DWORD, 101u32.to_le_bytes().to_vec(), 10),
+        (REG_DWORD, 1000u32.to_le_bytes().to_vec(), 10),
+        (REG_SZ, registry::sz("75"), 10),
     ];
     topology::configure(PROCESSORS, 64);
     cpuid::set_model(&cpuid::SKYLAKE);
