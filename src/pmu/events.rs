@@ -80,7 +80,7 @@ pub enum Group {
     /// counted by the topdown profile; not published themselves.
     TopdownInputs,
     /// The custom profile's raw events (`crate::pmu::profile`), whose encodings come from the
-    /// registry: row n counts the n-th accepted `CustomEvents` line.
+    /// registry: row n counts line n (from 0) of `CustomEvents`, empty while that line is rejected.
     Custom,
 }
 

@@ -13,8 +13,9 @@
 //!   event-select bit (a #GP: Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2
 //!   "PerfEvtSeln"); AMD events that need a merged counter pair are refused.
 //!
-//! The list ends at its first empty string, as REG_MULTI_SZ does. The *i*-th accepted line counts as
-//! "Custom Event *i*"; a rejected line is counted and explained, and the others keep working. Lines
+//! The list ends at its first empty string, as REG_MULTI_SZ does. Line *i* (from 0) counts as "Custom
+//! Event *i*"; a rejected line is counted and explained, its Custom Event reads 0, and the others keep
+//! their numbers and work. Lines
 //! the counters left after instructions and cycles cannot hold are planned, find no counter and read 0
 //! (the plan's dropped set).
 
@@ -152,7 +153,6 @@ pub fn select(
             &[]
         }
     };
-    let mut next = 0;
     let mut ended = false;
     for (index, line) in units.split(|&unit| unit == 0).enumerate() {
         // The empty string ends the list: what follows is reported once and not read.
@@ -164,17 +164,13 @@ pub fn select(
             reject("CustomEvents", index + 1, Rejection::AfterEndOfList);
             break;
         }
-        let parsed = if next == CUSTOM_EVENTS {
-            Err(Rejection::TooManyEvents)
-        } else {
-            parse_event(line, vendor, hybrid)
-        };
-        match parsed {
-            Ok(encoding) => {
-                selection.custom[next] = Some(encoding);
-                next += 1;
-            }
-            Err(why) => reject("CustomEvents", index + 1, why),
+        // Line n (from 0) is Custom Event n, whether the lines before it were taken or not.
+        match selection.custom.get_mut(index) {
+            None => reject("CustomEvents", index + 1, Rejection::TooManyEvents),
+            Some(slot) => match parse_event(line, vendor, hybrid) {
+                Ok(encoding) => *slot = Some(encoding),
+                Err(why) => reject("CustomEvents", index + 1, why),
+            },
         }
     }
     selection

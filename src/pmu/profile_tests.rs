@@ -110,26 +110,33 @@ fn valid_lines_become_custom_events_in_order() {
 }
 
 #[test]
-fn malformed_lines_are_rejected_and_the_rest_kept() {
-    let lines = [
-        "event=0xC0",                                           // 1: fine
-        "event=0x1C0",                                          // 2: 9-bit event on Intel
-        "umask=3",                                              // 3: no event
-        "event=0xC4,en=1",                                      // 4: the driver's bit, not the user's
-        "event=0xC4,event=0xC5",                                // 5: twice
-        "event=0xC4,cmask=256",                                 // 6: out of range
-        "event=0xC4,inv=2",                                     // 7
-        "event=C4",                                             // 8: hex without 0x
-        "event=0xC4,name=",                                     // 9: empty name
-        "event=0xC4,name=abcdefghijklmnopqrstuvwxyz0123456789", // 10: name too long
-        "event",                                                // 11: no value
-        "event=0x",                                             // 12
-        "event=0xC5",                                           // 13: fine
-    ];
+fn custom_event_n_is_line_n_and_a_rejected_line_leaves_its_slot_empty() {
+    // An administrator reads "Custom Event 2" as the third line: a rejected second line must not move
+    // the third into its place (counts would then be published under another event's name).
+    let lines = ["event=0xC0", "event=0x1C0", "event=0xC5", "umask=1", "event=0xC4"];
     let (selection, rejections) = custom(&lines, Vendor::Intel);
-    let why: Vec<(usize, Rejection)> = rejections;
+    assert_eq!(rejections, [(2, Rejection::OutOfRange), (4, Rejection::MissingEvent)]);
+    let events: Vec<Option<u16>> = selection.custom.iter().map(|e| e.map(|e| e.event)).collect();
+    assert_eq!(events, [Some(0xC0), None, Some(0xC5), None, Some(0xC4), None, None, None]);
+    assert_eq!(selection.rejected, 2);
+}
+
+#[test]
+fn malformed_lines_are_rejected_and_the_rest_kept() {
+    // Two values of eight lines at most (line 9 would be a ninth custom event).
+    let first = [
+        "event=0xC0",            // 1: fine
+        "event=0x1C0",           // 2: 9-bit event on Intel
+        "umask=3",               // 3: no event
+        "event=0xC4,en=1",       // 4: the driver's bit, not the user's
+        "event=0xC4,event=0xC5", // 5: twice
+        "event=0xC4,cmask=256",  // 6: out of range
+        "event=0xC4,inv=2",      // 7
+        "event=0xC5",            // 8: fine
+    ];
+    let (selection, rejections) = custom(&first, Vendor::Intel);
     assert_eq!(
-        why,
+        rejections,
         [
             (2, Rejection::OutOfRange),
             (3, Rejection::MissingEvent),
@@ -137,17 +144,31 @@ fn malformed_lines_are_rejected_and_the_rest_kept() {
             (5, Rejection::DuplicateKey),
             (6, Rejection::OutOfRange),
             (7, Rejection::OutOfRange),
-            (8, Rejection::OutOfRange),
-            (9, Rejection::OutOfRange),
-            (10, Rejection::OutOfRange),
-            (11, Rejection::UnknownKey),
-            (12, Rejection::OutOfRange),
         ]
     );
-    assert_eq!(selection.rejected, 11);
+    assert_eq!(selection.rejected, 6);
     assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
-    assert_eq!(selection.custom[1].map(|e| e.event), Some(0xC5));
-    assert_eq!(selection.custom[2], None);
+    assert!(selection.custom[1..7].iter().all(Option::is_none), "a rejected line's slot stays empty");
+    assert_eq!(selection.custom[7].map(|e| e.event), Some(0xC5), "the other lines are kept, in place");
+    let second = [
+        "event=C4",                                             // 1: hex without 0x
+        "event=0xC4,name=",                                     // 2: empty name
+        "event=0xC4,name=abcdefghijklmnopqrstuvwxyz0123456789", // 3: name too long
+        "event",                                                // 4: no value
+        "event=0x",                                             // 5
+    ];
+    let (selection, rejections) = custom(&second, Vendor::Intel);
+    assert_eq!(
+        rejections,
+        [
+            (1, Rejection::OutOfRange),
+            (2, Rejection::OutOfRange),
+            (3, Rejection::OutOfRange),
+            (4, Rejection::UnknownKey),
+            (5, Rejection::OutOfRange),
+        ]
+    );
+    assert!(selection.custom.iter().all(Option::is_none));
 }
 
 #[test]
@@ -202,7 +223,7 @@ fn amd_events_that_need_a_counter_pair_are_refused() {
     let (selection, rejections) =
         custom(&["event=0xFFF", "event=0x003,umask=0xFF", "event=0x0C0"], Vendor::Amd);
     assert_eq!(rejections, [(1, Rejection::NeedsCounterPair), (2, Rejection::NeedsCounterPair)]);
-    assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
+    assert_eq!(selection.custom[2].map(|e| e.event), Some(0xC0), "line 2 is custom event 2");
     // Intel's event 03H is an ordinary event (LD_BLOCKS on its cores).
     assert!(custom(&["event=0x03,umask=0x02"], Vendor::Intel).1.is_empty());
 }

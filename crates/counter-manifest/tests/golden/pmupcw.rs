@@ -372,65 +372,73 @@ pub mod hardware_counters {
         /// Frequency: IA32_MPERF (64-bit). Not displayed.
         pub const RELATIVE_FREQUENCY_PERCENT_BASE: u16 = 35;
         /// "Custom Event 0/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 0: the 1. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 0: the first line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT0_PER_SEC: u16 = 36;
         /// "Custom Event 0" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 0
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT0_TOTAL: u16 = 37;
         /// "Custom Event 1/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 1: the 2. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 1: the second line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT1_PER_SEC: u16 = 38;
         /// "Custom Event 1" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 1
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT1_TOTAL: u16 = 39;
         /// "Custom Event 2/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 2: the 3. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 2: the third line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT2_PER_SEC: u16 = 40;
         /// "Custom Event 2" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 2
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT2_TOTAL: u16 = 41;
         /// "Custom Event 3/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 3: the 4. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 3: the fourth line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT3_PER_SEC: u16 = 42;
         /// "Custom Event 3" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 3
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT3_TOTAL: u16 = 43;
         /// "Custom Event 4/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 4: the 5. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 4: the fifth line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT4_PER_SEC: u16 = 44;
         /// "Custom Event 4" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 4
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT4_TOTAL: u16 = 45;
         /// "Custom Event 5/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 5: the 6. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 5: the sixth line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT5_PER_SEC: u16 = 46;
         /// "Custom Event 5" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 5
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT5_TOTAL: u16 = 47;
         /// "Custom Event 6/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 6: the 7. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 6: the seventh line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT6_PER_SEC: u16 = 48;
         /// "Custom Event 6" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 6
         /// since the driver started counting it (64-bit, never decreases).
         pub const CUSTOM_EVENT6_TOTAL: u16 = 49;
         /// "Custom Event 7/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
-        /// custom event 7: the 8. accepted line of the service's Parameters\\CustomEvents value, counted when
-        /// Parameters\\Profile is custom. 0 otherwise, and for a rejected line (Hardware Counters
-        /// Driver\\Rejected Custom Events).
+        /// custom event 7: the eighth line of the service's Parameters\\CustomEvents value (line n is custom
+        /// event n, counting from 0, whatever happens to the lines before it), counted when
+        /// Parameters\\Profile is custom. 0 otherwise, and while that line is rejected (Hardware Counters
+        /// Driver\\Rejected Custom Events counts it; the other lines keep their numbers).
         pub const CUSTOM_EVENT7_PER_SEC: u16 = 50;
         /// "Custom Event 7" (perf_counter_large_rawcount, advanced, aggregate sum): Events of custom event 7
         /// since the driver started counting it (64-bit, never decreases).

@@ -16,10 +16,13 @@ pub struct Case {
     pub active_profile: u64,
     /// Rejected Custom Events it must show.
     pub rejected: u64,
-    /// The workload event (index into `pmu::RATES`) each accepted custom line counts in the virtual
-    /// PMU, in acceptance order (`None`: an event the workload does not make).
+    /// The workload event (index into `pmu::RATES`) each custom line counts in the virtual PMU, by
+    /// line: line n is Custom Event n (`None`: an event the workload does not make, or a rejected
+    /// line, which [`Case::rejected_lines`] names).
     pub custom: Vec<Option<usize>>,
-    /// Which accepted lines name `core=performance` (on a hybrid model, every model-specific line:
+    /// Which lines are rejected: they take no counter, and their Custom Event reads 0.
+    pub rejected_lines: Vec<bool>,
+    /// Which lines name `core=performance` (on a hybrid model, every model-specific line:
     /// src/pmu/profile.rs refuses one that names no core type there).
     pub performance_only: Vec<bool>,
 }
@@ -106,6 +109,7 @@ pub fn all(intel: bool, hybrid: bool) -> Vec<Case> {
             active_profile: 0,
             rejected: 0,
             custom: vec![],
+            rejected_lines: vec![],
             performance_only: vec![],
         },
         Case {
@@ -115,6 +119,7 @@ pub fn all(intel: bool, hybrid: bool) -> Vec<Case> {
             active_profile: 1,
             rejected: 0,
             custom: vec![],
+            rejected_lines: vec![],
             performance_only: vec![],
         },
     ];
@@ -127,6 +132,7 @@ pub fn all(intel: bool, hybrid: bool) -> Vec<Case> {
             active_profile: 2,
             rejected: count.saturating_sub(CUSTOM_EVENTS) as u64,
             custom: lines[..count.min(CUSTOM_EVENTS)].iter().map(|(_, event)| *event).collect(),
+            rejected_lines: vec![false; count.min(CUSTOM_EVENTS)],
             performance_only: performance_only(count.min(CUSTOM_EVENTS)),
         });
     }
@@ -155,6 +161,7 @@ fn malformed(lines: &[(&str, Option<usize>); 9]) -> Vec<Case> {
             active_profile,
             rejected,
             performance_only: vec![false; custom.len()],
+            rejected_lines: vec![false; custom.len()],
             custom,
         };
     vec![
@@ -162,13 +169,17 @@ fn malformed(lines: &[(&str, Option<usize>); 9]) -> Vec<Case> {
         case("unknown Profile", sz("fastest"), None, 0, 1, vec![]),
         case("overlong CustomEvents", sz("custom"), multi_sz(&[&long]), 2, 1, vec![]),
         case("CustomEvents as REG_SZ", sz("custom"), sz(lines[0].0), 2, 1, vec![]),
-        case(
-            "CustomEvents with malformed lines",
-            sz("custom"),
-            multi_sz(&mixed),
-            2,
-            5,
-            vec![lines[0].1, lines[1].1, lines[2].1],
-        ),
+        Case {
+            // Line n is Custom Event n: the valid lines 0, 4 and 7 keep their numbers.
+            rejected_lines: vec![false, true, true, true, false, true, true, false],
+            ..case(
+                "CustomEvents with malformed lines",
+                sz("custom"),
+                multi_sz(&mixed),
+                2,
+                5,
+                vec![lines[0].1, None, None, None, lines[1].1, None, None, lines[2].1],
+            )
+        },
     ]
 }

@@ -310,7 +310,7 @@ fn check_custom_capacity(case: &Case, truth: &Counts) {
         // The lines that run on this processor take its counters in order.
         let mut rank = 0;
         for (line, event) in case.custom.iter().enumerate() {
-            if !runs_on(case, line, vp) {
+            if !runs_on(case, line, vp) || case.rejected_lines.get(line) == Some(&true) {
                 continue;
             }
             rank += 1;
