@@ -96,8 +96,7 @@ impl Driver {
             .inspect_err(|status| log_error!("registering for \\Callback\\PowerState failed: {status:#x}"))?;
         let by_core_type = PoolBox::new(CoreTypeCounters::new(pmu.clone(), pcw::upcase))
             .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
-        let provider =
-            HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::performance_counter);
+        let provider = HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::nanoseconds);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
         // Each counterset's name and descriptors come from its generated binding: the callback's
         // counterset, and the counterset the status block belongs to.

@@ -8,6 +8,15 @@ pub fn performance_counter() -> u64 {
     unsafe { KeQueryPerformanceCounter(core::ptr::null_mut()) as u64 }
 }
 
+/// The performance counter now, in nanoseconds (the unit of Avg. Collect Time (ns)).
+pub fn nanoseconds() -> u64 {
+    let mut frequency = 0i64;
+    // SAFETY: callable at any IRQL; `frequency` is a valid output.
+    let ticks = unsafe { KeQueryPerformanceCounter(&mut frequency) } as u64;
+    let frequency = frequency.max(1) as u128;
+    (u128::from(ticks) * 1_000_000_000 / frequency).min(u128::from(u64::MAX)) as u64
+}
+
 /// Converts performance-counter ticks to 100 ns units (the unit of kernel timeouts).
 pub fn ticks_to_100ns(ticks: u64) -> u64 {
     let mut frequency = 0i64;

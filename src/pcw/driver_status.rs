@@ -76,11 +76,12 @@ impl DriverStatus {
         self.block.pmu_state.store(state as u32, Ordering::Release);
     }
 
-    /// Counts one collect request that took `ticks` of the performance counter.
-    pub fn record_collect(&self, ticks: u64) {
+    /// Counts one collect request that took `nanoseconds`.
+    pub fn record_collect(&self, nanoseconds: u64) {
         self.block.collect_requests.fetch_add(1, Ordering::Relaxed);
-        // perf_average_timer and perf_average_base are 32-bit: PDH uses the difference of two samples.
-        self.block.collect_time.fetch_add(ticks as u32, Ordering::Relaxed);
+        // The time sum is 64-bit (perf_average_bulk: 584 years of collecting before it wraps);
+        // perf_average_base is 32-bit, and PDH uses the difference of two samples.
+        self.block.collect_time_ns.fetch_add(nanoseconds, Ordering::Relaxed);
         self.block.collect_count.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -169,12 +170,12 @@ mod tests {
         status.set_pmu_state(PmuState::Busy);
         status.record_allocation_failure();
         status.record_collect(7);
-        status.record_collect(u64::from(u32::MAX) + 3); // wraps the 32-bit time sum, as PDH expects
+        status.record_collect(u64::from(u32::MAX) + 3); // past 32 bits: the 64-bit sum holds it
         let block = status.block();
         assert_eq!(block.pmu_state.load(Ordering::Relaxed), 2);
         assert_eq!(block.allocation_failures.load(Ordering::Relaxed), 1);
         assert_eq!(block.collect_requests.load(Ordering::Relaxed), 2);
         assert_eq!(block.collect_count.load(Ordering::Relaxed), 2);
-        assert_eq!(block.collect_time.load(Ordering::Relaxed), 7u32.wrapping_add(2));
+        assert_eq!(block.collect_time_ns.load(Ordering::Relaxed), u64::from(u32::MAX) + 10);
     }
 }

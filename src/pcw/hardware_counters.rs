@@ -56,7 +56,7 @@ pub struct HardwareCounters<P, S> {
 
 impl<P: Deref<Target = [ProcessorInstance]> + Sync, S: CountSource> HardwareCounters<P, S> {
     /// `upcase` folds case for instance-mask matching (the kernel's RtlUpcaseUnicodeChar); `clock`
-    /// reads the performance counter in the ticks PDH uses for timers.
+    /// reads a clock in nanoseconds (collect times, for Avg. Collect Time (ns)).
     pub fn new(
         processors: P,
         source: S,

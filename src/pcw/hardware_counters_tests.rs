@@ -226,7 +226,7 @@ fn every_collect_is_counted_and_timed() {
     let block = provider.status.block();
     assert_eq!(block.collect_requests.load(Ordering::Relaxed), 3);
     assert_eq!(block.collect_count.load(Ordering::Relaxed), 3);
-    assert_eq!(block.collect_time.load(Ordering::Relaxed), 15);
+    assert_eq!(block.collect_time_ns.load(Ordering::Relaxed), 15);
 }
 
 /// 16 consumers collect at once, each with its own masks, while another adds and removes queries;

@@ -1137,7 +1137,7 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 88 bytes, the 8-byte
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 96 bytes, the 8-byte
     /// fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1146,38 +1146,40 @@ pub mod driver_status {
         pub overflow_interrupts: u64,
         /// Field `CollectRequests`, offset 8: read by counter 3 (CollectsPerSec).
         pub collect_requests: u64,
-        /// Field `FreshCollects`, offset 16: read by counter 15 (FreshCollectsPerSec).
+        /// Field `CollectTimeNs`, offset 16: read by counter 4 (AverageCollectTimeNs).
+        pub collect_time_ns: u64,
+        /// Field `FreshCollects`, offset 24: read by counter 15 (FreshCollectsPerSec).
         pub fresh_collects: u64,
-        /// Field `ServedCollects`, offset 24: read by counter 16 (ServedCollectsPerSec).
+        /// Field `ServedCollects`, offset 32: read by counter 16 (ServedCollectsPerSec).
         pub served_collects: u64,
-        /// Field `PmuState`, offset 32: read by counter 0 (PmuState).
+        /// Field `PmuState`, offset 40: read by counter 0 (PmuState).
         pub pmu_state: u32,
-        /// Field `CountersOwned`, offset 36: read by counter 1 (CountersOwned).
+        /// Field `CountersOwned`, offset 44: read by counter 1 (CountersOwned).
         pub counters_owned: u32,
-        /// Field `CollectTime`, offset 40: read by counter 4 (AverageCollectTime).
-        pub collect_time: u32,
-        /// Field `CollectCount`, offset 44: read by counter 5 (AverageCollectTimeBase).
+        /// Field `CollectCount`, offset 48: read by counter 5 (AverageCollectTimeNsBase).
         pub collect_count: u32,
-        /// Field `AllocationFailures`, offset 48: read by counter 6 (AllocationFailures).
+        /// Field `AllocationFailures`, offset 52: read by counter 6 (AllocationFailures).
         pub allocation_failures: u32,
-        /// Field `OwnershipFailures`, offset 52: read by counter 7 (OwnershipFailures).
+        /// Field `OwnershipFailures`, offset 56: read by counter 7 (OwnershipFailures).
         pub ownership_failures: u32,
-        /// Field `PmuReprograms`, offset 56: read by counter 8 (PmuReprograms).
+        /// Field `PmuReprograms`, offset 60: read by counter 8 (PmuReprograms).
         pub pmu_reprograms: u32,
-        /// Field `TopdownSource`, offset 60: read by counter 9 (TopdownSource).
+        /// Field `TopdownSource`, offset 64: read by counter 9 (TopdownSource).
         pub topdown_source: u32,
-        /// Field `ActiveProfile`, offset 64: read by counter 10 (ActiveProfile).
+        /// Field `ActiveProfile`, offset 68: read by counter 10 (ActiveProfile).
         pub active_profile: u32,
-        /// Field `RejectedCustomEvents`, offset 68: read by counter 11 (RejectedCustomEvents).
+        /// Field `RejectedCustomEvents`, offset 72: read by counter 11 (RejectedCustomEvents).
         pub rejected_custom_events: u32,
-        /// Field `ProcessorsNotMonitored`, offset 72: read by counter 12 (ProcessorsNotMonitored).
+        /// Field `ProcessorsNotMonitored`, offset 76: read by counter 12 (ProcessorsNotMonitored).
         pub processors_not_monitored: u32,
-        /// Field `EventsWithoutCounter`, offset 76: read by counter 13 (EventsWithoutCounter).
+        /// Field `EventsWithoutCounter`, offset 80: read by counter 13 (EventsWithoutCounter).
         pub events_without_counter: u32,
-        /// Field `EventsNotSupported`, offset 80: read by counter 14 (EventsNotSupported).
+        /// Field `EventsNotSupported`, offset 84: read by counter 14 (EventsNotSupported).
         pub events_not_supported: u32,
-        /// Field `MinimumCollectInterval`, offset 84: read by counter 17 (MinimumCollectInterval).
+        /// Field `MinimumCollectInterval`, offset 88: read by counter 17 (MinimumCollectInterval).
         pub minimum_collect_interval: u32,
+        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
+        pub reserved: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1190,11 +1192,11 @@ pub mod driver_status {
     pub struct AtomicValues {
         pub overflow_interrupts: core::sync::atomic::AtomicU64,
         pub collect_requests: core::sync::atomic::AtomicU64,
+        pub collect_time_ns: core::sync::atomic::AtomicU64,
         pub fresh_collects: core::sync::atomic::AtomicU64,
         pub served_collects: core::sync::atomic::AtomicU64,
         pub pmu_state: core::sync::atomic::AtomicU32,
         pub counters_owned: core::sync::atomic::AtomicU32,
-        pub collect_time: core::sync::atomic::AtomicU32,
         pub collect_count: core::sync::atomic::AtomicU32,
         pub allocation_failures: core::sync::atomic::AtomicU32,
         pub ownership_failures: core::sync::atomic::AtomicU32,
@@ -1206,6 +1208,7 @@ pub mod driver_status {
         pub events_without_counter: core::sync::atomic::AtomicU32,
         pub events_not_supported: core::sync::atomic::AtomicU32,
         pub minimum_collect_interval: core::sync::atomic::AtomicU32,
+        pub reserved: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1217,11 +1220,11 @@ pub mod driver_status {
             AtomicValues {
                 overflow_interrupts: core::sync::atomic::AtomicU64::new(0),
                 collect_requests: core::sync::atomic::AtomicU64::new(0),
+                collect_time_ns: core::sync::atomic::AtomicU64::new(0),
                 fresh_collects: core::sync::atomic::AtomicU64::new(0),
                 served_collects: core::sync::atomic::AtomicU64::new(0),
                 pmu_state: core::sync::atomic::AtomicU32::new(0),
                 counters_owned: core::sync::atomic::AtomicU32::new(0),
-                collect_time: core::sync::atomic::AtomicU32::new(0),
                 collect_count: core::sync::atomic::AtomicU32::new(0),
                 allocation_failures: core::sync::atomic::AtomicU32::new(0),
                 ownership_failures: core::sync::atomic::AtomicU32::new(0),
@@ -1233,6 +1236,7 @@ pub mod driver_status {
                 events_without_counter: core::sync::atomic::AtomicU32::new(0),
                 events_not_supported: core::sync::atomic::AtomicU32::new(0),
                 minimum_collect_interval: core::sync::atomic::AtomicU32::new(0),
+                reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1244,8 +1248,8 @@ pub mod driver_status {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 4],
-        /// The 4-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 5],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
         pub narrow: [core::sync::atomic::AtomicU32; 14],
     }
 
@@ -1257,7 +1261,7 @@ pub mod driver_status {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 4],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 5],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
             }
         }
@@ -1275,6 +1279,7 @@ pub mod driver_status {
         crate::pcw::Cell::Wide(1),
         crate::pcw::Cell::Wide(2),
         crate::pcw::Cell::Wide(3),
+        crate::pcw::Cell::Wide(4),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
         crate::pcw::Cell::Narrow(2),
@@ -1288,7 +1293,6 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(10),
         crate::pcw::Cell::Narrow(11),
         crate::pcw::Cell::Narrow(12),
-        crate::pcw::Cell::Narrow(13),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1310,12 +1314,13 @@ pub mod driver_status {
         /// "Collect Requests/sec" (perf_counter_bulk_count, standard): Hardware Counters collect requests
         /// served per second.
         pub const COLLECTS_PER_SEC: u16 = 3;
-        /// "Avg. Collect Time" (perf_average_timer, standard): Average time one Hardware Counters collect
-        /// request took, in seconds, over the sample interval.
-        pub const AVERAGE_COLLECT_TIME: u16 = 4;
-        /// "Avg. Collect Time Base" (perf_average_base, standard): Base for Avg. Collect Time: collect
-        /// requests (low 32 bits). Not displayed.
-        pub const AVERAGE_COLLECT_TIME_BASE: u16 = 5;
+        /// "Avg. Collect Time (ns)" (perf_average_bulk, standard): Average time one Hardware Counters collect
+        /// request took, in nanoseconds, over the sample interval: the change of the driver's 64-bit sum of
+        /// collect times over the change of the collect count.
+        pub const AVERAGE_COLLECT_TIME_NS: u16 = 4;
+        /// "Avg. Collect Time (ns) Base" (perf_average_base, standard): Base for Avg. Collect Time (ns):
+        /// collect requests (low 32 bits: the average types' base is 32-bit). Not displayed.
+        pub const AVERAGE_COLLECT_TIME_NS_BASE: u16 = 5;
         /// "Allocation Failures" (perf_counter_rawcount, standard): Times the driver could not allocate
         /// memory it needed.
         pub const ALLOCATION_FAILURES: u16 = 6;
@@ -1388,24 +1393,24 @@ pub mod driver_status {
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 32, size: 4 },
-        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 36, size: 4 },
+        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 40, size: 4 },
+        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 44, size: 4 },
         CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::COLLECTS_PER_SEC, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME, struct_index: 0, offset: 40, size: 4 },
-        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_BASE, struct_index: 0, offset: 44, size: 4 },
-        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 48, size: 4 },
-        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 52, size: 4 },
-        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 56, size: 4 },
-        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 60, size: 4 },
-        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 64, size: 4 },
-        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 68, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 72, size: 4 },
-        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 76, size: 4 },
-        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 80, size: 4 },
-        CounterDescriptor { id: id::FRESH_COLLECTS_PER_SEC, struct_index: 0, offset: 16, size: 8 },
-        CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
-        CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 84, size: 4 },
+        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_NS, struct_index: 0, offset: 16, size: 8 },
+        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_NS_BASE, struct_index: 0, offset: 48, size: 4 },
+        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 52, size: 4 },
+        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 56, size: 4 },
+        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 60, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 64, size: 4 },
+        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 68, size: 4 },
+        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 72, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 76, size: 4 },
+        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 80, size: 4 },
+        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 84, size: 4 },
+        CounterDescriptor { id: id::FRESH_COLLECTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
+        CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 88, size: 4 },
     ];
 
     impl Values {
@@ -1420,6 +1425,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0000_0008 == 0 {
                 self.collect_requests = 0;
             }
+            if counter_mask & 0x0000_0000_0000_0010 == 0 {
+                self.collect_time_ns = 0;
+            }
             if counter_mask & 0x0000_0000_0000_8000 == 0 {
                 self.fresh_collects = 0;
             }
@@ -1431,9 +1439,6 @@ pub mod driver_status {
             }
             if counter_mask & 0x0000_0000_0000_0002 == 0 {
                 self.counters_owned = 0;
-            }
-            if counter_mask & 0x0000_0000_0000_0010 == 0 {
-                self.collect_time = 0;
             }
             if counter_mask & 0x0000_0000_0000_0020 == 0 {
                 self.collect_count = 0;
@@ -1475,11 +1480,11 @@ pub mod driver_status {
     pub const FIELDS: &[&str] = &[
         "OverflowInterrupts",
         "CollectRequests",
+        "CollectTimeNs",
         "FreshCollects",
         "ServedCollects",
         "PmuState",
         "CountersOwned",
-        "CollectTime",
         "CollectCount",
         "AllocationFailures",
         "OwnershipFailures",
@@ -1501,11 +1506,11 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: value(0),
                 collect_requests: value(1),
-                fresh_collects: value(2),
-                served_collects: value(3),
-                pmu_state: value(4) as u32,
-                counters_owned: value(5) as u32,
-                collect_time: value(6) as u32,
+                collect_time_ns: value(2),
+                fresh_collects: value(3),
+                served_collects: value(4),
+                pmu_state: value(5) as u32,
+                counters_owned: value(6) as u32,
                 collect_count: value(7) as u32,
                 allocation_failures: value(8) as u32,
                 ownership_failures: value(9) as u32,
@@ -1517,6 +1522,7 @@ pub mod driver_status {
                 events_without_counter: value(15) as u32,
                 events_not_supported: value(16) as u32,
                 minimum_collect_interval: value(17) as u32,
+                reserved: 0,
             }
         }
     }
@@ -1550,11 +1556,11 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: self.overflow_interrupts.load(RELAXED),
                 collect_requests: self.collect_requests.load(RELAXED),
+                collect_time_ns: self.collect_time_ns.load(RELAXED),
                 fresh_collects: self.fresh_collects.load(RELAXED),
                 served_collects: self.served_collects.load(RELAXED),
                 pmu_state: self.pmu_state.load(RELAXED),
                 counters_owned: self.counters_owned.load(RELAXED),
-                collect_time: self.collect_time.load(RELAXED),
                 collect_count: self.collect_count.load(RELAXED),
                 allocation_failures: self.allocation_failures.load(RELAXED),
                 ownership_failures: self.ownership_failures.load(RELAXED),
@@ -1566,6 +1572,7 @@ pub mod driver_status {
                 events_without_counter: self.events_without_counter.load(RELAXED),
                 events_not_supported: self.events_not_supported.load(RELAXED),
                 minimum_collect_interval: self.minimum_collect_interval.load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1578,22 +1585,23 @@ pub mod driver_status {
             Values {
                 overflow_interrupts: self.wide[0].load(RELAXED),
                 collect_requests: self.wide[1].load(RELAXED),
-                fresh_collects: self.wide[2].load(RELAXED),
-                served_collects: self.wide[3].load(RELAXED),
+                collect_time_ns: self.wide[2].load(RELAXED),
+                fresh_collects: self.wide[3].load(RELAXED),
+                served_collects: self.wide[4].load(RELAXED),
                 pmu_state: self.narrow[0].load(RELAXED),
                 counters_owned: self.narrow[1].load(RELAXED),
-                collect_time: self.narrow[2].load(RELAXED),
-                collect_count: self.narrow[3].load(RELAXED),
-                allocation_failures: self.narrow[4].load(RELAXED),
-                ownership_failures: self.narrow[5].load(RELAXED),
-                pmu_reprograms: self.narrow[6].load(RELAXED),
-                topdown_source: self.narrow[7].load(RELAXED),
-                active_profile: self.narrow[8].load(RELAXED),
-                rejected_custom_events: self.narrow[9].load(RELAXED),
-                processors_not_monitored: self.narrow[10].load(RELAXED),
-                events_without_counter: self.narrow[11].load(RELAXED),
-                events_not_supported: self.narrow[12].load(RELAXED),
-                minimum_collect_interval: self.narrow[13].load(RELAXED),
+                collect_count: self.narrow[2].load(RELAXED),
+                allocation_failures: self.narrow[3].load(RELAXED),
+                ownership_failures: self.narrow[4].load(RELAXED),
+                pmu_reprograms: self.narrow[5].load(RELAXED),
+                topdown_source: self.narrow[6].load(RELAXED),
+                active_profile: self.narrow[7].load(RELAXED),
+                rejected_custom_events: self.narrow[8].load(RELAXED),
+                processors_not_monitored: self.narrow[9].load(RELAXED),
+                events_without_counter: self.narrow[10].load(RELAXED),
+                events_not_supported: self.narrow[11].load(RELAXED),
+                minimum_collect_interval: self.narrow[12].load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1605,21 +1613,21 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 88);
+            assert_eq!(size_of::<Values>(), 96);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 32);
+            assert_eq!(offset_of!(AtomicCells, narrow), 40);
             let field_offsets = &[
                 offset_of!(Values, overflow_interrupts),
                 offset_of!(Values, collect_requests),
+                offset_of!(Values, collect_time_ns),
                 offset_of!(Values, fresh_collects),
                 offset_of!(Values, served_collects),
                 offset_of!(Values, pmu_state),
                 offset_of!(Values, counters_owned),
-                offset_of!(Values, collect_time),
                 offset_of!(Values, collect_count),
                 offset_of!(Values, allocation_failures),
                 offset_of!(Values, ownership_failures),
@@ -1635,7 +1643,7 @@ pub mod driver_status {
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 32 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 40 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -1646,56 +1654,58 @@ pub mod driver_status {
             );
             assert_eq!(offset_of!(Values, collect_requests), 8);
             assert_eq!(offset_of!(AtomicValues, collect_requests), offset_of!(Values, collect_requests));
-            assert_eq!(offset_of!(Values, fresh_collects), 16);
+            assert_eq!(offset_of!(Values, collect_time_ns), 16);
+            assert_eq!(offset_of!(AtomicValues, collect_time_ns), offset_of!(Values, collect_time_ns));
+            assert_eq!(offset_of!(Values, fresh_collects), 24);
             assert_eq!(offset_of!(AtomicValues, fresh_collects), offset_of!(Values, fresh_collects));
-            assert_eq!(offset_of!(Values, served_collects), 24);
+            assert_eq!(offset_of!(Values, served_collects), 32);
             assert_eq!(offset_of!(AtomicValues, served_collects), offset_of!(Values, served_collects));
-            assert_eq!(offset_of!(Values, pmu_state), 32);
+            assert_eq!(offset_of!(Values, pmu_state), 40);
             assert_eq!(offset_of!(AtomicValues, pmu_state), offset_of!(Values, pmu_state));
-            assert_eq!(offset_of!(Values, counters_owned), 36);
+            assert_eq!(offset_of!(Values, counters_owned), 44);
             assert_eq!(offset_of!(AtomicValues, counters_owned), offset_of!(Values, counters_owned));
-            assert_eq!(offset_of!(Values, collect_time), 40);
-            assert_eq!(offset_of!(AtomicValues, collect_time), offset_of!(Values, collect_time));
-            assert_eq!(offset_of!(Values, collect_count), 44);
+            assert_eq!(offset_of!(Values, collect_count), 48);
             assert_eq!(offset_of!(AtomicValues, collect_count), offset_of!(Values, collect_count));
-            assert_eq!(offset_of!(Values, allocation_failures), 48);
+            assert_eq!(offset_of!(Values, allocation_failures), 52);
             assert_eq!(
                 offset_of!(AtomicValues, allocation_failures),
                 offset_of!(Values, allocation_failures),
             );
-            assert_eq!(offset_of!(Values, ownership_failures), 52);
+            assert_eq!(offset_of!(Values, ownership_failures), 56);
             assert_eq!(offset_of!(AtomicValues, ownership_failures), offset_of!(Values, ownership_failures));
-            assert_eq!(offset_of!(Values, pmu_reprograms), 56);
+            assert_eq!(offset_of!(Values, pmu_reprograms), 60);
             assert_eq!(offset_of!(AtomicValues, pmu_reprograms), offset_of!(Values, pmu_reprograms));
-            assert_eq!(offset_of!(Values, topdown_source), 60);
+            assert_eq!(offset_of!(Values, topdown_source), 64);
             assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
-            assert_eq!(offset_of!(Values, active_profile), 64);
+            assert_eq!(offset_of!(Values, active_profile), 68);
             assert_eq!(offset_of!(AtomicValues, active_profile), offset_of!(Values, active_profile));
-            assert_eq!(offset_of!(Values, rejected_custom_events), 68);
+            assert_eq!(offset_of!(Values, rejected_custom_events), 72);
             assert_eq!(
                 offset_of!(AtomicValues, rejected_custom_events),
                 offset_of!(Values, rejected_custom_events),
             );
-            assert_eq!(offset_of!(Values, processors_not_monitored), 72);
+            assert_eq!(offset_of!(Values, processors_not_monitored), 76);
             assert_eq!(
                 offset_of!(AtomicValues, processors_not_monitored),
                 offset_of!(Values, processors_not_monitored),
             );
-            assert_eq!(offset_of!(Values, events_without_counter), 76);
+            assert_eq!(offset_of!(Values, events_without_counter), 80);
             assert_eq!(
                 offset_of!(AtomicValues, events_without_counter),
                 offset_of!(Values, events_without_counter),
             );
-            assert_eq!(offset_of!(Values, events_not_supported), 80);
+            assert_eq!(offset_of!(Values, events_not_supported), 84);
             assert_eq!(
                 offset_of!(AtomicValues, events_not_supported),
                 offset_of!(Values, events_not_supported),
             );
-            assert_eq!(offset_of!(Values, minimum_collect_interval), 84);
+            assert_eq!(offset_of!(Values, minimum_collect_interval), 88);
             assert_eq!(
                 offset_of!(AtomicValues, minimum_collect_interval),
                 offset_of!(Values, minimum_collect_interval),
             );
+            assert_eq!(offset_of!(Values, reserved), 92);
+            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1711,12 +1721,12 @@ pub mod driver_status {
                     size_of_val(&values.collect_requests),
                 ),
                 (
-                    id::AVERAGE_COLLECT_TIME,
-                    offset_of!(Values, collect_time),
-                    size_of_val(&values.collect_time),
+                    id::AVERAGE_COLLECT_TIME_NS,
+                    offset_of!(Values, collect_time_ns),
+                    size_of_val(&values.collect_time_ns),
                 ),
                 (
-                    id::AVERAGE_COLLECT_TIME_BASE,
+                    id::AVERAGE_COLLECT_TIME_NS_BASE,
                     offset_of!(Values, collect_count),
                     size_of_val(&values.collect_count),
                 ),

@@ -91,9 +91,15 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     let values = consumer::values(&status, &status_columns, Some(&status_first), &status_second);
     let seconds = (status_second.time - status_first.time) as f64 / status_second.frequency as f64;
     assert_eq!(values[column], Value::Value(6.0 / seconds));
-    // Avg. Collect Time: positive seconds per collect.
+    // Avg. Collect Time (ns): positive nanoseconds per collect, under a second, and exactly the
+    // change of the 64-bit time sum over the change of the collect count.
     let average = status_columns.iter().position(|c| c.counter == status.index_of(4).unwrap()).unwrap();
-    assert!(matches!(values[average], Value::Value(seconds) if seconds > 0.0 && seconds < 1.0), "{values:?}");
+    let sum = |sample: &Sample| sample.instances[0].values.as_ref().unwrap()[status.index_of(4).unwrap()];
+    let count = |sample: &Sample| sample.instances[0].values.as_ref().unwrap()[status.index_of(5).unwrap()];
+    let exact = (sum(&status_second) - sum(&status_first)) as f64
+        / (count(&status_second) - count(&status_first)) as f64;
+    assert_eq!(values[average], Value::Value(exact), "{values:?}");
+    assert!(exact > 0.0 && exact < 1e9, "{exact} ns per collect");
 
     let samples = Samples {
         first: &first,

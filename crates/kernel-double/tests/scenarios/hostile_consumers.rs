@@ -42,11 +42,10 @@ fn pool_in_use() -> usize {
     pool::outstanding().iter().map(|allocation| allocation.size).sum()
 }
 
-/// The status counterset's collect time sum (ticks of the 10 MHz performance counter, 32-bit) and
-/// collect count.
-fn collect_time() -> (u32, u32) {
+/// The status counterset's collect time sum (nanoseconds, 64-bit) and collect count (32-bit).
+fn collect_time() -> (u64, u32) {
     let status = driver_status();
-    (status[AVERAGE_COLLECT_TIME] as u32, status[AVERAGE_COLLECT_TIME + 1] as u32)
+    (status[AVERAGE_COLLECT_TIME], status[AVERAGE_COLLECT_TIME + 1] as u32)
 }
 
 #[test]
@@ -113,7 +112,7 @@ fn tight_collect_loop_from_sixteen_threads() {
     let ipis = ke::ipi_calls() - ipis_before;
     let (time_after, count_after) = collect_time();
     let collects = collects.load(Ordering::Relaxed);
-    let driver_seconds = f64::from(time_after.wrapping_sub(time_before)) / 1e7;
+    let driver_seconds = (time_after - time_before) as f64 / 1e9;
     println!(
         "{collects} collects by {CONSUMERS} threads in {elapsed:.3} s of the kernel's clock \
          ({} counted by the driver): {ipis} all-processor calls, {:.1} per second (bound {:.1}); \
@@ -235,7 +234,7 @@ fn instance_masks_of_the_longest_length_with_pathological_wildcards() {
         "{} masks of {LONGEST} units: {:.3} ms of driver time per collect (in the double), {} \
          all-processor calls in {:.3} s of the kernel's clock, pool in use {} bytes",
         masks.len(),
-        f64::from(time_after.wrapping_sub(time_before)) / 1e4 / f64::from(collects),
+        (time_after - time_before) as f64 / 1e6 / f64::from(collects),
         ke::ipi_calls() - ipis_before,
         (hal::clock() - clock_before) as f64 / 1e7,
         pool_in_use()

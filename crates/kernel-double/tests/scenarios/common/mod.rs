@@ -91,8 +91,8 @@ pub const BY_CORE_TYPE: &str = "Hardware Counters by Core Type";
 pub const FIRST_TOTAL: usize = 7;
 /// Manifest id of the per-processor Overflow Interrupts counter.
 pub const OVERFLOW_INTERRUPTS: usize = 20;
-/// Index of Avg. Collect Time's sum (ticks, 32-bit) in the status counterset's values; its base, the
-/// collect count, follows.
+/// Index of Avg. Collect Time (ns)'s sum (nanoseconds, 64-bit) in the status counterset's values; its
+/// base, the collect count, follows.
 pub const AVERAGE_COLLECT_TIME: usize = 4;
 /// Index of Fresh Collects/sec's count in the status counterset's values; Served Collects/sec's
 /// follows.
