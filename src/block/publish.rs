@@ -123,6 +123,21 @@ pub fn event(block: &AtomicCells, event: Event, count: u64) {
     event.visit(StoreCount { block, count });
 }
 
+/// The count of `event` the block shows (0 for an event it does not show): for a count the block
+/// itself keeps, such as reference cycles from MPERF ([`add_to_event`]).
+#[inline(always)]
+pub fn event_count(block: &AtomicCells, event: Event) -> u64 {
+    EVENT_TARGETS[event.index()].load(block)
+}
+
+/// Adds `advance` to the count of `event` the block shows: for a count no counter holds, which the
+/// block keeps (reference cycles from MPERF's advance between reads).
+#[inline(always)]
+pub fn add_to_event(block: &AtomicCells, event: Event, advance: u64) {
+    let total = event_count(block, event).wrapping_add(advance);
+    self::event(block, event, total);
+}
+
 /// Where a read stores one event's count, worked out once per session: the index of the block's
 /// 8-byte cell that shows the event, or an index past every cell for an event the block does not
 /// show. A reader that keeps one per counter stores each count with one bounds-checked store, where

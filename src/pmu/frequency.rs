@@ -32,3 +32,24 @@ impl FrequencyCounters {
         (self.aperf.load(Ordering::Relaxed), self.mperf.load(Ordering::Relaxed))
     }
 }
+
+/// The reference cycles MPERF counted from reading `before` to reading `now`: their difference, or
+/// where MPERF went back (software may write it: Intel SDM Vol. 3B, "Hardware Coordination Feedback"
+/// has the OS reset it; some firmware and hypervisors do at resume), the count since it was reset,
+/// `now`. Never more than MPERF counted, so a total built from it never runs ahead or back.
+pub const fn mperf_advance(before: u64, now: u64) -> u64 {
+    if now >= before { now - before } else { now }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mperf_advance;
+
+    #[test]
+    fn mperf_advances_by_its_difference_or_from_a_reset() {
+        assert_eq!(mperf_advance(1_000, 1_600), 600);
+        assert_eq!(mperf_advance(1_000, 1_000), 0);
+        // Reset to 0 since, then counted 250.
+        assert_eq!(mperf_advance(1_000, 250), 250);
+    }
+}

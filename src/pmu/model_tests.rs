@@ -118,7 +118,10 @@ pub(crate) const HYPERV_ROOT_XEON_W1290P_MODEL: PmuModel =
 pub(crate) const HYPERV_ALDER_LAKE_P_ONLY_MODEL: PmuModel =
     PmuModel { host: Host::Microsoft, ..ALDER_LAKE_P_ONLY_MODEL };
 pub(crate) const ZEN2_MODEL: PmuModel = PmuModel { model: 0x71, ..AMD_BASE };
-pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, ..AMD_BASE };
+pub(crate) const ZEN3_MODEL: PmuModel = PmuModel { family: 0x19, model: 0x21, aperf_mperf: true, ..AMD_BASE };
+/// The Ryzen 9 9950X: 6 core counters, as on Zen 4.
+pub(crate) const ZEN5_MODEL: PmuModel =
+    PmuModel { family: 0x1A, model: 0x44, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 pub(crate) const ZEN5_8_COUNTERS_MODEL: PmuModel = PmuModel {
     family: 0x1A,
     model: 0x44,
@@ -131,7 +134,7 @@ pub(crate) const ZEN4_MODEL: PmuModel =
     PmuModel { family: 0x19, model: 0x61, amd_perfmon_v2: true, aperf_mperf: true, ..AMD_BASE };
 
 /// Every processor of the table and what detection must say.
-pub(crate) const TABLE: [(&Cpu, Detection); 30] = [
+pub(crate) const TABLE: [(&Cpu, Detection); 32] = [
     (&SKYLAKE_I7_6700K, Detection::Usable(SKYLAKE_MODEL)),
     (&SKYLAKE_I5_6400T, Detection::Usable(SKYLAKE_NO_HT_MODEL)),
     (&ICE_LAKE_I7_1065G7, Detection::Usable(ICE_LAKE_MODEL)),
@@ -149,6 +152,7 @@ pub(crate) const TABLE: [(&Cpu, Detection); 30] = [
     (&ZEN2_RYZEN9_3950X, Detection::Usable(ZEN2_MODEL)),
     (&ZEN3_RYZEN9_5900X, Detection::Usable(ZEN3_MODEL)),
     (&ZEN4_RYZEN9_7950X, Detection::Usable(ZEN4_MODEL)),
+    (&ZEN5_RYZEN9_9950X, Detection::Usable(ZEN5_MODEL)),
     (&ZEN5_SYNTHETIC_8_COUNTERS, Detection::Usable(ZEN5_8_COUNTERS_MODEL)),
     (&HYPERV_ROOT_XEON_W1290P, Detection::Usable(HYPERV_ROOT_XEON_W1290P_MODEL)),
     (&HYPERV_ROOT_ALDER_LAKE_P_ONLY, Detection::Usable(HYPERV_ALDER_LAKE_P_ONLY_MODEL)),
@@ -157,7 +161,8 @@ pub(crate) const TABLE: [(&Cpu, Detection); 30] = [
     (&HYPERV_ROOT_EPYC_7401P, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_GUEST_NO_PMU, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&HYPERV_GUEST_PMU_BIT_LEAF_A_ZERO, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
-    (&KVM_GUEST_NO_PMU, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
+    (&KVM_GUEST_EMERALD_RAPIDS, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
+    (&KVM_GUEST_EPYC_GENOA, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&KVM_GUEST_ZEN2_NO_PERFCTR_CORE, Detection::Unusable(Unusable::HypervisorWithoutPmu)),
     (&KVM_GUEST_ZEN2, Detection::Usable(PmuModel { host: Host::OtherHypervisor, ..ZEN2_MODEL })),
     (&ZHAOXIN_KX6000, Detection::Unusable(Unusable::UnknownVendor)),

@@ -11,7 +11,9 @@
 //!    miss or mispredict count alone already gives misses per kilo-instruction, whereas a reference
 //!    or branch count alone only feeds a percentage that also needs its partner;
 //! 3. reference cycles last: on Intel it normally sits on fixed counter 2 and never competes; on AMD
-//!    Zen 4 (6 counters for 7 events) it yields to the branch pair.
+//!    it takes no core counter where MPERF exists ([`CounterPlan::reference_from_mperf`]), and
+//!    yields to the branch pair where it does not (Zen 4 and 5 in a guest without MPERF: 6 counters
+//!    for 7 events).
 //!
 //! AMD family 15h constraints, Intel events taken as unconstrained, and the HAL counter indices: `docs/pmu.md`.
 
@@ -183,6 +185,8 @@ pub struct CounterPlan {
     /// Those inputs are an Atom core's, which count the categories themselves
     /// ([`crate::pmu::topdown::from_events`]).
     topdown_atom: bool,
+    /// Reference cycles come from MPERF, not a counter ([`CounterPlan::reference_from_mperf`]).
+    reference_from_mperf: bool,
 }
 
 /// Fixed counter 3, TOPDOWN.SLOTS.
@@ -204,6 +208,7 @@ impl CounterPlan {
         topdown_metrics: false,
         topdown_width: None,
         topdown_atom: false,
+        reference_from_mperf: false,
     };
 
     /// Adds `assignment`, or gives it back when the plan is full (which [`MAX_ASSIGNMENTS`] says
@@ -242,9 +247,10 @@ impl CounterPlan {
         self.iter().find(|assignment| assignment.event == event)
     }
 
-    /// The events that are counted.
+    /// The events that are counted: by a counter, or reference cycles from MPERF.
     pub fn counted(&self) -> EventSet {
-        self.iter().fold(EventSet::EMPTY, |set, assignment| set.with(assignment.event))
+        let by_counters = self.iter().fold(EventSet::EMPTY, |set, assignment| set.with(assignment.event));
+        if self.reference_from_mperf { by_counters.with(Event::ReferenceCycles) } else { by_counters }
     }
 
     /// Events this processor cannot count (marked unavailable by CPUID, or no encoding on this vendor).
@@ -270,6 +276,15 @@ impl CounterPlan {
     /// Whether the top-down inputs are an Atom core's (see [`CounterPlan::topdown_width`]).
     pub fn topdown_atom(&self) -> bool {
         self.topdown_atom
+    }
+
+    /// Whether reference cycles are counted from MPERF instead of a core counter: on AMD wherever
+    /// CPUID.06H:ECX\[0\] reports it. AMD documents MPERF as counting at the P0 frequency while the
+    /// core is in C0 (AMD64 APM Vol. 2, "Effective Frequency Interface"), which is what unhalted
+    /// reference cycles are; event 120H (Zen 4 and later) would take one of six core counters, which
+    /// the default profile's other six events need, and earlier Zen cores have no such event.
+    pub fn reference_from_mperf(&self) -> bool {
+        self.reference_from_mperf
     }
 
     /// The IA32_PERF_GLOBAL_CTRL (Intel) or PerfCntrGlobalCtl (AMD PerfMonV2) value enabling exactly
@@ -361,8 +376,12 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
     let mut plan = CounterPlan::EMPTY;
     plan.topdown_metrics = model.topdown_metrics();
     let mut placed = EventSet::EMPTY;
+    if model.vendor == Vendor::Amd && model.aperf_mperf && wanted.events.contains(Event::ReferenceCycles) {
+        plan.reference_from_mperf = true;
+        placed = placed.with(Event::ReferenceCycles);
+    }
     for event in wanted.events.iter() {
-        if wanted.encoding(model, event).is_none() {
+        if !placed.contains(event) && wanted.encoding(model, event).is_none() {
             plan.unavailable = plan.unavailable.with(event);
         }
     }

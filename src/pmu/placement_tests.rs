@@ -152,11 +152,19 @@ fn zen_core_plan(pmi: bool, global: bool) -> Vec<Assignment> {
 }
 
 #[test]
-fn zen2_and_zen3_plans_count_six_events_without_reference_cycles() {
-    for cpu in [&cpus::ZEN2_RYZEN9_3950X, &cpus::ZEN3_RYZEN9_5900X] {
+fn zen2_and_zen3_plans_count_six_events_and_reference_cycles_where_mperf_is() {
+    // Zen 2's dump keeps no leaf 6: reference cycles cannot be counted. Zen 3's reports MPERF.
+    for (cpu, mperf) in [(&cpus::ZEN2_RYZEN9_3950X, false), (&cpus::ZEN3_RYZEN9_5900X, true)] {
         let plan = plan(&cpu.model());
         assert_eq!(assignments(&plan), zen_core_plan(false, false), "{}", cpu.name);
-        assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
+        assert_eq!(plan.reference_from_mperf(), mperf, "{}", cpu.name);
+        assert_eq!(
+            plan.unavailable(),
+            if mperf { set(&[]) } else { set(&[ReferenceCycles]) },
+            "{}",
+            cpu.name
+        );
+        assert_eq!(plan.counted().contains(ReferenceCycles), mperf, "{}", cpu.name);
         assert!(plan.dropped().is_empty());
         assert_eq!(plan.global_ctrl(), 0);
         assert_eq!(plan.fixed_ctrl(), 0);
@@ -164,18 +172,26 @@ fn zen2_and_zen3_plans_count_six_events_without_reference_cycles() {
 }
 
 #[test]
-fn zen4_plan_uses_perfmon_v2_and_drops_reference_cycles_for_lack_of_a_seventh_counter() {
-    let plan = plan(&cpus::ZEN4_RYZEN9_7950X.model());
-    // Global control, but no INT bit: the AMD HAL calls no client overflow handler.
-    assert_eq!(assignments(&plan), zen_core_plan(false, true));
-    assert!(plan.unavailable().is_empty());
-    assert_eq!(plan.dropped(), set(&[ReferenceCycles]));
-    assert_eq!(plan.global_ctrl(), 0x3F);
+fn zen4_and_zen5_plans_use_perfmon_v2_and_count_reference_cycles_from_mperf() {
+    for cpu in [&cpus::ZEN4_RYZEN9_7950X, &cpus::ZEN5_RYZEN9_9950X] {
+        let plan = plan(&cpu.model());
+        // Global control, but no INT bit: the AMD HAL calls no client overflow handler. The six core
+        // counters count the other six events; no counter counts reference cycles.
+        assert_eq!(assignments(&plan), zen_core_plan(false, true), "{}", cpu.name);
+        assert!(plan.reference_from_mperf(), "{}", cpu.name);
+        assert!(plan.unavailable().is_empty() && plan.dropped().is_empty(), "{}", cpu.name);
+        assert_eq!(plan.global_ctrl(), 0x3F);
+    }
 }
 
 #[test]
-fn zen4_with_a_seventh_counter_counts_reference_cycles() {
-    let model = PmuModel { gp_counters: 7, ..cpus::ZEN4_MODEL };
+fn zen4_without_mperf_counts_reference_cycles_on_event_120h_only_with_a_seventh_counter() {
+    // A virtual machine whose CPUID leaf 6 reports no MPERF.
+    let model = PmuModel { aperf_mperf: false, ..cpus::ZEN4_MODEL };
+    let six = plan(&model);
+    assert!(!six.reference_from_mperf());
+    assert_eq!(six.dropped(), set(&[ReferenceCycles]));
+    let model = PmuModel { gp_counters: 7, ..model };
     let plan = plan(&model);
     assert_eq!(
         plan.get(ReferenceCycles),

@@ -26,8 +26,9 @@ use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
-use crate::pmu::events::EventSet;
+use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
+use crate::pmu::frequency::mperf_advance;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
@@ -350,8 +351,12 @@ impl<P: Platform> PmuClient<P> {
         let Some(session) = uniform.or_else(|| session.part(processor.core_type())) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
+                let (_, before) = processor.frequency.last();
                 let (aperf, mperf) = processor.frequency.read(msrs);
                 publish::frequency(published, aperf, mperf);
+                if session.plan.reference_from_mperf() {
+                    publish::add_to_event(published, Event::ReferenceCycles, mperf_advance(before, mperf));
+                }
             }
             publish::overflow_interrupts(published, processor.counters.overflow_interrupts());
             let intact = if CHECK_ALL {

@@ -389,6 +389,11 @@ pub(super) fn counts_under(
         for (slot, assignment) in plan.as_slice().iter().enumerate() {
             counts.events[assignment.event.index()] = pmu.counters.reported(slot);
         }
+        // No counter holds them: the block keeps MPERF's advance over the sessions.
+        if plan.reference_from_mperf() {
+            counts.events[Event::ReferenceCycles.index()] =
+                publish::event_count(&processor.published, Event::ReferenceCycles);
+        }
     }
     // Kept in the block for IA32_PERF_METRICS; derived from the events in the topdown profile; 0 in a
     // plan with neither (after a topdown profile, say).

@@ -73,4 +73,9 @@ pub(super) fn start_counting(
         let _ = processor.poll().start(slot, 0, assignment.width);
     }
     program::start(vendor, plan, msrs);
+    // Reference cycles from MPERF count from here: its advance while nothing was owned is not the
+    // session's (as no counter counted then).
+    if plan.reference_from_mperf() {
+        let _ = processor.frequency.read(msrs);
+    }
 }

@@ -4,7 +4,9 @@
 //!
 //! Unless marked *synthetic*, every value is copied from an AIDA64 CPUID dump in the InstLatx64
 //! collection (github.com/InstLatx64/InstLatx64, snapshot 087af2c), file named in each entry, logical
-//! processor #0 unless said otherwise. Only the leaves PMU detection can read are kept; any other leaf
+//! processor #0 unless said otherwise; the two cloud virtual machines (`KVM_GUEST_EMERALD_RAPIDS`,
+//! `KVM_GUEST_EPYC_GENOA`) come from the dumps in `cloud/` (its README says where they were taken), which
+//! a test compares them with. Only the leaves PMU detection can read are kept; any other leaf
 //! reads as zeros, as leaves beyond the maximum roughly do (raw-cpuid never reads past the maximum
 //! basic or extended leaf).
 
@@ -290,12 +292,14 @@ pub const ZEN2_RYZEN9_3950X: Cpu = Cpu {
 };
 
 /// Ryzen 9 5900X (Vermeer, Zen 3, family 19h model 21h), AuthenticAMD0A20F10_K19_Vermeer2_CPUID.txt.
-/// PerfCtrExtCore set; leaf 0x80000022 present but zero (no PerfMonV2).
+/// PerfCtrExtCore set; leaf 0x80000022 present but zero (no PerfMonV2). Leaf 6 4/0/1/0: ECX\[0\]
+/// EffFreq, MPERF and APERF.
 pub const ZEN3_RYZEN9_5900X: Cpu = Cpu {
     name: "Ryzen 9 5900X (Zen 3)",
     leaves: &[
         basic(0x10, AMD),
         (0x1, 0, [0x00A20F10, 0x00180800, 0x7ED8320B, 0x178BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000001, 0x00000000]),
         (0xA, 0, [0, 0, 0, 0]),
         (0x8000_0000, 0, [0x80000023, AMD[0], AMD[1], AMD[2]]),
         (0x8000_0001, 0, [0x00A20F10, 0x20000000, 0x75C237FF, 0x2FD3FBFF]),
@@ -319,21 +323,36 @@ pub const ZEN4_RYZEN9_7950X: Cpu = Cpu {
     ],
 };
 
-/// *Synthetic*: a Zen 5 desktop processor (Ryzen 9 9950X signature 00B40F40: family 1Ah model 44h), no
-/// InstLatx64 dump being at hand. Leaves as on the Zen 4 dump where the families agree (PerfCtrExtCore,
-/// leaf 6 EffFreq), and leaf 0x80000022 with PerfMonV2 (EAX bit 0) and **8** core counters in EBX\[3:0\]:
-/// not what a 9950X reports (6), but a count no fixed assumption gives, so that a model built on it
-/// shows whether the counter count comes from CPUID (Linux `amd_core_pmu_init`: `ebx.split.num_core_pmc`).
-pub const ZEN5_SYNTHETIC_8_COUNTERS: Cpu = Cpu {
-    name: "synthetic: Zen 5 (family 1Ah model 44h), PerfMonV2 with 8 core counters",
+/// Ryzen 9 9950X (Granite Ridge, Zen 5, family 1Ah model 44h), AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt,
+/// logical processor #0. 0x80000022 00000007/00084106/3/0: PerfMonV2 (EAX bit 0) and **6** core
+/// counters (EBX\[3:0\]), as on Zen 4. Leaf 6 4/0/1/0: ECX\[0\] EffFreq, MPERF and APERF. The Ryzen 7
+/// 9700 and 9800 dumps (..._GraniteRidge_03 and _04) report the same leaf 0x80000022.
+pub const ZEN5_RYZEN9_9950X: Cpu = Cpu {
+    name: "Ryzen 9 9950X (Zen 5)",
     leaves: &[
         basic(0x10, AMD),
-        (0x1, 0, [0x00B40F40, 0x00200800, 0x7EF8320B, 0x178BFBFF]),
+        (0x1, 0, [0x00B40F40, 0x00200800, 0x7ED8320B, 0x178BFBFF]),
         (0x6, 0, [0x00000004, 0x00000000, 0x00000001, 0x00000000]),
         (0xA, 0, [0, 0, 0, 0]),
         (0x8000_0000, 0, [0x80000028, AMD[0], AMD[1], AMD[2]]),
         (0x8000_0001, 0, [0x00B40F40, 0x00000000, 0x75C237FF, 0x2FD3FBFF]),
-        (0x8000_0022, 0, [0x00000003, 0x00084108, 0x00000003, 0x00000000]),
+        (0x8000_0022, 0, [0x00000007, 0x00084106, 0x00000003, 0x00000000]),
+    ],
+};
+
+/// *Synthetic*: [`ZEN5_RYZEN9_9950X`] with **8** core counters in 0x80000022 EBX\[3:0\], a count no
+/// real part reports, so that detection shows the counter count comes from CPUID (Linux
+/// `amd_core_pmu_init`: `ebx.split.num_core_pmc`), not from the family.
+pub const ZEN5_SYNTHETIC_8_COUNTERS: Cpu = Cpu {
+    name: "synthetic: Zen 5 (family 1Ah model 44h), PerfMonV2 with 8 core counters",
+    leaves: &[
+        basic(0x10, AMD),
+        (0x1, 0, [0x00B40F40, 0x00200800, 0x7ED8320B, 0x178BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000001, 0x00000000]),
+        (0xA, 0, [0, 0, 0, 0]),
+        (0x8000_0000, 0, [0x80000028, AMD[0], AMD[1], AMD[2]]),
+        (0x8000_0001, 0, [0x00B40F40, 0x00000000, 0x75C237FF, 0x2FD3FBFF]),
+        (0x8000_0022, 0, [0x00000007, 0x00084108, 0x00000003, 0x00000000]),
     ],
 };
 
@@ -463,17 +482,44 @@ pub const HYPERV_GUEST_PMU_BIT_LEAF_A_ZERO: Cpu = Cpu {
 /// "KVMKVMKVM\0\0\0", KVM's leaf 0x40000000 signature.
 pub const KVM: [u32; 3] = [0x4B4D564B, 0x564B4D56, 0x0000004D];
 
-/// *Synthetic*: a KVM guest with its PMU disabled (QEMU `-cpu ...,pmu=off` zeroes leaf 0xA): the
-/// i7-6700K's leaves with the hypervisor bit set and KVM's signature.
-pub const KVM_GUEST_NO_PMU: Cpu = Cpu {
-    name: "synthetic: KVM guest without PMU",
+/// A Xeon (Emerald Rapids, 06_CFH) cloud virtual machine under KVM without a virtual PMU, processor 0
+/// of `cloud/kvm-guest-xeon-emerald-rapids-no-vpmu.json` (a real dump, see `cloud/README.md`): the
+/// hypervisor bit (CPUID.1:ECX\[31\]) and "KVMKVMKVM", leaf 0xA all zero, leaf 6 ECX\[0\] clear (no
+/// APERF/MPERF), PDCM (CPUID.1:ECX\[15\]) clear.
+pub const KVM_GUEST_EMERALD_RAPIDS: Cpu = Cpu {
+    name: "Xeon (Emerald Rapids), KVM cloud guest without PMU",
     leaves: &[
-        basic(0x16, INTEL),
-        (0x1, 0, [0x000506E3, 0x00100800, 0xFFFAFBBF, 0xBFEBFBFF]),
-        (0xA, 0, [0, 0, 0, 0]),
-        hypervisor(0x40000001, KVM),
-        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x0, 0, [0x00000020, 0x756E6547, 0x6C65746E, 0x49656E69]),
+        (0x1, 0, [0x000C06F2, 0x00100800, 0xFFFA3203, 0x1F8BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000000, 0x00000000]),
+        (0x7, 0, [0x00000002, 0xF1BF27EB, 0x1B415FDE, 0xBFD14410]),
+        (0x7, 1, [0x00001C30, 0x00000000, 0x00000000, 0x00000000]),
+        (0xA, 0, [0x00000000, 0x00000000, 0x00000000, 0x00000000]),
+        (0x1A, 0, [0x00000000, 0x00000000, 0x00000000, 0x00000000]),
+        (0x4000_0000, 0, [0x40000001, 0x4B4D564B, 0x564B4D56, 0x0000004D]),
+        (0x4000_0001, 0, [0x01007EFB, 0x00000000, 0x00000000, 0x00000000]),
+        (0x8000_0000, 0, [0x80000008, 0x00000000, 0x00000000, 0x00000000]),
         (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100800]),
+    ],
+};
+
+/// An EPYC (Genoa, Zen 4, family 19h model 11h) cloud virtual machine under KVM without a virtual PMU,
+/// processor 0 of `cloud/kvm-guest-epyc-genoa-no-vpmu.json` (a real dump): the hypervisor bit and
+/// "KVMKVMKVM", PerfCtrExtCore (0x80000001 ECX\[23\]) clear, maximum extended leaf 0x80000021 (no
+/// PerfMonV2 leaf), leaf 6 ECX\[0\] clear.
+pub const KVM_GUEST_EPYC_GENOA: Cpu = Cpu {
+    name: "EPYC (Genoa, Zen 4), KVM cloud guest without PMU",
+    leaves: &[
+        (0x0, 0, [0x0000001C, 0x68747541, 0x444D4163, 0x69746E65]),
+        (0x1, 0, [0x00A10F11, 0x00020800, 0xFFFA3203, 0x178BFBFF]),
+        (0x6, 0, [0x00000004, 0x00000000, 0x00000000, 0x00000000]),
+        (0x7, 0, [0x00000001, 0xF1BF07AB, 0x00405FC6, 0x00000010]),
+        (0x7, 1, [0x00000020, 0x00000000, 0x00000000, 0x00000000]),
+        (0xA, 0, [0x00000000, 0x00000000, 0x00000000, 0x00000000]),
+        (0x4000_0000, 0, [0x40000001, 0x4B4D564B, 0x564B4D56, 0x0000004D]),
+        (0x4000_0001, 0, [0x01007EFB, 0x00000000, 0x00000000, 0x00000000]),
+        (0x8000_0000, 0, [0x80000021, 0x68747541, 0x444D4163, 0x69746E65]),
+        (0x8000_0001, 0, [0x00A10F11, 0x40000000, 0x004003F3, 0x2FD3FBFF]),
     ],
 };
 

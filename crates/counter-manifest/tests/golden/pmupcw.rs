@@ -245,8 +245,10 @@ pub mod hardware_counters {
         pub const CYCLES_PER_SEC: u16 = 1;
         /// "Unhalted Reference Cycles/sec" (perf_counter_bulk_count, standard, aggregate sum): Reference
         /// (constant-rate) clock cycles per second while the processor is not halted (Intel: event 3C/01,
-        /// fixed counter 2; AMD Zen 4 and later: event 120, at the P0 frequency). Earlier AMD processors
-        /// cannot count it: 0, with bit 2 of Events Not Supported set.
+        /// fixed counter 2; AMD: IA32_MPERF, which AMD documents as counting at the P0 frequency while the
+        /// core is in C0, so no core counter is used; read only, never written). Where neither exists (an AMD
+        /// processor whose CPUID leaf 6 does not report MPERF, before Zen 4) it is not counted: 0, with bit 2
+        /// of Events Not Supported set.
         pub const REFERENCE_CYCLES_PER_SEC: u16 = 2;
         /// "LLC References/sec" (perf_counter_bulk_count, standard, aggregate sum): Last-level cache
         /// references per second (Intel: architectural event 2E/4F). On AMD, whose L3 has its own PMU, L2
@@ -1372,8 +1374,8 @@ pub mod driver_status {
         /// "Events Not Supported" (perf_counter_rawcount, standard): The events the active profile asks for
         /// that this processor (on a hybrid processor: one of its core types) cannot count, as a bit mask
         /// (the bits of Events Without a Counter): Intel marks an architectural event unavailable in CPUID
-        /// leaf 0AH, and AMD processors before Zen 4 have no reference-cycles event. They read 0; the debug
-        /// output names them.
+        /// leaf 0AH, and an AMD processor without MPERF (CPUID leaf 6) before Zen 4 has no reference-cycles
+        /// count. They read 0; the debug output names them.
         pub const EVENTS_NOT_SUPPORTED: u16 = 14;
         /// "Fresh Collects/sec" (perf_counter_bulk_count, standard): Hardware Counters collect requests per
         /// second that read every processor's counters (one all-processor call each). At most one per Minimum

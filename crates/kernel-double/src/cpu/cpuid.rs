@@ -118,7 +118,7 @@ pub static SAPPHIRE_RAPIDS: CpuModel = CpuModel {
 
 /// Every model of the double by the name `pmupcw-run --cpu-model` takes, which the configuration
 /// matrix scenario runs too (tests/scenarios/config_matrix/).
-pub static MODELS: [(&str, &CpuModel); 13] = [
+pub static MODELS: [(&str, &CpuModel); 15] = [
     ("skylake", &SKYLAKE),
     ("skylake-no-ht", &SKYLAKE_NO_HT),
     ("ice-lake", &ICE_LAKE),
@@ -131,6 +131,8 @@ pub static MODELS: [(&str, &CpuModel); 13] = [
     ("zen4", &ZEN4),
     ("zen5", &ZEN5),
     ("hyperv-no-pmu", &HYPERV_GUEST_NO_PMU),
+    ("kvm-emerald-rapids-no-pmu", &KVM_GUEST_EMERALD_RAPIDS),
+    ("kvm-genoa-no-pmu", &KVM_GUEST_EPYC_GENOA),
     ("no-pmu", &NO_PMU),
 ];
 
@@ -148,18 +150,19 @@ pub static ZEN4: CpuModel = CpuModel {
     other_cores: None,
 };
 
-/// *Synthetic* Zen 5 (family 1Ah) with PerfMonV2 reporting 8 core counters in CPUID 0x80000022
-/// EBX\[3:0\] (see crates/cpuid-dumps): PerfCtl/PerfCtr 0xC0010200..0xC001020F, all 8 usable.
+/// Ryzen 9 9950X (Zen 5, family 1Ah model 44h), from its InstLatx64 dump: PerfCtrExtCore, PerfMonV2
+/// with 6 core counters (CPUID 0x80000022 EBX\[3:0\]) as on Zen 4, APERF/MPERF (leaf 6 ECX\[0\]).
 pub static ZEN5: CpuModel = CpuModel {
-    name: "Zen 5 (synthetic, PerfMonV2, 8 core counters)",
-    leaves: dumps::ZEN5_SYNTHETIC_8_COUNTERS.leaves,
-    pmu: PmuKind::Amd { counters: 8, perfmon_v2: true },
+    name: "Ryzen 9 9950X (Zen 5, PerfMonV2)",
+    leaves: dumps::ZEN5_RYZEN9_9950X.leaves,
+    pmu: PmuKind::Amd { counters: 6, perfmon_v2: true },
     perf_capabilities: 0,
     other_cores: None,
 };
 
 /// Ryzen 9 5900X (Zen 3, family 19h model 21h): PerfCtrExtCore, 6 core counters, no PerfMonV2 (leaf
 /// 0x80000022 present but zero), so no global status and no overflow interrupt: the driver polls.
+/// APERF/MPERF (leaf 6 ECX\[0\]).
 pub static ZEN3: CpuModel = CpuModel {
     name: "Ryzen 9 5900X (Zen 3, no PerfMonV2)",
     leaves: dumps::ZEN3_RYZEN9_5900X.leaves,
@@ -253,6 +256,37 @@ pub static HYPERV_GUEST_NO_PMU: CpuModel = CpuModel {
     name: "Hyper-V guest without PMU",
     leaves: dumps::HYPERV_GUEST_NO_PMU.leaves,
     pmu: PmuKind::None,
+    perf_capabilities: 0,
+    other_cores: None,
+};
+
+/// A Xeon (Emerald Rapids) cloud virtual machine under KVM without a virtual PMU, from a real dump
+/// (crates/cpuid-dumps/cloud): leaf 0xA zero, no APERF/MPERF, no IA32_PERF_CAPABILITIES.
+pub static KVM_GUEST_EMERALD_RAPIDS: CpuModel = CpuModel {
+    name: "Xeon (Emerald Rapids), KVM cloud guest without PMU",
+    leaves: dumps::KVM_GUEST_EMERALD_RAPIDS.leaves,
+    pmu: PmuKind::None,
+    perf_capabilities: 0,
+    other_cores: None,
+};
+
+/// An EPYC (Genoa, Zen 4) cloud virtual machine under KVM without a virtual PMU, from a real dump
+/// (crates/cpuid-dumps/cloud): PerfCtrExtCore clear, no PerfMonV2 leaf, no APERF/MPERF.
+pub static KVM_GUEST_EPYC_GENOA: CpuModel = CpuModel {
+    name: "EPYC (Genoa, Zen 4), KVM cloud guest without PMU",
+    leaves: dumps::KVM_GUEST_EPYC_GENOA.leaves,
+    pmu: PmuKind::None,
+    perf_capabilities: 0,
+    other_cores: None,
+};
+
+/// *Synthetic*: a KVM guest on the Ryzen 9 3950X (Zen 2) given the PMU (PerfCtrExtCore exposed) but
+/// not APERF/MPERF (no leaf 6: KVM exposes them only when asked), as crates/cpuid-dumps'
+/// KVM_GUEST_ZEN2 presents it: a usable PMU without the frequency MSRs. Not in [`MODELS`].
+pub static KVM_GUEST_ZEN2_PMU_WITHOUT_MPERF: CpuModel = CpuModel {
+    name: "synthetic: KVM guest on Zen 2 with PerfCtrExtCore, without APERF/MPERF",
+    leaves: dumps::KVM_GUEST_ZEN2.leaves,
+    pmu: PmuKind::Amd { counters: 6, perfmon_v2: false },
     perf_capabilities: 0,
     other_cores: None,
 };

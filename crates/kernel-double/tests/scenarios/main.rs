@@ -27,6 +27,7 @@ mod consumer_typeperf;
 mod cpu_model_alder_lake;
 mod cpu_model_hybrid;
 mod cpu_model_hyperv_guest_no_pmu;
+mod cpu_model_kvm_cloud_guests;
 mod cpu_model_no_pmu;
 mod cpu_model_skylake;
 mod cpu_model_zen3;

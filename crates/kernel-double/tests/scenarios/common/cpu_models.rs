@@ -7,7 +7,7 @@
 use super::*;
 use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::cpuid::{self, CpuModel};
-use kernel_double::cpu::{msr, pmu};
+use kernel_double::cpu::{frequency, msr, pmu};
 use kernel_double::status::STATUS_SUCCESS;
 
 /// PMU State values (src/pcw/driver_status.rs).
@@ -66,6 +66,9 @@ pub fn run(model: &'static CpuModel, usable: Result<u64, u64>) {
                 assert_eq!(pmu::delivered(), interrupts, "overflow interrupts delivered");
                 let collected = collect_totals();
                 let expected = true_totals(processors);
+                if matches!(model.pmu, cpuid::PmuKind::Amd { .. }) && frequency::present(1) {
+                    assert!(expected[1][pmu::REFERENCE_CYCLES] > 0, "reference cycles from MPERF");
+                }
                 for (vp, ((totals, overflows), expected)) in collected.iter().zip(&expected).enumerate() {
                     assert_eq!(totals, expected, "processor {vp} after wrap {wrap}");
                     assert!(

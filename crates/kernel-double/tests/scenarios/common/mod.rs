@@ -207,9 +207,21 @@ pub fn free_pmu(handle: usize) {
 }
 
 /// What the virtual PMU says each processor's seven totals must be.
+///
+/// On an AMD processor with MPERF (CPUID.06H:ECX\[0\]) the reference cycles are MPERF's count: it
+/// counts at the P0 frequency while the core is in C0 (AMD APM Vol. 2, "Effective Frequency
+/// Interface"), and the driver counts them from it, where no core counter counts them. The scenarios
+/// run no work on a processor before the driver first owns the counters, nor while they are released.
 pub fn true_totals(processors: u32) -> Vec<[u64; 7]> {
+    use kernel_double::cpu::{cpuid, frequency, pmu};
     (0..processors)
-        .map(|vp| std::array::from_fn(|event| kernel_double::cpu::pmu::counted(vp, event)))
+        .map(|vp| {
+            let mut totals: [u64; 7] = std::array::from_fn(|event| pmu::counted(vp, event));
+            if matches!(cpuid::model_of(vp).pmu, cpuid::PmuKind::Amd { .. }) && frequency::present(vp) {
+                totals[pmu::REFERENCE_CYCLES] = frequency::counted(vp).1;
+            }
+            totals
+        })
         .collect()
 }
 

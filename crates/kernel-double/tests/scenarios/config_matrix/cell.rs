@@ -7,7 +7,7 @@ use crate::common::{self, HARDWARE_COUNTERS};
 use kernel_double::consumer::{self, Counterset, Sample};
 use kernel_double::control::pcw;
 use kernel_double::cpu::cpuid::{self, PmuKind};
-use kernel_double::cpu::{msr, pmu, topology};
+use kernel_double::cpu::{frequency, msr, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
 
 /// Status counterset positions: PMU State, Top-down Source, Active Profile, Rejected Custom Events.
@@ -46,8 +46,19 @@ pub struct Expect {
 /// Each processor's counts of every workload event.
 type Counts = Vec<[u64; pmu::EVENTS]>;
 
+/// The virtual PMU's counts, and on an AMD processor with MPERF (CPUID.06H:ECX\[0\]) its reference
+/// cycles as MPERF counts them: at the P0 frequency while the core is in C0 (AMD APM Vol. 2, "Effective
+/// Frequency Interface"), where no core counter counts them.
 fn counts() -> Counts {
-    (0..topology::processor_count()).map(|vp| std::array::from_fn(|event| pmu::counted(vp, event))).collect()
+    (0..topology::processor_count())
+        .map(|vp| {
+            let mut counts: [u64; pmu::EVENTS] = std::array::from_fn(|event| pmu::counted(vp, event));
+            if matches!(cpuid::model_of(vp).pmu, PmuKind::Amd { .. }) && frequency::present(vp) {
+                counts[pmu::REFERENCE_CYCLES] = frequency::counted(vp).1;
+            }
+            counts
+        })
+        .collect()
 }
 
 /// Runs `case` on a fresh load of the driver: collects `rounds` times after work, then once more

@@ -146,6 +146,8 @@ matrix_tests! {
     zen4 => "zen4",
     zen5 => "zen5",
     hyperv_no_pmu => "hyperv-no-pmu",
+    kvm_emerald_rapids_no_pmu => "kvm-emerald-rapids-no-pmu",
+    kvm_genoa_no_pmu => "kvm-genoa-no-pmu",
     no_pmu => "no-pmu",
 }
 
