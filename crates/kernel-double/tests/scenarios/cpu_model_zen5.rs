@@ -9,5 +9,5 @@ use kernel_double::cpu::cpuid;
 
 #[test]
 fn cpu_model_zen5() {
-    cpu_models::run(&cpuid::ZEN5, Ok(7));
+    cpu_models::run(&cpuid::ZEN5, Ok(8));
 }
