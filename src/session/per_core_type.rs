@@ -39,8 +39,14 @@ impl<P: Platform> PmuClient<P> {
     /// reports no fixed counter 3 on any core (Linux commit ee72a94ea4a6), so no table there has
     /// it. A refused list is therefore asked again without fixed counter 3, which the plan programs
     /// all the same (as it programs EN_PERF_METRICS, which no list names): a counter outside every
-    /// table is one the HAL can give no client. Only when that is refused too does the request fall
-    /// back to the whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner.
+    /// table is one the HAL can give no client. Nor does the HAL touch it: a release writes
+    /// IA32_PERF_GLOBAL_OVF_CTRL with the released reservation's mask alone
+    /// (`EmonReleaseReservedCounters`), and the overflow handler reprograms or flags only counters of
+    /// the interrupted processor's table (`EmonOverflowHandlerInternalV2Enhanced`); it does write
+    /// back every status bit of its mask, which on 24H2 includes fixed counter 3's and PERF_METRICS'
+    /// (`EmonInitializeProfilingBSP`), harmless since fixed counter 3 has no PMI and is zeroed at
+    /// every read (`docs/pmu.md`). Only when that is refused too does the request fall back to the
+    /// whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner.
     pub(super) fn request(
         &self,
         model: &PmuModel,
