@@ -38,7 +38,8 @@
 //! **The caller's processor.** Before reserving, the Intel interface checks every counter a list names
 //! against a counter table: on Windows 11 24H2 the table of the processor the caller runs on, built
 //! from CPUID leaf 0x23 only where CPUID.(7,1):EAX\[8\] says it is valid, else from leaf 0xA; on
-//! older builds counts read from leaf 0xA on processor 0. A counter outside it is
+//! older builds (and with 24H2's Original interface, [`set_interface`]) counts read from leaf 0xA on
+//! processor 0. A counter outside it is
 //! STATUS_INVALID_PARAMETER, whatever the affinity's processors have (`hal/table.rs`, with the sources):
 //! so on an Alder Lake hybrid no list with fixed counter 3 is ever granted, and on a Meteor Lake one
 //! only from a performance core on 24H2. [`counter_table`] gives the table a call on a processor meets.
@@ -55,6 +56,7 @@
 //! [`fail_allocation`]: control::fail_allocation
 //! [`allocate_for_another_client`]: control::allocate_for_another_client
 //! [`counter_table`]: control::counter_table
+//! [`set_interface`]: control::set_interface
 
 use super::enter;
 use super::faults::FaultPlan;

@@ -80,8 +80,19 @@ fn another_client_takes_a_free_counter(types: &[BTreeSet<u32>]) -> Vec<(usize, u
 }
 
 fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, build: u32, caller: Caller) {
+    scenario_with(model, performance_threads, build, caller, hal::Interface::Enhanced);
+}
+
+fn scenario_with(
+    model: &'static cpuid::CpuModel,
+    performance_threads: u32,
+    build: u32,
+    caller: Caller,
+    interface: hal::Interface,
+) {
     let processors = performance_threads + 8;
     kernel_build::set(build);
+    hal::set_interface(interface);
     topology::configure(processors, processors);
     cpuid::set_model(model);
     let mut driver = common::load();
@@ -108,8 +119,10 @@ fn scenario(model: &'static cpuid::CpuModel, performance_threads: u32, build: u3
          granted {granted:x?}"
     );
     // The performance cores' fixed counter 3 is requested only where the HAL's table on a performance
-    // core has it: Meteor Lake's leaf 0x23, read by 24H2 alone.
-    let fixed_3_requested = std::ptr::eq(model, &cpuid::METEOR_LAKE_HYBRID) && build >= WINDOWS_11_24H2;
+    // core has it: Meteor Lake's leaf 0x23, read by 24H2's Enhanced interface alone.
+    let fixed_3_requested = std::ptr::eq(model, &cpuid::METEOR_LAKE_HYBRID)
+        && build >= WINDOWS_11_24H2
+        && interface == hal::Interface::Enhanced;
     assert_eq!(log[0].counters.unwrap() & FIXED_COUNTER_3 != 0, fixed_3_requested, "{granted:x?}");
     let status = &common::collect_by_id(DRIVER_STATUS)[0].2;
     assert_eq!(status[PMU_OWNERSHIP], OWNERSHIP_RESOURCE_LISTS, "PMU Ownership");
@@ -178,4 +191,30 @@ cases! {
     meteor_lake_22h2_from_a_performance_core: &cpuid::METEOR_LAKE_HYBRID, cpuid::METEOR_LAKE_PERFORMANCE_THREADS, WINDOWS_11_22H2, Caller::Performance;
     meteor_lake_24h2_from_an_efficient_core: &cpuid::METEOR_LAKE_HYBRID, cpuid::METEOR_LAKE_PERFORMANCE_THREADS, WINDOWS_11_24H2, Caller::Efficient;
     meteor_lake_24h2_from_a_performance_core: &cpuid::METEOR_LAKE_HYBRID, cpuid::METEOR_LAKE_PERFORMANCE_THREADS, WINDOWS_11_24H2, Caller::Performance;
+}
+
+/// 24H2 with the Original interface its feature flag may choose: every table from processor 0's leaf
+/// 0xA, as on older builds.
+#[test]
+fn meteor_lake_24h2_original_interface_from_an_efficient_core() {
+    let threads = cpuid::METEOR_LAKE_PERFORMANCE_THREADS;
+    scenario_with(
+        &cpuid::METEOR_LAKE_HYBRID,
+        threads,
+        WINDOWS_11_24H2,
+        Caller::Efficient,
+        hal::Interface::Original,
+    );
+}
+
+#[test]
+fn alder_lake_24h2_original_interface_from_a_performance_core() {
+    let threads = cpuid::ALDER_LAKE_PERFORMANCE_THREADS;
+    scenario_with(
+        &cpuid::ALDER_LAKE_HYBRID,
+        threads,
+        WINDOWS_11_24H2,
+        Caller::Performance,
+        hal::Interface::Original,
+    );
 }

@@ -82,6 +82,8 @@ pub fn free_for_another_client(handle: usize) {
     held.remove(position);
 }
 
+pub use super::table::{Interface, set_interface};
+
 /// The counters a resource list may name when HalAllocateHardwareCounters runs on processor
 /// `caller`, on the Windows build in effect (IA32_PERF_GLOBAL_CTRL bit numbers; see the module docs).
 pub fn counter_table(caller: u32) -> u64 {

@@ -15,25 +15,45 @@
 //!   CPUID.(EAX=7,ECX=1):EAX\[8\] is set; else from CPUID.0AH as above, on that processor. On Alder
 //!   and Raptor Lake, whose leaf 0xA reports only the counters every core has (6 + 3 on an i9-12900K:
 //!   Linux commit ee72a94ea4a6), no processor's table has fixed counter 3 or general-purpose 6 and 7.
-//!   24H2 also carries the older `EmonReserveProfileResourcesOriginal` behind a feature flag
-//!   (`Feature_Test52061194`, read where `HalpProfileInterface` is chosen); it too checks the
-//!   caller's processor, with counts from leaf 0xA. The double presents the Enhanced interface.
+//!   24H2 also carries the older interface behind a feature flag (`Feature_Test52061194`, read where
+//!   `HalpProfileInterface` is chosen): `EmonReserveProfileResourcesOriginal` checks the caller's
+//!   table too, but `EmonInitializeProfilingOriginal` fills every processor's table on processor 0,
+//!   from its leaf 0xA counts, so it checks what older builds check. The double presents the
+//!   Enhanced interface unless a test chooses the Original one ([`set_interface`]).
 //!
 //! Reservation itself (`EmonAllocateResources` running `EmonMarkCountersReserved` on each processor
 //! of the affinity) is per processor and per counter: that is [`super::Allocation::conflicts`].
 
 use crate::cpu::cpuid;
 use crate::kernel_build::{self, WINDOWS_11_24H2};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// CPUID.(EAX=7,ECX=1):EAX\[8\], ArchPerfmonExt: leaf 0x23 is valid.
 const ARCH_PERFMON_EXT: u32 = 1 << 8;
 /// Leaf 0x23 subleaf 0 EAX bit 1: subleaf 1 (the counter bitmaps) is valid, as the HAL tests it.
 const COUNTER_BITMAPS_VALID: u32 = 1 << 1;
 
+/// The 24H2 HAL's two Intel profile interfaces, which a feature flag chooses between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interface {
+    /// `EmonProfileInterfaceEnhanced`: each processor's own table.
+    Enhanced,
+    /// `EmonProfileInterfaceOriginal`: every table from processor 0's leaf 0xA.
+    Original,
+}
+
+static ORIGINAL: AtomicBool = AtomicBool::new(false);
+
+/// Chooses the 24H2 HAL's Intel profile interface (the Enhanced one unless chosen); older builds have
+/// only the original checks.
+pub fn set_interface(interface: Interface) {
+    ORIGINAL.store(interface == Interface::Original, Ordering::SeqCst);
+}
+
 /// The counters (IA32_PERF_GLOBAL_CTRL bit numbers, as CounterIndex names them) a resource list may
 /// name when HalAllocateHardwareCounters is called on processor `caller`, on the build in effect.
 pub fn allowed(caller: u32) -> u64 {
-    if kernel_build::current() >= WINDOWS_11_24H2 {
+    if kernel_build::current() >= WINDOWS_11_24H2 && !ORIGINAL.load(Ordering::SeqCst) {
         enhanced_table(|leaf, subleaf| cpuid::cpuid_on(caller, leaf, subleaf))
     } else {
         leaf_a_counts(|leaf, subleaf| cpuid::cpuid_on(0, leaf, subleaf))
