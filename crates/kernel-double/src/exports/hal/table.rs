@@ -6,7 +6,9 @@
 //!   lie within `(1 << EmonNumberArchCounters) - 1 | ((1 << EmonNumberFixedCounters) - 1) << 32`,
 //!   else STATUS_INVALID_PARAMETER. Both counts are globals that `EmonInitializeProfiling` sets on
 //!   processor 0 alone, from CPUID.0AH: EAX\[15:8\] general-purpose counters and, with perfmon version
-//!   2 or later, EDX\[3:0\] fixed counters. The caller's processor does not matter.
+//!   2 or later, EDX\[3:0\] fixed counters. The caller's processor does not matter. The repository
+//!   holds Windows 11 builds only (21H2 and 22H2 have this same function); the double gives Windows
+//!   10 builds (1903, 2004) the same check, the older of the two that decompiled code shows.
 //! * **24H2** (`EmonReserveProfileResourcesEnhanced`): the list must lie within
 //!   `EmonGetCountersBitmap(KeGetPcr()->Prcb.Number, 1) << 32 | EmonGetCountersBitmap(.., 0)`, the
 //!   counter table of the processor the *caller* runs on, whatever the GroupAffinity names. Each
