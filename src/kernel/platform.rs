@@ -159,8 +159,8 @@ impl Platform for KernelPlatform {
     }
 }
 
-/// One HalAllocateHardwareCounters call per list of `form` (each on its core type's processors), or
-/// one for the whole PMU: all granted, or the first refusal's status with nothing held (the
+/// One HalAllocateHardwareCounters call per list of `form` (each on its core type's processors, and
+/// made from the first of them), or one for the whole PMU: all granted, or the first refusal's status with nothing held (the
 /// allocations already granted are freed as the array drops).
 fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; CORE_TYPES], i32> {
     let mut held: [Option<Ownership>; CORE_TYPES] = [const { None }; CORE_TYPES];
@@ -185,9 +185,17 @@ fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; 
             ),
             None => 0,
         };
+        let affinity = &entries[..groups];
         // SAFETY: the handler is resident code of this image that reads only the published client,
         // which stays valid while the ownership lives (Platform::allocate).
-        *slot = Some(unsafe { Ownership::allocate(&entries[..groups], Some((list.counters, handler))) }?);
+        let allocate = || unsafe { Ownership::allocate(affinity, Some((list.counters, handler))) };
+        *slot = Some(match affinity.first() {
+            // The HAL checks a list against the counter table of the processor the call runs on
+            // (Windows 11 24H2, EmonReserveProfileResourcesEnhanced): ask from the list's first
+            // processor, at PASSIVE_LEVEL as the call requires.
+            Some(first) => processors::on_processor(first.Group, first.Mask.trailing_zeros() as u8, allocate),
+            None => allocate(),
+        }?);
     }
     Ok(held)
 }

@@ -45,6 +45,20 @@ pub enum TopdownSource {
     PerCoreType = 6,
 }
 
+/// The PMU Ownership counter's values (documented in the manifest): how the driver holds the PMU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum PmuOwnership {
+    /// Nothing owned.
+    None = 0,
+    /// HalAllocateHardwareCounters resource lists naming the plans' counters, one per core type on
+    /// that type's processors: other HAL clients (WPR, xperf) keep every counter the lists leave.
+    ResourceLists = 1,
+    /// The whole PMU (every counter of every processor, no overflow handler: polled), where no list
+    /// was granted: no other HAL client gets a counter while it is held.
+    WholePmu = 2,
+}
+
 /// The resident status block and the operations on it.
 #[derive(Debug)]
 pub struct DriverStatus {
@@ -117,6 +131,10 @@ impl DriverStatus {
 
     pub fn set_counters_owned(&self, counters: u32) {
         self.block.counters_owned.store(counters, Ordering::Relaxed);
+    }
+
+    pub fn set_pmu_ownership(&self, ownership: PmuOwnership) {
+        self.block.pmu_ownership.store(ownership as u32, Ordering::Relaxed);
     }
 
     /// Overflow interrupts summed over every processor (the handler counts per processor, so that

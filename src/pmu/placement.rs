@@ -330,10 +330,12 @@ impl CounterPlan {
             .chain(topdown)
     }
 
-    /// HalAllocateHardwareCounters CounterIndex values of every counter the plan uses.
-    pub fn hal_indexes(&self) -> impl Iterator<Item = u32> + '_ {
-        let topdown =
-            self.topdown_metrics.then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));
+    /// HalAllocateHardwareCounters CounterIndex values of every counter the plan uses, fixed counter
+    /// 3 only if `fixed_counter_3` (a HAL whose counter table lacks it refuses a list naming it; see
+    /// `crate::session::per_core_type`).
+    pub fn hal_indexes(&self, fixed_counter_3: bool) -> impl Iterator<Item = u32> + '_ {
+        let topdown = (self.topdown_metrics && fixed_counter_3)
+            .then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));
         self.iter().map(|assignment| u32::from(assignment.hal_index)).chain(topdown)
     }
 }

@@ -24,7 +24,7 @@ use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
-use crate::pcw::driver_status::{DriverStatus, PmuState, TopdownSource};
+use crate::pcw::driver_status::{DriverStatus, PmuOwnership, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
@@ -66,6 +66,7 @@ pub enum AcquireError {
 /// What [`PmuClient::open`] opened, for the status counters and the debug output.
 struct Opened {
     counters: u32,
+    ownership: PmuOwnership,
     interrupt: bool,
     topdown: TopdownSource,
     dropped: EventSet,
@@ -197,6 +198,7 @@ impl<P: Platform> PmuClient<P> {
         // Active once a collect can read the session.
         self.status.set_topdown_source(opened.topdown);
         self.status.set_counters_owned(opened.counters);
+        self.status.set_pmu_ownership(opened.ownership);
         self.status.set_pmu_state(PmuState::Active);
         let how = if opened.interrupt { "overflow interrupt" } else { "no overflow interrupt: polled" };
         self.platform.log(format_args!("PMU owned: {} counters, {how}", opened.counters));
@@ -229,7 +231,7 @@ impl<P: Platform> PmuClient<P> {
             plans
         };
         let wanted = plans_with(model.overflow_interrupt);
-        let (ownership, interrupt) = match self.request(model, &wanted) {
+        let (ownership, held) = match self.request(model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
                 self.status.record_ownership_failure();
@@ -241,6 +243,7 @@ impl<P: Platform> PmuClient<P> {
             }
         };
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
+        let interrupt = held.interrupt;
         let plans = if interrupt { wanted } else { plans_with(false) };
         let mut previous = [None; CORE_TYPES];
         let mut last_plan = self.last_plan.write();
@@ -277,14 +280,14 @@ impl<P: Platform> PmuClient<P> {
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
         install(session, ownership, &plans, &self.pmi_owned, self.machine);
         let mut opened = Opened {
-            counters: 0,
+            counters: held.counters,
+            ownership: held.ownership,
             interrupt,
             topdown: topdown_source(self.machine, &plans),
             dropped: EventSet::EMPTY,
             unavailable: EventSet::EMPTY,
         };
         for plan in plans.iter().flatten() {
-            opened.counters += plan.hal_indexes().count() as u32;
             opened.dropped = opened.dropped.union(plan.dropped());
             opened.unavailable = opened.unavailable.union(plan.unavailable());
         }
@@ -324,6 +327,7 @@ impl<P: Platform> PmuClient<P> {
             *part = None;
         }
         self.status.set_counters_owned(0);
+        self.status.set_pmu_ownership(PmuOwnership::None);
         self.status.set_pmu_state(PmuState::Idle);
         self.platform.log(format_args!("PMU released"));
     }

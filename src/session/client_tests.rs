@@ -430,3 +430,54 @@ fn a_collect_that_read_nothing_leaves_the_interval_to_the_next() {
     assert_eq!(status.fresh_collects.load(Ordering::Relaxed), 1);
     assert_eq!(status.served_collects.load(Ordering::Relaxed), 0);
 }
+
+/// A HAL whose counter table lacks fixed counter 3 (Alder and Raptor Lake's leaf 0xA; see
+/// `per_core_type`) refuses the list naming it: asked again without it, the driver still programs it
+/// (with EN_PERF_METRICS, which no list names), owns what the second list names, and reports resource
+/// lists; only a second refusal falls back to the whole PMU, whose Counters Owned are every counter.
+#[test]
+fn a_list_refused_for_fixed_counter_3_is_asked_again_without_it_before_the_whole_pmu() {
+    use crate::pcw::driver_status::PmuOwnership;
+    use crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS;
+    use crate::pmu::model::tests::ICE_LAKE_I7_1065G7;
+    use crate::pmu::msr;
+    use windows_sys::Win32::Foundation::STATUS_INVALID_PARAMETER;
+    let model = ICE_LAKE_I7_1065G7.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
+    let status = |client: &PmuClient<FakePlatform>| {
+        let block = client.status.block();
+        (block.counters_owned.load(Ordering::Relaxed), block.pmu_ownership.load(Ordering::Relaxed))
+    };
+    let client = client_for(Some(model), &[STATUS_INVALID_PARAMETER]);
+    client.collect();
+    let [
+        Asked::Listed { counters: first, .. },
+        Asked::Listed { counters: second, overflow_interrupt: true, .. },
+    ] = &client.asked()[..]
+    else {
+        panic!("{:?}", client.asked())
+    };
+    assert!(first.contains(&35) && !second.contains(&35), "{first:?} then {second:?}");
+    assert_eq!(
+        first.iter().filter(|&&index| index != 35).collect::<Vec<_>>(),
+        second.iter().collect::<Vec<_>>()
+    );
+    assert!(client.owns() && !client.polling());
+    for processor in 0..PROCESSORS {
+        let global = client.msr(processor, msr::IA32_PERF_GLOBAL_CTRL);
+        assert_eq!(
+            global & ((1 << 35) | (1 << 48)),
+            (1 << 35) | (1 << 48),
+            "fixed counter 3 still programmed"
+        );
+    }
+    assert_eq!(status(&client), (second.len() as u32, PmuOwnership::ResourceLists as u32));
+    client.release();
+    assert_eq!(status(&client), (0, PmuOwnership::None as u32));
+
+    let client = client_for(Some(model), &[STATUS_INVALID_PARAMETER, STATUS_INVALID_PARAMETER]);
+    client.collect();
+    assert!(matches!(client.asked()[..], [Asked::Listed { .. }, Asked::Listed { .. }, Asked::WholePmu]));
+    let every_counter = u32::from(model.gp_counters) + u32::from(model.fixed_counters);
+    assert_eq!(status(&client), (every_counter, PmuOwnership::WholePmu as u32));
+    assert!(client.owns() && client.polling());
+}

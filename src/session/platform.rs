@@ -44,7 +44,9 @@ pub trait Platform: Sync + Sized + 'static {
     /// allocated once with the client.
     type Plans: DerefMut<Target = [Option<CounterPlan>]> + Send + Sync;
 
-    /// Asks the HAL for the counters in `form`. With an Overflow descriptor the overflow handler
+    /// Asks the HAL for the counters in `form`, each list's call made from a processor of that list's
+    /// core type (the HAL checks a list against the calling processor's counter table). With an
+    /// Overflow descriptor the overflow handler
     /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success
     /// with a NULL handle (an older HAL's answer to a list it does not take) is a failure.
     /// PASSIVE_LEVEL.

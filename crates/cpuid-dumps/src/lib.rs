@@ -92,6 +92,14 @@ pub const ALDER_LAKE_I9_12900K_E: Cpu = Cpu {
     ],
 };
 
+/// Leaf 7 subleaf 1 of the Meteor Lake dump's processors, which the dump as stored here does not
+/// list (leaf 7 EAX says subleaf 2 is the last): only EAX bit 8, ArchPerfmonExt, is modelled, the
+/// bit by which the Intel SDM (Vol. 2A, CPUID, leaf 07H subleaf 1) enumerates leaf 0x23, which these
+/// processors answer; Linux reads leaf 0x23 only under it (`X86_FEATURE_ARCH_PERFMON_EXT`,
+/// arch/x86/events/intel/core.c `update_pmu_cap`) and so does the Windows HAL
+/// (`EmonInitializeProfilingEnhanced`). The subleaf's other bits are left 0: nothing here reads them.
+const METEOR_LAKE_LEAF_7_1: Leaf = (0x7, 1, [0x0000_0100, 0, 0, 0]);
+
 /// Core Ultra 7 155H class (Meteor Lake, 06_AAH, Redwood Cove P-cores + Crestmont E-cores),
 /// GenuineIntel00A06A4_MeteorLake_07_CPUID.txt, logical processor #0, a P-core (leaf 0x1A EAX
 /// 40000002). Every logical processor reports leaf 0xA 07300805/0/7/8603 (8 GP x 48, EBX vector
@@ -107,6 +115,7 @@ pub const METEOR_LAKE_P: Cpu = Cpu {
         (0x1, 0, [0x000A06A4, 0x20800800, 0x7FFAFBFF, 0xBFEBFBFF]),
         (0x6, 0, [0x00DF8FF7, 0x00000002, 0x00000409, 0x00040003]),
         (0x7, 0, [0x00000002, 0x239C27EB, 0x994007AC, 0xFC18C410]),
+        METEOR_LAKE_LEAF_7_1,
         (0xA, 0, [0x07300805, 0x00000000, 0x00000007, 0x00008603]),
         (0x1A, 0, [0x40000002, 0, 0, 0]),
         (0x23, 0, [0x0000000B, 0x00000000, 0x00000000, 0x00000000]),
@@ -127,6 +136,7 @@ pub const METEOR_LAKE_E: Cpu = Cpu {
         (0x1, 0, [0x000A06A4, 0x00800800, 0x7FFAFBFF, 0xBFEBFBFF]),
         (0x6, 0, [0x00DF8FF7, 0x00000002, 0x00000409, 0x00080003]),
         (0x7, 0, [0x00000002, 0x239C27EB, 0x994007AC, 0xFC18C410]),
+        METEOR_LAKE_LEAF_7_1,
         (0xA, 0, [0x07300805, 0x00000000, 0x00000007, 0x00008603]),
         (0x1A, 0, [0x20000002, 0, 0, 0]),
         (0x23, 0, [0x0000000B, 0x00000000, 0x00000006, 0x00000000]),

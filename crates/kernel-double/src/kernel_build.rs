@@ -10,7 +10,11 @@ use std::sync::OnceLock;
 pub const WINDOWS_10_1903: u32 = 18362;
 /// Windows 10 version 2004, the first build that exports ExAllocatePool2.
 pub const WINDOWS_10_2004: u32 = 19041;
-/// Windows 11 version 24H2: the build presented unless another is chosen.
+/// Windows 11 version 22H2: its HAL checks a resource list against counter counts read once, on
+/// processor 0 (`EmonReserveProfileResources`; see `crate::exports::hal`).
+pub const WINDOWS_11_22H2: u32 = 22621;
+/// Windows 11 version 24H2: the build presented unless another is chosen. Its HAL checks a resource
+/// list against the calling processor's own counter table (`EmonReserveProfileResourcesEnhanced`).
 pub const WINDOWS_11_24H2: u32 = 26100;
 
 /// Exports that appeared after [`WINDOWS_10_1903`], with the first build that has them. Every other

@@ -1180,8 +1180,8 @@ pub mod driver_status {
         pub events_not_supported: u32,
         /// Field `MinimumCollectInterval`, offset 88: read by counter 17 (MinimumCollectInterval).
         pub minimum_collect_interval: u32,
-        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
-        pub reserved: u32,
+        /// Field `PmuOwnership`, offset 92: read by counter 30 (PmuOwnership).
+        pub pmu_ownership: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1210,7 +1210,7 @@ pub mod driver_status {
         pub events_without_counter: core::sync::atomic::AtomicU32,
         pub events_not_supported: core::sync::atomic::AtomicU32,
         pub minimum_collect_interval: core::sync::atomic::AtomicU32,
-        pub reserved: core::sync::atomic::AtomicU32,
+        pub pmu_ownership: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1238,7 +1238,7 @@ pub mod driver_status {
                 events_without_counter: core::sync::atomic::AtomicU32::new(0),
                 events_not_supported: core::sync::atomic::AtomicU32::new(0),
                 minimum_collect_interval: core::sync::atomic::AtomicU32::new(0),
-                reserved: core::sync::atomic::AtomicU32::new(0),
+                pmu_ownership: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1251,7 +1251,7 @@ pub mod driver_status {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 5],
-        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 14],
     }
 
@@ -1295,6 +1295,7 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(10),
         crate::pcw::Cell::Narrow(11),
         crate::pcw::Cell::Narrow(12),
+        crate::pcw::Cell::Narrow(13),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1307,8 +1308,12 @@ pub mod driver_status {
         /// an Intel nor an AMD processor. 7 Unsupported: too few counters for instructions and cycles. In
         /// every unsupported state no MSR is touched and the counters read 0.
         pub const PMU_STATE: u16 = 0;
-        /// "Counters Owned" (perf_counter_rawcount, standard): Hardware counters per processor the driver
-        /// currently owns through HalAllocateHardwareCounters.
+        /// "Counters Owned" (perf_counter_rawcount, standard): Hardware counters the driver currently owns
+        /// through HalAllocateHardwareCounters, as PMU Ownership says: with resource lists (1), the counters
+        /// the lists name, summed over the lists (one per core type on a hybrid processor); with the whole
+        /// PMU (2), every counter of a processor of each core type, summed over the core types; 0 while
+        /// nothing is owned. Counters a list leaves out because the HAL's counter table lacks them (fixed
+        /// counter 3 on Alder and Raptor Lake) are programmed but not owned, and not counted here.
         pub const COUNTERS_OWNED: u16 = 1;
         /// "Overflow Interrupts" (perf_counter_large_rawcount, standard): Counter overflow interrupts handled
         /// on all processors since the driver loaded.
@@ -1391,6 +1396,15 @@ pub mod driver_status {
         /// logged, and the default used; at most 100, so that no consumer sampling every second or slower
         /// gets two samples from one read), read at each acquisition of the counters.
         pub const MINIMUM_COLLECT_INTERVAL: u16 = 17;
+        /// "PMU Ownership" (perf_counter_rawcount, standard): How the driver holds the hardware counters. 0
+        /// nothing owned. 1 resource lists: HalAllocateHardwareCounters granted lists naming exactly the
+        /// counters the driver programs (one per core type, each on that type's processors, with an overflow
+        /// interrupt where the processor delivers one); WPR, xperf and other HAL clients keep every counter
+        /// the lists leave. 2 the whole PMU, polled: no list was granted (the HAL refused them, or the
+        /// processor is AMD, whose HAL takes no lists); while it is held no other HAL client gets any
+        /// counter, so WPR/xperf PMC sampling fails until the driver releases it (3 collect intervals after
+        /// the last query).
+        pub const PMU_OWNERSHIP: u16 = 30;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1413,12 +1427,13 @@ pub mod driver_status {
         CounterDescriptor { id: id::FRESH_COLLECTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
         CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
         CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 88, size: 4 },
+        CounterDescriptor { id: id::PMU_OWNERSHIP, struct_index: 0, offset: 92, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_0003_ffff == 0x0000_0000_0003_ffff {
+            if counter_mask & 0x0000_0000_4003_ffff == 0x0000_0000_4003_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1475,6 +1490,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0002_0000 == 0 {
                 self.minimum_collect_interval = 0;
             }
+            if counter_mask & 0x0000_0000_4000_0000 == 0 {
+                self.pmu_ownership = 0;
+            }
         }
     }
 
@@ -1498,6 +1516,7 @@ pub mod driver_status {
         "EventsWithoutCounter",
         "EventsNotSupported",
         "MinimumCollectInterval",
+        "PmuOwnership",
     ];
 
     impl Values {
@@ -1524,7 +1543,7 @@ pub mod driver_status {
                 events_without_counter: value(15) as u32,
                 events_not_supported: value(16) as u32,
                 minimum_collect_interval: value(17) as u32,
-                reserved: 0,
+                pmu_ownership: value(18) as u32,
             }
         }
     }
@@ -1574,7 +1593,7 @@ pub mod driver_status {
                 events_without_counter: self.events_without_counter.load(RELAXED),
                 events_not_supported: self.events_not_supported.load(RELAXED),
                 minimum_collect_interval: self.minimum_collect_interval.load(RELAXED),
-                reserved: 0,
+                pmu_ownership: self.pmu_ownership.load(RELAXED),
             }
         }
     }
@@ -1603,7 +1622,7 @@ pub mod driver_status {
                 events_without_counter: self.narrow[10].load(RELAXED),
                 events_not_supported: self.narrow[11].load(RELAXED),
                 minimum_collect_interval: self.narrow[12].load(RELAXED),
-                reserved: 0,
+                pmu_ownership: self.narrow[13].load(RELAXED),
             }
         }
     }
@@ -1641,6 +1660,7 @@ pub mod driver_status {
                 offset_of!(Values, events_without_counter),
                 offset_of!(Values, events_not_supported),
                 offset_of!(Values, minimum_collect_interval),
+                offset_of!(Values, pmu_ownership),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -1706,8 +1726,8 @@ pub mod driver_status {
                 offset_of!(AtomicValues, minimum_collect_interval),
                 offset_of!(Values, minimum_collect_interval),
             );
-            assert_eq!(offset_of!(Values, reserved), 92);
-            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
+            assert_eq!(offset_of!(Values, pmu_ownership), 92);
+            assert_eq!(offset_of!(AtomicValues, pmu_ownership), offset_of!(Values, pmu_ownership));
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1780,6 +1800,7 @@ pub mod driver_status {
                     offset_of!(Values, minimum_collect_interval),
                     size_of_val(&values.minimum_collect_interval),
                 ),
+                (id::PMU_OWNERSHIP, offset_of!(Values, pmu_ownership), size_of_val(&values.pmu_ownership)),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {

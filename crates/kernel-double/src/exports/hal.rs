@@ -22,13 +22,27 @@
 //! names, every processor when GroupAffinity is NULL ("a set of GROUP_AFFINITY structures indicating
 //! which processors' counter resources the consumer requests. If this parameter is NULL, then the
 //! request indicates an allocation across all processors in the system": Microsoft Learn,
-//! HalAllocateHardwareCounters). The double takes that at its word: a counter has one holder per
-//! processor, so a request is refused (STATUS_INSUFFICIENT_RESOURCES) only where it names a counter
-//! already held on one of its processors, or where either is the whole PMU; one client may hold
-//! several allocations, each freed by its own handle, and the HAL calls, on the interrupted processor,
-//! the overflow handler of the allocation holding that processor. The decompiled-build observations
-//! say nothing on affinity, so this is the documented contract, not an observed one (`docs/hybrid.md`).
-//! [`allocation_log`] records every granted allocation's processors and counters.
+//! HalAllocateHardwareCounters). A counter has one holder per processor, so a request is refused
+//! (STATUS_INSUFFICIENT_RESOURCES) only where it names a counter already held on one of its
+//! processors, or where either is the whole PMU; one client may hold several allocations, each freed
+//! by its own handle, and the HAL calls, on the interrupted processor, the overflow handler of the
+//! allocation holding that processor. Decompiled Windows 11 builds agree (nohuto/decompiled-pseudocode,
+//! `11-24H2/ntoskrnl`): `EmonAllocateResources` runs `EmonMarkCountersReserved` on each processor of
+//! the affinity, which fails if one of the counters is already reserved there and records the mask
+//! per processor, and the overflow handler (`EmonOverflowHandlerInternalV2Enhanced`) calls each
+//! reservation's handler with the status bits of its mask on the interrupted processor. Another
+//! client may take a counter the driver leaves free on the same processors
+//! ([`allocate_for_another_client`]). [`allocation_log`] records every allocation granted to the
+//! driver, its processors and counters.
+//!
+//! **The caller's processor.** Before reserving, the Intel interface checks every counter a list names
+//! against a counter table: on Windows 11 24H2 the table of the processor the caller runs on, built
+//! from CPUID leaf 0x23 only where CPUID.(7,1):EAX\[8\] says it is valid, else from leaf 0xA; on
+//! older builds (and with 24H2's Original interface, [`set_interface`]) counts read from leaf 0xA on
+//! processor 0. A counter outside it is
+//! STATUS_INVALID_PARAMETER, whatever the affinity's processors have (`hal/table.rs`, with the sources):
+//! so on an Alder Lake hybrid no list with fixed counter 3 is ever granted, and on a Meteor Lake one
+//! only from a performance core on 24H2. [`counter_table`] gives the table a call on a processor meets.
 //!
 //! **Fault injection.** [`fail_allocation`] makes the call with a given sequence number (see
 //! [`allocation_calls`]) fail with a chosen status and a NULL handle, after the arguments have been
@@ -40,6 +54,9 @@
 //! [`set_arbiter_busy`]: control::set_arbiter_busy
 //! [`allocation_log`]: control::allocation_log
 //! [`fail_allocation`]: control::fail_allocation
+//! [`allocate_for_another_client`]: control::allocate_for_another_client
+//! [`counter_table`]: control::counter_table
+//! [`set_interface`]: control::set_interface
 
 use super::enter;
 use super::faults::FaultPlan;
@@ -53,6 +70,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
 pub mod control;
+/// The counters a resource list may name, per Windows build.
+mod table;
 
 const RESOURCE_TYPE_SINGLE: u32 = 0;
 const RESOURCE_TYPE_RANGE: u32 = 1;
@@ -104,8 +123,10 @@ impl Allocation {
 pub enum Owner {
     /// The driver, through this handle, with this overflow handler (if any).
     Driver { handle: usize, overflow_handler: Option<usize> },
-    /// Another client (WPR, VTune), set by a test.
+    /// Another client (WPR, VTune) owning the whole PMU, set by a test.
     OtherClient,
+    /// Another client's resource list ([`control::allocate_for_another_client`]), by its handle.
+    AnotherList { handle: usize },
 }
 
 /// How a HAL without resource-list support answers a list.
@@ -276,25 +297,53 @@ pub unsafe extern "win64" fn hal_allocate_hardware_counters(
             ListRefusal::NullHandle => STATUS_SUCCESS,
         };
     }
+    let caller = call.kpcr.processor_index();
     let mut held = HELD.lock().ignore_poison();
+    let owner = |handle| Owner::Driver { handle, overflow_handler };
+    let allocation = match reserve(&mut held, caller, processors, counters, owner) {
+        Ok(allocation) => allocation,
+        Err(status) => return status,
+    };
+    let Owner::Driver { handle, .. } = allocation.owner else { unreachable!("the driver's allocation") };
+    LOG.lock().ignore_poison().push(allocation.clone());
+    if let Some(handler) = overflow_handler {
+        pmu::set_overflow_handler(|vp| holds(&allocation, vp), Some((handler, handle)));
+    }
+    msr::set_pmu_owned(driver_processors(&held));
+    // SAFETY: checked non-null.
+    unsafe { handle_out.write(handle) };
+    STATUS_SUCCESS
+}
+
+/// The Intel profile interface's part of an allocation made on processor `caller`, once the arbiter
+/// let it through: a resource list may name only counters of the HAL's table ([`table::allowed`]:
+/// STATUS_INVALID_PARAMETER otherwise, `EmonReserveProfileResourcesEnhanced` and
+/// `EmonReserveProfileResources`), then each processor of the affinity reserves them
+/// (`EmonMarkCountersReserved`, run on each: STATUS_INSUFFICIENT_RESOURCES where one is held). Holds
+/// the allocation, with the handle `owner` is given.
+fn reserve(
+    held: &mut Vec<Allocation>,
+    caller: u32,
+    processors: Option<BTreeSet<u32>>,
+    counters: Option<u64>,
+    owner: impl FnOnce(usize) -> Owner,
+) -> Result<Allocation, i32> {
+    if let Some(asked) = counters
+        && asked & !table::allowed(caller) != 0
+    {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
     if held.iter().any(|allocation| allocation.conflicts(&processors, counters)) {
-        return STATUS_INSUFFICIENT_RESOURCES;
+        return Err(STATUS_INSUFFICIENT_RESOURCES);
     }
     let handle = {
         let mut next = NEXT_HANDLE.lock().ignore_poison();
         *next += 8;
         *next
     };
-    let allocation = Allocation { owner: Owner::Driver { handle, overflow_handler }, processors, counters };
-    if let Some(handler) = overflow_handler {
-        pmu::set_overflow_handler(|vp| holds(&allocation, vp), Some((handler, handle)));
-    }
-    LOG.lock().ignore_poison().push(allocation.clone());
-    held.push(allocation);
-    msr::set_pmu_owned(driver_processors(&held));
-    // SAFETY: checked non-null.
-    unsafe { handle_out.write(handle) };
-    STATUS_SUCCESS
+    let allocation = Allocation { owner: owner(handle), processors, counters };
+    held.push(allocation.clone());
+    Ok(allocation)
 }
 
 /// `NTSTATUS HalFreeHardwareCounters(HANDLE CounterSetHandle)`: PASSIVE_LEVEL.

@@ -47,6 +47,49 @@ pub fn allocation_log() -> Vec<Allocation> {
     LOG.lock().ignore_poison().clone()
 }
 
+/// Another HAL client's resource list (WPR/xperf PMC sampling, VTune, a second driver): `counters`
+/// (IA32_PERF_GLOBAL_CTRL bit numbers) on `processors` (`None`: every processor), asked from
+/// processor `caller`, through the same checks as the driver's (the arbiter, the vendor's interface,
+/// the caller's counter table, per-processor reservation). Returns its handle, or the status
+/// HalAllocateHardwareCounters would return.
+pub fn allocate_for_another_client(
+    caller: u32,
+    processors: Option<BTreeSet<u32>>,
+    counters: u64,
+) -> Result<usize, i32> {
+    if ARBITER_BUSY.load(Ordering::SeqCst) {
+        return Err(STATUS_DEVICE_BUSY);
+    }
+    if !takes_resource_lists() {
+        return Err(STATUS_INSUFFICIENT_RESOURCES);
+    }
+    let mut held = HELD.lock().ignore_poison();
+    let allocation =
+        reserve(&mut held, caller, processors, Some(counters), |handle| Owner::AnotherList { handle })?;
+    match allocation.owner {
+        Owner::AnotherList { handle } => Ok(handle),
+        owner => unreachable!("another client's allocation, not {owner:?}"),
+    }
+}
+
+/// Frees another client's allocation ([`allocate_for_another_client`]). Panics if `handle` holds none.
+pub fn free_for_another_client(handle: usize) {
+    let mut held = HELD.lock().ignore_poison();
+    let position = held
+        .iter()
+        .position(|allocation| allocation.owner == Owner::AnotherList { handle })
+        .unwrap_or_else(|| panic!("{handle:#x} holds no counters"));
+    held.remove(position);
+}
+
+pub use super::table::{Interface, set_interface};
+
+/// The counters a resource list may name when HalAllocateHardwareCounters runs on processor
+/// `caller`, on the Windows build in effect (IA32_PERF_GLOBAL_CTRL bit numbers; see the module docs).
+pub fn counter_table(caller: u32) -> u64 {
+    super::table::allowed(caller)
+}
+
 /// Makes another client own the whole PMU (`true`) or releases it (`false`).
 pub fn set_other_client_owns(owns: bool) {
     let mut held = HELD.lock().ignore_poison();

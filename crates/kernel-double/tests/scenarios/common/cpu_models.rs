@@ -1,6 +1,6 @@
 //! The scenario every CPU model runs (one test per model, each its own process): load the real
 //! driver presenting the model through the rewritten CPUID sites, AddCounter, run a workload, collect,
-//! and check PMU State, Counters Owned, exact and monotonic totals across three wraps (taken by an
+//! and check PMU State, Counters Owned (the list's counters, or every counter of the whole PMU), exact and monotonic totals across three wraps (taken by an
 //! overflow interrupt on Intel, by polling on AMD, whose HAL takes no resource list) for usable models, or that no MSR was ever touched (unusable
 //! models), then unload clean.
 
@@ -48,7 +48,16 @@ pub fn run(model: &'static CpuModel, usable: Result<u64, u64>) {
                 "{:?}",
                 hal::owner()
             );
-            assert_eq!(pmu::programmed_counters(0).len() as u64, owned);
+            // Counters Owned: what the resource list names (the programmed counters), or, for the
+            // whole PMU (AMD), every counter the processor has.
+            let whole_pmu = hal::allocations().iter().any(|allocation| allocation.counters.is_none());
+            let every_counter = match model.pmu {
+                cpuid::PmuKind::Intel { gp, fixed, .. } => u64::from(gp + fixed),
+                cpuid::PmuKind::Amd { counters, .. } => u64::from(counters),
+                cpuid::PmuKind::None => 0,
+            };
+            let programmed = pmu::programmed_counters(0).len() as u64;
+            assert_eq!(owned, if whole_pmu { every_counter } else { programmed }, "Counters Owned");
             // Processor 1's instructions counter wraps three times: each time it starts two events
             // before its wrap. A poller must see the counter between the preload (2^48 - 2 events at
             // once) and the wrap, as it would with a real counter, which takes longer than a poll

@@ -20,6 +20,16 @@ const EVENTS_NOT_SUPPORTED: usize = 14;
 /// The status bit of custom line 0 (docs/internals.md: bits 11-18 are custom events 0-7).
 const CUSTOM_STATUS_BIT0: usize = 11;
 const ACTIVE: u64 = 1;
+/// Manifest id of the status counterset's PMU Ownership, and its values.
+const PMU_OWNERSHIP_ID: u16 = 30;
+const RESOURCE_LISTS: u64 = 1;
+const WHOLE_PMU: u64 = 2;
+
+/// The position of the status counter with manifest id `id` among the status values.
+fn status_position(id: u16) -> usize {
+    let descriptors = pcw::descriptors(common::DRIVER_STATUS).expect("the status counterset is registered");
+    descriptors.iter().position(|descriptor| descriptor.id == id).expect("a status counter with that id")
+}
 
 /// Hardware Counters fields holding an event's count, with the workload event (index into
 /// `pmu::RATES`) they count; `CustomEvent<n>` fields hold custom line n's.
@@ -74,8 +84,14 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
     let set = Counterset::open(&consumer::manifest(), HARDWARE_COUNTERS).unwrap();
     assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "AddCounter");
     let status = common::driver_status();
+    let intel = (0..processors).all(|vp| matches!(cpuid::model_of(vp).pmu, PmuKind::Intel { .. }));
     if usable {
         assert_eq!(status[PMU_STATE], ACTIVE, "PMU State");
+        // Intel's HAL takes resource lists (one per core type, each from a processor of that type,
+        // fixed counter 3 left out where its table lacks it): never the whole PMU there, which would
+        // lock WPR/xperf out; AMD's takes none.
+        let ownership = status[status_position(PMU_OWNERSHIP_ID)];
+        assert_eq!(ownership, if intel { RESOURCE_LISTS } else { WHOLE_PMU }, "PMU Ownership");
         assert_eq!(
             (status[ACTIVE_PROFILE], status[REJECTED]),
             (case.active_profile, case.rejected),
@@ -110,7 +126,6 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
     // On Intel the HAL takes a resource list with an Overflow descriptor (and the double's does), so
     // the wraps arrive by interrupt, whatever the plan's size; a refused list would leave them to
     // polling, which the counts alone do not show.
-    let intel = (0..processors).all(|vp| matches!(cpuid::model_of(vp).pmu, PmuKind::Intel { .. }));
     if intel {
         assert!(
             pmu::delivered() > interrupts,
