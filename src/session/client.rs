@@ -34,6 +34,7 @@ use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
+use crate::pmu::topdown;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use start::{carry_over, install, start_counting};
 
@@ -251,9 +252,7 @@ impl<P: Platform> PmuClient<P> {
         drop(last_plan);
         for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
             let mask = match plan {
-                Some(plan) if interrupt => {
-                    OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
-                }
+                Some(plan) if interrupt => OwnedMask::new(plan.overflow_bits()).unwrap_or(OwnedMask::EMPTY),
                 _ => OwnedMask::EMPTY,
             };
             owned.store(mask.bits(), Ordering::Release);
@@ -398,12 +397,21 @@ impl<P: Platform> PmuClient<P> {
         true
     }
 
+    /// Whether a part of the open session has no overflow handler: its counters are polled.
     fn polling(&self) -> bool {
-        self.session.try_read().is_some_and(|session| {
-            session
-                .open()
-                .is_some_and(|(s, _)| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
-        })
+        self.any_part(|part| part.owned == OwnedMask::EMPTY)
+    }
+
+    /// Whether a part of the open session takes top-down from IA32_PERF_METRICS, which the
+    /// housekeeping thread reads at least every [`topdown::MAX_READ_GAP_100NS`].
+    fn reads_perf_metrics(&self) -> bool {
+        self.any_part(|part| part.topdown == TopdownReading::PerfMetrics)
+    }
+
+    fn any_part(&self, test: impl Fn(&Part) -> bool) -> bool {
+        self.session
+            .try_read()
+            .is_some_and(|session| session.open().is_some_and(|(s, _)| s.parts.iter().flatten().any(&test)))
     }
 
     /// The profile the service's Parameters key selects now, with every rejection explained in the
@@ -481,22 +489,24 @@ impl<P: Platform> PmuClient<P> {
         // Nothing owned: sleep until woken (cheap when nobody is watching).
         let narrowest = self.narrowest()?;
         // Wake for the release; when polling, also often enough that no counter wraps twice between
-        // two polls.
+        // two polls; with IA32_PERF_METRICS, at least every MAX_READ_GAP_100NS (crate::pmu::topdown).
         let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
+        let until_read = if self.reads_perf_metrics() { topdown::MAX_READ_GAP_100NS } else { u64::MAX };
         if self.polling() {
             let width = if narrowest == u8::MAX { model.gp_width } else { narrowest };
             let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
-            return Some(poll.min(until_release));
+            return Some(poll.min(until_release).min(until_read));
         }
-        Some(until_release)
+        Some(until_release.min(until_read))
     }
 
-    /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll, a release.
+    /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll (or a read of
+    /// IA32_PERF_METRICS and fixed counter 3), a release.
     pub fn tick(&self) {
         if self.schedule.take_deferred() && !self.is_open() {
             self.acquire();
         }
-        if self.polling() {
+        if self.polling() || self.reads_perf_metrics() {
             let _ = self.read_all(Check::OneInTurn);
         }
         let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
