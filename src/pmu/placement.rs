@@ -448,7 +448,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
 }
 
 /// A distinct counter for each of `candidates` from its mask, in the candidates' order (augmenting
-/// paths, Kuhn's bipartite matching: at most 8 counters); `None` when there is none.
+/// paths, Kuhn's bipartite matching: at most 8 general-purpose counters); `None` when there is none.
 fn assign_counters(candidates: &[(Event, Encoding, u8)]) -> Option<[u8; MAX_GENERAL_PURPOSE]> {
     let masks: [u8; MAX_GENERAL_PURPOSE] = core::array::from_fn(|i| candidates.get(i).map_or(0, |c| c.2));
     let mut owner: [Option<u8>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];
