@@ -1,5 +1,4 @@
 use super::*;
-use core::sync::atomic::AtomicU64;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
