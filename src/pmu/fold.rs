@@ -12,11 +12,16 @@ use super::atomic::{AtomicU64, Ordering};
 use super::extend::{counter_mask, extend_with};
 use core::num::NonZeroU64;
 
-/// Counters a processor can own at once, and so the number of slots in every per-counter array: one
-/// per assignment a counter plan can make (a plan's slot index is an index here).
-pub const SLOTS: usize = super::placement::MAX_ASSIGNMENTS;
+/// Counters a processor can own at once, and so the number of reported values and bases it keeps:
+/// one per assignment a counter plan can make (a plan's slot index is an index here), and one for
+/// fixed counter 3 (top-down slots), whose wraps the overflow handler counts in the slot after the
+/// plan's (its status bit, 35, is above every assignment's: [`OwnedMask::slot_of`]).
+pub const SLOTS: usize = super::placement::MAX_ASSIGNMENTS + 1;
+/// The size of the tables indexed by slot where a slot is masked rather than bounds-tested (the
+/// overflow counts, which the handler indexes, and a session's read tables): [`SLOTS`] rounded up to
+/// a power of two, so that `slot & (TABLE - 1)` is always in range.
+pub const TABLE: usize = SLOTS.next_power_of_two();
 const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
-const _: () = assert!(SLOTS.is_power_of_two(), "slot indexes are masked with SLOTS - 1");
 
 /// The IA32_PERF_GLOBAL_STATUS bits (GP counter i = bit i, fixed counter j = bit 32 + j; on AMD
 /// PerfMonV2 core counter i = bit i) of the counters this session owns: at most [`SLOTS`] of them.
@@ -104,24 +109,24 @@ impl Placement {
 /// 32-byte [`Placement`] needs a second one) and keeps no slot numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OwnSlotPlacements {
-    status_bits: [NonZeroU64; SLOTS],
-    masks: [u64; SLOTS],
-    wraps: [u64; SLOTS],
+    status_bits: [NonZeroU64; TABLE],
+    masks: [u64; TABLE],
+    wraps: [u64; TABLE],
 }
 
 impl OwnSlotPlacements {
     /// Every slot's placement from `placement` (the places a plan does not fill are never read).
     pub const fn filled_with(placement: Placement) -> Self {
         OwnSlotPlacements {
-            status_bits: [placement.status_bit; SLOTS],
-            masks: [placement.mask; SLOTS],
-            wraps: [placement.wrap; SLOTS],
+            status_bits: [placement.status_bit; TABLE],
+            masks: [placement.mask; TABLE],
+            wraps: [placement.wrap; TABLE],
         }
     }
 
     /// Sets slot `slot`'s placement: `false` (nothing set) if `placement` is another slot's.
     pub fn set(&mut self, slot: usize, placement: Placement) -> bool {
-        if placement.slot != slot || slot >= SLOTS {
+        if placement.slot != slot || slot >= TABLE {
             return false;
         }
         self.status_bits[slot] = placement.status_bit;
@@ -133,7 +138,7 @@ impl OwnSlotPlacements {
     /// Slot `slot`'s placement.
     #[inline(always)]
     pub fn get(&self, slot: usize) -> Placement {
-        let index = slot & (SLOTS - 1);
+        let index = slot & (TABLE - 1);
         Placement {
             slot,
             status_bit: self.status_bits[index],
@@ -157,8 +162,9 @@ pub struct Snapshot {
 #[derive(Debug)]
 pub struct ProcessorCounters {
     /// Wraps delivered by the overflow handler in this session, per slot ([`OwnedMask::slot_of`]); in
-    /// a polled session (no overflow handler), the polled values ([`Self::session_cells`]).
-    overflows: [AtomicU64; SLOTS],
+    /// a polled session (no overflow handler), the polled values ([`Self::session_cells`]). [`TABLE`]
+    /// of them, so that the handler masks a slot into range instead of testing it.
+    overflows: [AtomicU64; TABLE],
     /// Overflow handler invocations, ever.
     overflow_interrupts: AtomicU64,
     /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
@@ -175,7 +181,7 @@ impl ProcessorCounters {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         ProcessorCounters {
-            overflows: [const { AtomicU64::new(0) }; SLOTS],
+            overflows: [const { AtomicU64::new(0) }; TABLE],
             overflow_interrupts: AtomicU64::new(0),
             base: [const { AtomicU64::new(0) }; SLOTS],
             reported: [const { AtomicU64::new(0) }; SLOTS],
@@ -205,7 +211,7 @@ impl ProcessorCounters {
         while pending != 0 {
             let lowest = pending & pending.wrapping_neg();
             // rank < SLOTS for an owned bit; the mask only lets the compiler drop the bounds check.
-            let slot = rank(owned.0, lowest) & (SLOTS - 1);
+            let slot = rank(owned.0, lowest) & (TABLE - 1);
             self.overflows[slot].fetch_add(1, Ordering::Relaxed);
             pending ^= lowest;
         }
@@ -262,7 +268,7 @@ impl ProcessorCounters {
         status: u64,
         read_again: impl FnOnce() -> u64,
     ) -> Option<u64> {
-        let overflows = self.overflows[at.slot & (SLOTS - 1)].load(Ordering::Relaxed);
+        let overflows = self.overflows[at.slot & (TABLE - 1)].load(Ordering::Relaxed);
         let pending = status & at.status_bit.get() != 0;
         let raw = if pending {
             // A wrap pending between the read and the status read: rare, so kept out of the loop's
@@ -333,8 +339,15 @@ impl ProcessorCounters {
     /// The per-slot cells of the session: the overflow counts of an interrupt-driven one, which a
     /// polled session (whose overflow handler folds nothing) uses for its polled values instead
     /// (crate::pmu::poll::PollCounters::over). Both start a session at 0 ([`Self::acquire`]).
-    pub fn session_cells(&self) -> &[AtomicU64; SLOTS] {
+    pub fn session_cells(&self) -> &[AtomicU64; TABLE] {
         &self.overflows
+    }
+
+    /// The session cell of `slot` (masked into range): for fixed counter 3, the slot after the plan's,
+    /// its wraps the handler delivered since the last read zeroed it (crate::pmu::topdown).
+    #[inline(always)]
+    pub fn session_cell(&self, slot: usize) -> &AtomicU64 {
+        &self.overflows[slot & (TABLE - 1)]
     }
 
     /// Overflows delivered to `slot` in this session (`None` when out of range).

@@ -78,14 +78,15 @@ impl Wanted {
 /// Fixed counters that count table events: 0 instructions, 1 core cycles, 2 reference cycles. Fixed
 /// counter 3 (top-down slots) is zeroed at every read and is not an [`Assignment`].
 const MAX_FIXED_ASSIGNED: usize = 3;
-/// The most counters a plan uses, fixed and general-purpose together: the per-processor state keeps
-/// 24 bytes per counter (`crate::pmu::fold`), and 8 keep it within its memory target. A processor with
-/// 8 general-purpose counters (Ice Lake and later cores, Skylake without hyper-threading) and the
-/// three fixed ones gets 5 general-purpose events; [`place`] drops the rest (the plan's dropped set).
-pub const MAX_ASSIGNMENTS: usize = 8;
+/// The most counters a plan uses, fixed and general-purpose together: every counter a processor can
+/// have that the driver names, the general-purpose ones the layout allows ([`MAX_GENERAL_PURPOSE`],
+/// IA32_PMC0-7) and fixed counters 0-2, so that a core with 8 general-purpose counters (Ice Lake and
+/// later, Sapphire Rapids, Skylake without hyper-threading) counts 8 events besides the fixed ones.
+/// Each costs 24 bytes of per-processor state (`crate::pmu::fold`).
+pub const MAX_ASSIGNMENTS: usize = MAX_GENERAL_PURPOSE + MAX_FIXED_ASSIGNED;
 
 /// Every event with a fixed counter has one of fixed counters 0-2 ([`place`] keeps fixed counters in
-/// an array of that size, and leaves the general-purpose counters what [`MAX_ASSIGNMENTS`] has left).
+/// an array of that size; [`MAX_ASSIGNMENTS`] leaves every general-purpose counter beside them).
 const _: () = {
     let mut index = 0;
     while index < Event::COUNT {
@@ -147,7 +148,7 @@ pub struct Assignment {
     pub width: u8,
 }
 
-// A plan holds eight: kept to 32 bytes each, as a session keeps a plan per core type in
+// A plan holds eleven: kept to 32 bytes each, as a session keeps a plan per core type in
 // non-paged pool (and the last plan beside it).
 const _: () = assert!(core::mem::size_of::<Assignment>() <= 32);
 
@@ -293,10 +294,20 @@ impl CounterPlan {
         self.assigned_global_bits() | self.topdown_global_bit()
     }
 
-    /// The global status bits of the plan's [`Assignment`]s: the counters whose overflows are folded.
-    /// Fixed counter 3 is zeroed at every read and never wraps between two (see `crate::pmu::topdown`).
+    /// The global status bits of the plan's [`Assignment`]s: the counters extended with their overflow
+    /// counts (fixed counter 3, zeroed at every read, is in [`CounterPlan::overflow_bits`] only).
     pub fn assigned_global_bits(&self) -> u64 {
         self.iter().filter_map(|assignment| assignment.global_bit).fold(0, |mask, bit| mask | (1 << bit))
+    }
+
+    /// The global status bits whose overflows the overflow handler counts: the assignments' and,
+    /// where top-down comes from IA32_PERF_METRICS, fixed counter 3's (bit 35, above every
+    /// assignment's, so that its overflow slot is the one after the plan's; the read adds its wraps to
+    /// the slots, crate::pmu::topdown::read_and_zero).
+    pub fn overflow_bits(&self) -> u64 {
+        let topdown =
+            if self.topdown_metrics { 1 << (INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER) } else { 0 };
+        self.assigned_global_bits() | topdown
     }
 
     /// Fixed counter 3's enable and EN_PERF_METRICS (bit 48), without which IA32_PERF_METRICS does
@@ -404,8 +415,8 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         }
     }
 
-    // General-purpose counters: those the model has, within what the fixed counters leave of the
-    // plan's storage. Take events in priority order while the chosen set can still give each a
+    // General-purpose counters: those the model has (the plan's storage holds them all beside the
+    // fixed ones). Take events in priority order while the chosen set can still give each a
     // distinct counter it allows, then place them (see `assign_counters`).
     let fixed_used = fixed_events.iter().flatten().count() as u8;
     let layout = RegisterLayout::of(model);
@@ -458,7 +469,7 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
 }
 
 /// A distinct counter for each of `candidates` from its mask, in the candidates' order (augmenting
-/// paths, Kuhn's bipartite matching: at most 8 counters); `None` when there is none.
+/// paths, Kuhn's bipartite matching: at most 8 general-purpose counters); `None` when there is none.
 fn assign_counters(candidates: &[(Event, Encoding, u8)]) -> Option<[u8; MAX_GENERAL_PURPOSE]> {
     let masks: [u8; MAX_GENERAL_PURPOSE] = core::array::from_fn(|i| candidates.get(i).map_or(0, |c| c.2));
     let mut owner: [Option<u8>; MAX_GENERAL_PURPOSE] = [None; MAX_GENERAL_PURPOSE];

@@ -277,20 +277,30 @@ fn a_custom_event_restricted_to_some_counters_is_placed_there_or_dropped() {
 }
 
 #[test]
-fn an_eight_counter_core_never_plans_past_its_storage() {
-    // An i9-12900K without E-cores has 8 general-purpose counters and 4 fixed: the fixed counters
-    // take three of the plan's places, so five custom events are counted and the rest dropped.
+fn an_eight_counter_core_counts_eight_custom_events_beside_its_fixed_counters() {
+    // An i9-12900K without E-cores (and Sapphire Rapids) has 8 general-purpose counters and 4 fixed:
+    // instructions and both cycle counts take fixed counters 0-2, and all 8 custom events a
+    // general-purpose counter each, in order.
+    use crate::pmu::fold::OwnedMask;
+    use crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS;
     use crate::pmu::profile::{Profile, Selection};
-    let model = cpus::ALDER_LAKE_I9_12900K_P_ONLY.model();
-    assert_eq!(model.gp_counters, 8);
-    let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
-    for (n, slot) in selection.custom.iter_mut().enumerate() {
-        *slot = Some(Encoding::new(0x10 + n as u16, 0x01));
+    for cpu in [&cpus::ALDER_LAKE_I9_12900K_P_ONLY, &cpus::SAPPHIRE_RAPIDS_W9_3475X] {
+        let model = cpu.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
+        assert_eq!((model.gp_counters, model.fixed_counters), (8, 4), "{}", cpu.name);
+        let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
+        for (n, slot) in selection.custom.iter_mut().enumerate() {
+            *slot = Some(Encoding::new(0x10 + n as u16, 0x01));
+        }
+        let plan = plan_for(&model, &Wanted::of(&selection), true);
+        assert_eq!(plan.len(), MAX_ASSIGNMENTS, "{}", cpu.name);
+        for (n, &event) in Event::CUSTOM.iter().enumerate() {
+            assert_eq!(plan.get(event).map(|a| a.slot), Some(Slot::General(n as u8)), "{}", cpu.name);
+        }
+        assert_eq!(plan.dropped(), EventSet::EMPTY, "{}", cpu.name);
+        // The overflow handler's bits: the 11 assignments' and fixed counter 3's, its slot the 12th.
+        let owned = OwnedMask::new(plan.overflow_bits()).expect("within the slots");
+        assert_eq!(owned.slot_of(35), Some(MAX_ASSIGNMENTS), "{}", cpu.name);
     }
-    let plan = plan_for(&model, &Wanted::of(&selection), true);
-    assert_eq!(plan.len(), MAX_ASSIGNMENTS);
-    assert_eq!(Event::CUSTOM.iter().filter(|&&event| plan.get(event).is_some()).count(), 5);
-    assert_eq!(plan.dropped(), set(&[Custom5, Custom6, Custom7]));
 }
 
 #[test]

@@ -22,7 +22,7 @@ use super::atomic::{AtomicU64, Ordering};
 use core::sync::atomic::compiler_fence;
 
 use super::extend::{advance, counter_mask};
-use super::fold::SLOTS;
+use super::fold::TABLE;
 
 /// Highest clock rate assumed (Hz).
 pub const MAX_CLOCK_HZ: u64 = 6_000_000_000;
@@ -77,12 +77,12 @@ pub struct NotAWrap;
 /// interrupts, and each starts its cells from 0.
 #[derive(Clone, Copy, Debug)]
 pub struct PollCounters<'a> {
-    extended: &'a [AtomicU64; SLOTS],
+    extended: &'a [AtomicU64; TABLE],
 }
 
 impl<'a> PollCounters<'a> {
     /// Polled counters kept in `cells`.
-    pub fn over(cells: &'a [AtomicU64; SLOTS]) -> Self {
+    pub fn over(cells: &'a [AtomicU64; TABLE]) -> Self {
         PollCounters { extended: cells }
     }
 

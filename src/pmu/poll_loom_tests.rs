@@ -38,7 +38,7 @@ fn raw_read_first(polled: &PollCounters, raw: &mut dyn FnMut() -> u64) -> u64 {
 }
 
 struct Machine {
-    cells: [AtomicU64; SLOTS],
+    cells: [AtomicU64; TABLE],
     count: AtomicU64,
     processor: Mutex<()>,
     poller: Poller,

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use std::cell::Cell;
 
 /// Cells for one processor's polled counters, all 0.
-fn cells() -> [AtomicU64; SLOTS] {
+fn cells() -> [AtomicU64; TABLE] {
     core::array::from_fn(|_| AtomicU64::new(0))
 }
 
@@ -86,17 +86,17 @@ fn polling_extends_across_wraps() {
 fn slots_out_of_range_are_refused() {
     let cells = cells();
     let counters = PollCounters::over(&cells);
-    assert_eq!(counters.start(SLOTS, 0, 48), None);
+    assert_eq!(counters.start(TABLE, 0, 48), None);
     let called = Cell::new(false);
     assert_eq!(
-        counters.poll(SLOTS, 48, || {
+        counters.poll(TABLE, 48, || {
             called.set(true);
             0
         }),
         None
     );
     assert!(!called.get());
-    assert_eq!(counters.last(SLOTS), None);
+    assert_eq!(counters.last(TABLE), None);
 }
 
 /// A timer poll (DISPATCH_LEVEL) interrupted by a collect's poll (IPI_LEVEL) on the same processor,
@@ -151,5 +151,5 @@ fn a_wrap_counts_only_when_confirmed() {
     assert_eq!(poll.last(0), Some((1 << 48) - 4), "a refused wrap leaves the state");
     assert_eq!(poll.poll_unless_reset(0, 48, || 3, confirm(true)), Some(Ok((1 << 48) + 3)));
     assert_eq!(asked.get(), 2);
-    assert_eq!(poll.poll_unless_reset(SLOTS, 48, || 3, confirm(true)), None);
+    assert_eq!(poll.poll_unless_reset(TABLE, 48, || 3, confirm(true)), None);
 }

@@ -4,11 +4,15 @@
 //! Every read takes fixed counter 3 and IA32_PERF_METRICS with the two stopped (the other counters
 //! count on), splits the slots by the register's four fractions carrying each category's remainder to
 //! the next read ([`split_carrying`]), so the four totals always sum to the slots, and zeroes both.
-//! Zeroed at every read, fixed counter 3 never wraps between two.
+//! Zeroed at every read, and read at least every [`MAX_READ_GAP_100NS`], fixed counter 3 does not wrap
+//! between two; if it ever does (IA32_PERF_GLOBAL_STATUS bit 35, with bit 48, PERF_METRICS overflow),
+//! the read counts the wrap, folds both registers into the totals, resets both and clears the bits,
+//! as Linux's PMI handler does on bit 48.
 //!
 //! The register's semantics, why and how the read stops the counter, the remainder's bound and the
 //! wrap arithmetic, with their sources: `docs/pmu.md`.
 
+use super::atomic::AtomicU64;
 use super::events::Event;
 use super::msr;
 use super::placement::{RDPMC_FIXED, RDPMC_PERF_METRICS};
@@ -57,11 +61,17 @@ pub struct Topdown {
 /// 3 x 255): every category's total is within 3 slots of the exact sum of its shares (up to 1/255
 /// of a slot per read whose fractions do not sum to 0xFF, which the last category absorbs).
 pub fn split_carrying(slots: u64, fractions: [u64; 4], carried: [i64; 4]) -> ([u64; 4], [i64; 4]) {
-    // Fixed counter 3 is 48 bits wide where IA32_PERF_METRICS exists: slots x 255 x 255 < 2^64.
-    let slots = slots & ((1 << 48) - 1);
+    // A read holds fixed counter 3's 48 bits and its wraps (a few at most): below 2^56, so that
+    // slots x 255 fits 64 bits (and slots x 255 x 255 the 128 of an unnormalised share).
+    let slots = slots & MAX_READ_SLOTS;
     let sum: u64 = fractions.iter().sum();
-    let share =
-        |fraction: u64| if sum == STEP_U { slots * fraction } else { slots * fraction * STEP_U / sum.max(1) };
+    let share = |fraction: u64| {
+        if sum == STEP_U {
+            slots * fraction
+        } else {
+            (u128::from(slots) * u128::from(fraction) * u128::from(STEP_U) / u128::from(sum.max(1))) as u64
+        }
+    };
     // Every 1/255th of the read, the last category taking what the others' rounding down leaves.
     let mut exact = [0i64; 4];
     let mut given = 0;
@@ -90,6 +100,9 @@ pub fn split_carrying(slots: u64, fractions: [u64; 4], carried: [i64; 4]) -> ([u
     let carried = core::array::from_fn(|category| exact[category] - split[category] * STEP);
     (split.map(|slots| slots.max(0) as u64), carried)
 }
+
+/// The most slots one read splits: 2^56 - 1 (see [`split_carrying`]).
+const MAX_READ_SLOTS: u64 = (1 << 56) - 1;
 
 /// One 1/255th step of IA32_PERF_METRICS, the unit of the remainders.
 const STEP: i64 = 0xFF;
@@ -151,6 +164,24 @@ pub fn from_events(width: u8, atom: bool, count: impl Fn(Event) -> Option<u64>) 
 
 /// IA32_PERF_GLOBAL_CTRL: fixed counter 3's enable (bit 32 + 3) and EN_PERF_METRICS (bit 48).
 const STOP_TOPDOWN: u64 = (1 << 35) | (1 << 48);
+/// IA32_PERF_GLOBAL_STATUS bit 35, fixed counter 3's overflow.
+pub const SLOTS_OVERFLOW: u64 = 1 << 35;
+/// IA32_PERF_GLOBAL_STATUS bit 48, PERF_METRICS overflow (Linux `GLOBAL_STATUS_PERF_METRICS_OVF_BIT`):
+/// set when the slots behind IA32_PERF_METRICS overflow, after which Linux resets fixed counter 3 and
+/// IA32_PERF_METRICS (`arch/x86/events/intel/core.c`, `handle_pmi_common` calling
+/// `intel_pmu_update_topdown_event`).
+pub const PERF_METRICS_OVERFLOW: u64 = 1 << 48;
+/// Fixed counter 3's width where IA32_PERF_METRICS exists: 48 bits (CPUID.0AH:EDX\[12:5\] on every
+/// such core, Ice Lake to Sapphire Rapids and the hybrid parts' performance cores).
+const SLOTS_WIDTH: u32 = 48;
+/// The longest gap between two reads of fixed counter 3 and IA32_PERF_METRICS while a plan counts
+/// with them (the housekeeping thread reads when no consumer has for this long): 60 s, in 100 ns
+/// units. At most 8 issue slots per cycle (Lion Cove; Golden Cove has 6) at 6.2 GHz, fixed counter 3
+/// counts under 5 x 10^10 slots a second and wraps at 48 bits after about 5,600 s: 60 s keeps every
+/// read under 1.1 % of a wrap, so the PERF_METRICS overflow of a wrapping fixed counter 3 never
+/// happens while the driver owns it, and each read's 8-bit fractions (within 1/255 of the slots
+/// since the last zeroing each) cover at most a minute of the workload.
+pub const MAX_READ_GAP_100NS: u64 = 600_000_000;
 
 /// Reads fixed counter 3 and IA32_PERF_METRICS on this processor with both stopped, zeroes both and
 /// returns the slots counted since the last read, split by category carrying `remainders`: the caller
@@ -158,16 +189,29 @@ const STOP_TOPDOWN: u64 = (1 << 35) | (1 << 48);
 /// plan with [`crate::pmu::placement::CounterPlan::topdown_metrics`] is programmed, interrupts held
 /// off. Slots that IA32_PERF_METRICS does not split (all four fractions 0: nothing counted, or the
 /// split was off) are left in fixed counter 3 for a later read, as Linux leaves a read of 0 slots.
-pub fn read_and_zero(msrs: &mut impl Msrs, remainders: &Remainders) -> Topdown {
+///
+/// Fixed counter 3's wraps since the last read are `wraps` (the overflow handler's count of its
+/// status bit, which the HAL clears after every interrupt, whichever counter raised it) and one more
+/// if bit 35 is still set: each adds 2^48 slots. A set bit 35 or 48 (PERF_METRICS overflow) is cleared
+/// once both registers are zeroed, and `wraps` restarts from 0.
+pub fn read_and_zero(msrs: &mut impl Msrs, remainders: &Remainders, wraps: &AtomicU64) -> Topdown {
     let control = msrs.read(msr::IA32_PERF_GLOBAL_CTRL);
     msrs.write(msr::IA32_PERF_GLOBAL_CTRL, control & !STOP_TOPDOWN);
-    let slots = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
+    let raw = msrs.read_counter(msr::IA32_FIXED_CTR3, Some(RDPMC_FIXED | 3));
     let fractions = fractions(msrs.read_counter(msr::IA32_PERF_METRICS, Some(RDPMC_PERF_METRICS)));
+    let overflowed = msrs.read(msr::IA32_PERF_GLOBAL_STATUS) & (SLOTS_OVERFLOW | PERF_METRICS_OVERFLOW);
+    let wrapped = wraps.load(Ordering::Relaxed) + u64::from(overflowed & SLOTS_OVERFLOW != 0);
+    let slots = raw.wrapping_add(wrapped << SLOTS_WIDTH);
     let read = if slots == 0 || fractions == [0; 4] {
         Topdown::default()
     } else {
         msrs.write(msr::IA32_FIXED_CTR3, 0);
         msrs.write(msr::IA32_PERF_METRICS, 0);
+        wraps.store(0, Ordering::Relaxed);
+        if overflowed != 0 {
+            core::hint::cold_path();
+            msrs.write(msr::IA32_PERF_GLOBAL_OVF_CTRL, overflowed);
+        }
         Topdown { slots, categories: remainders.split(slots, fractions) }
     };
     msrs.write(msr::IA32_PERF_GLOBAL_CTRL, control);

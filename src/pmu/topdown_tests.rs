@@ -75,7 +75,7 @@ fn a_read_stops_fixed_counter_3_returns_the_new_slots_and_zeroes_both_registers(
     msrs.write(msr::IA32_FIXED_CTR3, 2_550);
     msrs.write(msr::IA32_PERF_METRICS, 0x33_33_33_66);
     msrs.1.borrow_mut().clear();
-    let first = read_and_zero(&mut msrs, &remainders);
+    let first = read_and_zero(&mut msrs, &remainders, &AtomicU64::new(0));
     // Both read, then zeroed (fixed counter 3 first), with fixed counter 3 and the split stopped and
     // the other counters counting; the global control put back.
     let accesses = msrs.1.borrow().clone();
@@ -90,7 +90,7 @@ fn a_read_stops_fixed_counter_3_returns_the_new_slots_and_zeroes_both_registers(
     assert_eq!((first.slots, first.categories), (2_550, [1_020, 510, 510, 510]));
     msrs.write(msr::IA32_FIXED_CTR3, 510);
     msrs.write(msr::IA32_PERF_METRICS, 0xFF_00_00_00);
-    let second = read_and_zero(&mut msrs, &remainders);
+    let second = read_and_zero(&mut msrs, &remainders, &AtomicU64::new(0));
     assert_eq!((second.slots, second.categories), (510, [0, 0, 0, 510]));
     let totals = first.plus(&second);
     assert_eq!(totals.slots, 3_060);
@@ -104,10 +104,10 @@ fn slots_without_a_split_wait_for_a_later_read() {
     let mut msrs = MsrFile::default();
     let remainders = Remainders::default();
     msrs.write(msr::IA32_FIXED_CTR3, 700);
-    assert_eq!(read_and_zero(&mut msrs, &remainders), Topdown::default());
+    assert_eq!(read_and_zero(&mut msrs, &remainders, &AtomicU64::new(0)), Topdown::default());
     assert_eq!(msrs.read(msr::IA32_FIXED_CTR3), 700, "left for a later read");
     msrs.write(msr::IA32_PERF_METRICS, 0xFF);
-    assert_eq!(read_and_zero(&mut msrs, &remainders).categories, [700, 0, 0, 0]);
+    assert_eq!(read_and_zero(&mut msrs, &remainders, &AtomicU64::new(0)).categories, [700, 0, 0, 0]);
 }
 
 /// A read's fractions: four bytes summing to 0xFF (as IA32_PERF_METRICS gives them), or, now and
@@ -153,11 +153,11 @@ proptest! {
 
     /// The remainders stay where 16 bits hold them, and sum to 0.
     #[test]
-    fn remainders_stay_bounded(reads in prop::collection::vec((0u64..1 << 48, any_fractions()), 1..200)) {
+    fn remainders_stay_bounded(reads in prop::collection::vec((0u64..1 << 50, any_fractions()), 1..200)) {
         let mut carried = [0i64; 4];
         for &(slots, fractions) in &reads {
             let (split, next) = split_carrying(slots, fractions, carried);
-            prop_assert_eq!(split.iter().sum::<u64>(), slots & ((1 << 48) - 1));
+            prop_assert_eq!(split.iter().sum::<u64>(), slots);
             prop_assert_eq!(next.iter().sum::<i64>(), 0);
             prop_assert!(next.iter().all(|&remainder| (-255 < remainder) && (remainder < 3 * 255)), "{:?}", next);
             carried = next;
@@ -194,4 +194,33 @@ fn level_1_never_underflows() {
         _ => 0,
     };
     assert_eq!(from_events(6, false, |event| Some(count(event))).categories, [50, 0, 30, 0]);
+}
+
+#[test]
+fn a_read_counts_fixed_counter_3_wraps_and_clears_the_perf_metrics_overflow() {
+    let mut msrs = MsrFile::default();
+    let remainders = Remainders::default();
+    let control = 0x1_0000_000F_00FF;
+    msrs.write(msr::IA32_PERF_GLOBAL_CTRL, control);
+    // One wrap the overflow handler counted (its status bits cleared by the HAL since), one pending
+    // with PERF_METRICS overflow (bits 35 and 48), and 2,550 slots in the counter.
+    let wraps = AtomicU64::new(1);
+    msrs.write(msr::IA32_PERF_GLOBAL_STATUS, SLOTS_OVERFLOW | PERF_METRICS_OVERFLOW | 1);
+    msrs.write(msr::IA32_FIXED_CTR3, 2_550);
+    msrs.write(msr::IA32_PERF_METRICS, 0x33_33_33_66);
+    let read = read_and_zero(&mut msrs, &remainders, &wraps);
+    let slots = (2 << 48) + 2_550;
+    assert_eq!(read.slots, slots);
+    assert_eq!(read.categories.iter().sum::<u64>(), slots);
+    assert!(read.categories[0].abs_diff(slots / 5 * 2) <= 1, "0x66 of 0xFF: {:?}", read.categories);
+    assert_eq!(wraps.load(Ordering::Relaxed), 0, "the wraps restart with the zeroed counter");
+    assert_eq!(msrs.read(msr::IA32_PERF_GLOBAL_OVF_CTRL), SLOTS_OVERFLOW | PERF_METRICS_OVERFLOW);
+    assert_eq!((msrs.read(msr::IA32_FIXED_CTR3), msrs.read(msr::IA32_PERF_METRICS)), (0, 0));
+    // Without a pending bit, no acknowledgement is written.
+    msrs.write(msr::IA32_PERF_GLOBAL_OVF_CTRL, 0);
+    msrs.write(msr::IA32_PERF_GLOBAL_STATUS, 1);
+    msrs.write(msr::IA32_FIXED_CTR3, 255);
+    msrs.write(msr::IA32_PERF_METRICS, 0xFF);
+    assert_eq!(read_and_zero(&mut msrs, &remainders, &wraps).slots, 255);
+    assert_eq!(msrs.read(msr::IA32_PERF_GLOBAL_OVF_CTRL), 0);
 }

@@ -32,7 +32,6 @@ use crate::pmu::frequency::mperf_advance;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
-use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -46,6 +45,9 @@ mod per_core_type;
 
 #[path = "parts.rs"]
 mod parts;
+
+#[path = "housekeeping.rs"]
+mod housekeeping;
 pub use parts::Part;
 use parts::{Session, Slots};
 use per_core_type::{expected_topdown, topdown_source};
@@ -255,9 +257,7 @@ impl<P: Platform> PmuClient<P> {
         drop(last_plan);
         for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
             let mask = match plan {
-                Some(plan) if interrupt => {
-                    OwnedMask::new(plan.assigned_global_bits()).unwrap_or(OwnedMask::EMPTY)
-                }
+                Some(plan) if interrupt => OwnedMask::new(plan.overflow_bits()).unwrap_or(OwnedMask::EMPTY),
                 _ => OwnedMask::EMPTY,
             };
             owned.store(mask.bits(), Ordering::Release);
@@ -279,6 +279,8 @@ impl<P: Platform> PmuClient<P> {
         });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
         install(session, ownership, &plans, &self.pmi_owned, self.machine);
+        // Counting from zero: for the gap between reads (crate::pmu::topdown), as good as a read.
+        self.schedule.read_at(self.platform.now_100ns());
         let mut opened = Opened {
             counters: held.counters,
             ownership: held.ownership,
@@ -407,14 +409,6 @@ impl<P: Platform> PmuClient<P> {
         true
     }
 
-    fn polling(&self) -> bool {
-        self.session.try_read().is_some_and(|session| {
-            session
-                .open()
-                .is_some_and(|(s, _)| s.parts.iter().flatten().any(|part| part.owned == OwnedMask::EMPTY))
-        })
-    }
-
     /// The profile the service's Parameters key selects now, with every rejection explained in the
     /// debug output. PASSIVE_LEVEL. Out of line: its buffers (2 KiB) leave the stack before the
     /// session is opened.
@@ -434,22 +428,6 @@ impl<P: Platform> PmuClient<P> {
     /// opened or closed).
     fn is_open(&self) -> bool {
         self.session.try_read().is_some_and(|session| session.ownership.is_some())
-    }
-
-    /// The narrowest counter of the open session's plans, if a session is open.
-    fn narrowest(&self) -> Option<u8> {
-        self.session.try_read().and_then(|session| {
-            session.open().map(|(session, _)| {
-                session
-                    .parts
-                    .iter()
-                    .flatten()
-                    .flat_map(|part| part.plan.iter())
-                    .map(|a| a.width)
-                    .min()
-                    .unwrap_or(u8::MAX)
-            })
-        })
     }
 
     /// A consumer is reading (a collect, or an AddCounter when `retry_now`): own the counters if
@@ -478,40 +456,6 @@ impl<P: Platform> PmuClient<P> {
     /// instead of at the next collect. At IRQL <= DISPATCH_LEVEL: the read waits for no lock.
     pub fn power_transition(&self, _back_in_s0: bool) {
         let _ = self.read_all(Check::All);
-    }
-
-    /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
-    pub fn next_tick(&self) -> Option<u64> {
-        let model = self.model()?;
-        // An acquisition handed over from above PASSIVE_LEVEL starts at once.
-        if self.schedule.acquire_deferred() {
-            return Some(0);
-        }
-        // Nothing owned: sleep until woken (cheap when nobody is watching).
-        let narrowest = self.narrowest()?;
-        // Wake for the release; when polling, also often enough that no counter wraps twice between
-        // two polls.
-        let until_release = self.schedule.until_release(self.platform.now_100ns()).max(1);
-        if self.polling() {
-            let width = if narrowest == u8::MAX { model.gp_width } else { narrowest };
-            let poll = poll_period_100ns(width, MAX_EVENT_HZ, DEFAULT_SAFETY).max(1) as u64;
-            return Some(poll.min(until_release));
-        }
-        Some(until_release)
-    }
-
-    /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll, a release.
-    pub fn tick(&self) {
-        if self.schedule.take_deferred() && !self.is_open() {
-            self.acquire();
-        }
-        if self.polling() {
-            let _ = self.read_all(Check::OneInTurn);
-        }
-        let idle = || self.schedule.until_release(self.platform.now_100ns()) == 0;
-        if self.is_open() && idle() {
-            self.release_if(idle);
-        }
     }
 }
 
@@ -542,6 +486,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
         if !self.throttle.fresh_due(now) {
             self.status.record_served_collect();
         } else if self.read_all(Check::OneInTurn) {
+            self.schedule.read_at(now);
             self.status.record_fresh_collect();
         } else {
             self.throttle.withdraw(now);

@@ -2,6 +2,7 @@
 
 use super::fake::*;
 use super::*;
+use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use std::sync::atomic::Ordering;
 use windows_sys::Win32::Foundation::{
     STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY, STATUS_NOT_SUPPORTED,

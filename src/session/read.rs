@@ -9,7 +9,7 @@ use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
-use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS};
+use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS, TABLE};
 use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{Assignment, CounterPlan};
@@ -25,7 +25,7 @@ fn read_placed<M: Msrs>(
     plan: &CounterPlan,
     msrs: &mut M,
     status_register: u32,
-    placements: &[Option<Placement>; SLOTS],
+    placements: &[Option<Placement>; TABLE],
 ) {
     let assignments = plan.as_slice();
     let slots = PlannedSlots { assignments, placements };
@@ -73,7 +73,7 @@ pub(super) enum Reading {
     Held { status_register: u32, slots: HeldReads },
     /// Interrupts held off, the overflow handler folding the wraps of the placed slots (`None` for a
     /// slot whose status bit the session does not own, which is not read).
-    Placed { status_register: u32, placements: [Option<Placement>; SLOTS] },
+    Placed { status_register: u32, placements: [Option<Placement>; TABLE] },
     /// No overflow interrupt: each counter is polled (crate::pmu::poll).
     Polled,
 }
@@ -136,7 +136,7 @@ impl Reading {
             Reading::Held { slots, .. } => slots
                 .placement(slot)
                 .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
-            Reading::Placed { placements, .. } => placements[slot & (SLOTS - 1)]
+            Reading::Placed { placements, .. } => placements[slot & (TABLE - 1)]
                 .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
             Reading::Polled => processor
                 .poll()
@@ -163,7 +163,7 @@ impl Reading {
         else {
             return Reading::Polled;
         };
-        let mut placements = [None; SLOTS];
+        let mut placements = [None; TABLE];
         for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
             *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
         }
@@ -197,7 +197,10 @@ impl TopdownReading {
         match self {
             TopdownReading::None => {}
             TopdownReading::PerfMetrics => {
-                let read = topdown::read_and_zero(msrs, &processor.topdown_remainders);
+                // Fixed counter 3's wraps are counted in the slot after the plan's (its status bit
+                // is above every assignment's, so that is its rank among the owned bits).
+                let wraps = processor.counters.session_cell(plan.as_slice().len());
+                let read = topdown::read_and_zero(msrs, &processor.topdown_remainders, wraps);
                 publish::topdown(published, &publish::topdown_totals(published).plus(&read));
             }
             TopdownReading::FromEvents(width) => {
@@ -238,14 +241,14 @@ fn read_held<M: Msrs>(
     slots: &impl HeldSlots,
 ) {
     // Index loops: the iterator adapters cost several instructions per counter here.
-    let mut raws = [0u64; SLOTS];
+    let mut raws = [0u64; TABLE];
     for slot in 0..len {
-        raws[slot & (SLOTS - 1)] = slots.read(msrs, slot);
+        raws[slot & (TABLE - 1)] = slots.read(msrs, slot);
     }
     let status = msrs.read(status_register);
     for slot in 0..len {
         if let Some(at) = slots.placement(slot) {
-            let raw = raws[slot & (SLOTS - 1)];
+            let raw = raws[slot & (TABLE - 1)];
             let read_again = || slots.read(msrs, slot);
             if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
                 slots.publish(published, slot, count);
@@ -267,7 +270,7 @@ trait HeldSlots {
 /// Any plan's slots, read from the plan and the session's placements.
 struct PlannedSlots<'a> {
     assignments: &'a [Assignment],
-    placements: &'a [Option<Placement>; SLOTS],
+    placements: &'a [Option<Placement>; TABLE],
 }
 
 impl HeldSlots for PlannedSlots<'_> {
@@ -278,7 +281,7 @@ impl HeldSlots for PlannedSlots<'_> {
     }
     #[inline(always)]
     fn placement(&self, slot: usize) -> Option<Placement> {
-        self.placements[slot & (SLOTS - 1)]
+        self.placements[slot & (TABLE - 1)]
     }
     #[inline(always)]
     fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
@@ -293,15 +296,15 @@ impl HeldSlots for PlannedSlots<'_> {
 pub(super) struct HeldReads {
     /// How many slots the plan has.
     len: u8,
-    reads: [(u32, u32); SLOTS],
+    reads: [(u32, u32); TABLE],
     placements: OwnSlotPlacements,
-    cells: [CountCell; SLOTS],
+    cells: [CountCell; TABLE],
 }
 
 impl HeldSlots for HeldReads {
     #[inline(always)]
     fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
-        let (msr, index) = self.reads[slot & (SLOTS - 1)];
+        let (msr, index) = self.reads[slot & (TABLE - 1)];
         msrs.read_counter(msr, Some(index))
     }
     #[inline(always)]
@@ -310,18 +313,18 @@ impl HeldSlots for HeldReads {
     }
     #[inline(always)]
     fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        self.cells[slot & (SLOTS - 1)].store(published, count);
+        self.cells[slot & (TABLE - 1)].store(published, count);
     }
 }
 
 impl HeldReads {
-    fn of(plan: &CounterPlan, placements: &[Option<Placement>; SLOTS]) -> Option<HeldReads> {
+    fn of(plan: &CounterPlan, placements: &[Option<Placement>; TABLE]) -> Option<HeldReads> {
         // Places past the plan's slots are never read; they repeat the first slot's.
         let mut held = HeldReads {
             len: plan.as_slice().len() as u8,
-            reads: [(0, 0); SLOTS],
+            reads: [(0, 0); TABLE],
             placements: OwnSlotPlacements::filled_with(placements[0]?),
-            cells: [CountCell::of(Event::Instructions); SLOTS],
+            cells: [CountCell::of(Event::Instructions); TABLE],
         };
         for (slot, assignment) in plan.iter().enumerate() {
             held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);

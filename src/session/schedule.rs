@@ -33,6 +33,8 @@ pub struct Schedule {
     /// Collects running now: activity for as long as they last, however long that is (many
     /// processors, a slow hypervisor).
     collecting: AtomicU32,
+    /// The last read of every processor (a collect's fresh read or the housekeeping thread's).
+    last_read: AtomicU64,
 }
 
 impl Schedule {
@@ -44,6 +46,7 @@ impl Schedule {
             last_attempt: AtomicU64::new(0),
             deferred_acquire: AtomicBool::new(false),
             collecting: AtomicU32::new(0),
+            last_read: AtomicU64::new(0),
         }
     }
 
@@ -93,6 +96,19 @@ impl Schedule {
         }
         let idle = now.saturating_sub(self.last_activity.load(Ordering::Acquire));
         self.idle_limit().saturating_sub(idle)
+    }
+
+    /// Every processor was read at `now`.
+    pub fn read_at(&self, now: u64) {
+        self.last_read.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// How long until `gap` has passed at `now` since the last read (0: it has, or no read yet).
+    pub fn until_read(&self, now: u64, gap: u64) -> u64 {
+        match self.last_read.load(Ordering::Acquire) {
+            0 => 0,
+            last => gap.saturating_sub(now.saturating_sub(last)),
+        }
     }
 
     /// Hands an acquisition to the housekeeping thread.
@@ -159,6 +175,17 @@ mod tests {
         // A late, older timestamp from a concurrent collect does not move activity back.
         schedule.active(5 * S);
         assert_eq!(schedule.until_release(12 * S), S);
+    }
+
+    #[test]
+    fn a_read_is_due_a_gap_after_the_last_one() {
+        let schedule = Schedule::new();
+        assert_eq!(schedule.until_read(5 * S, 60 * S), 0, "no read yet");
+        schedule.read_at(10 * S);
+        assert_eq!(schedule.until_read(30 * S, 60 * S), 40 * S);
+        schedule.read_at(8 * S);
+        assert_eq!(schedule.until_read(30 * S, 60 * S), 40 * S, "an older read does not move it back");
+        assert_eq!(schedule.until_read(70 * S, 60 * S), 0);
     }
 
     #[test]

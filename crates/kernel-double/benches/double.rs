@@ -372,7 +372,7 @@ fn main() {
     println!();
     println!("| non-paged pool | bytes | target |");
     println!("|---|---:|---:|");
-    println!("| per processor (slope from 4 to 64 VPs) | {per_processor:.1} | <= 512 |");
+    println!("| per processor (slope from 4 to 64 VPs) | {per_processor:.1} | <= 640 |");
     println!(
         "| fixed (pool at 4 VPs minus 4 x slope) | {:.0} | <= 8192 |",
         get("pool_bytes_4") - 4.0 * per_processor

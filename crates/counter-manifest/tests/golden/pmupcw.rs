@@ -1373,8 +1373,9 @@ pub mod driver_status {
         /// Instructions, 6 Branch Mispredicts, 7-10 the topdown profile's inputs (frontend slots not
         /// delivered, slots issued, slots retired, recovery cycles), 11-18 Custom Event 0-7, 19-20 an
         /// efficient core's TOPDOWN_BE_BOUND.ALL and TOPDOWN_BAD_SPECULATION.ALL). They read 0; the debug
-        /// output names them. A plan uses at most 8 counters, fixed ones included. On a hybrid processor each
-        /// core type has its own plan: a bit set here may read 0 on one core type only.
+        /// output names them. A plan may use every counter a core has (up to 8 general-purpose and fixed
+        /// counters 0-3). On a hybrid processor each core type has its own plan: a bit set here may read 0 on
+        /// one core type only.
         pub const EVENTS_WITHOUT_COUNTER: u16 = 13;
         /// "Events Not Supported" (perf_counter_rawcount, standard): The events the active profile asks for
         /// that this processor (on a hybrid processor: one of its core types) cannot count, as a bit mask

@@ -405,3 +405,25 @@ pub fn sites() -> Vec<u64> {
 pub fn unlisted_cpuid_bytes(code: &[u8]) -> usize {
     code.windows(2).filter(|pair| pair == &[0x0F, 0xA2]).count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every Intel model of one core type has the counters its CPUID leaf 0xA reports (Intel SDM Vol.
+    /// 3B, "Architectural Performance Monitoring": EAX\[15:8\] general-purpose counters, EAX\[23:16\]
+    /// their width, EDX\[4:0\] fixed counters, EDX\[12:5\] their width), so that a plan sized to the
+    /// leaf finds each counter in the virtual PMU. (A hybrid part's cores report the common counters
+    /// in leaf 0xA and their own in leaf 0x23: their models are checked by the hybrid scenarios.)
+    #[test]
+    fn intel_models_have_the_counters_of_their_leaf_0xa() {
+        for (name, model) in MODELS.iter().filter(|(_, model)| model.other_cores.is_none()) {
+            let PmuKind::Intel { gp, gp_width, fixed, fixed_width } = model.pmu else { continue };
+            let [eax, _, _, edx] =
+                model.leaves.iter().find(|leaf| (leaf.0, leaf.1) == (0xA, 0)).map_or([0; 4], |leaf| leaf.2);
+            let leaf = (eax >> 8 & 0xFF, eax >> 16 & 0xFF, edx & 0x1F, edx >> 5 & 0xFF);
+            let pmu = (u32::from(gp), u32::from(gp_width), u32::from(fixed), u32::from(fixed_width));
+            assert_eq!(pmu, leaf, "{name}: (GP, GP width, fixed, fixed width) of the model and of leaf 0xA");
+        }
+    }
+}

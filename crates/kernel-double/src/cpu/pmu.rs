@@ -604,14 +604,28 @@ fn advance(kind: PmuKind, atom: Option<Atom>, state: &mut VpPmu, units: u64) -> 
             split_slots(state, global_ctrl, units);
         }
         if next > mask(width) && !no_global {
-            wraps |= 1 << bit;
+            let bits = (1 << bit) | perf_metrics_overflow(fixed, index, global_ctrl);
+            wraps |= bits;
             if int {
-                pmi |= 1 << bit;
+                pmi |= bits;
             }
         }
     }
     state.global_status |= wraps;
     pmi
+}
+
+/// IA32_PERF_GLOBAL_STATUS bit 48, PERF_METRICS overflow, for a wrap of fixed counter `index` (when
+/// `fixed`) under `global_ctrl`: set when fixed counter 3 (TOPDOWN.SLOTS), whose slots IA32_PERF_METRICS
+/// divides, overflows while EN_PERF_METRICS is set (Intel SDM Vol. 3B, "Performance Metrics" and
+/// IA32_PERF_GLOBAL_STATUS bit 48; Linux: "The METRICS related register may be overflow. The bit 48 of
+/// the STATUS register will be set. If so, PERF_METRICS and Fixed counter 3 are required to be reset",
+/// commit "perf/x86/intel: Generic support for hardware TopDown metrics", 2020, whose
+/// `handle_pmi_common` resets both on the bit). It raises a PMI with fixed counter 3's PMI bit, as
+/// the counter's own bit does. The fractions go on as the shares of every slot since the register was
+/// last zeroed (the double's internal counts do not wrap).
+fn perf_metrics_overflow(fixed: bool, index: usize, global_ctrl: u64) -> u64 {
+    if fixed && index == 3 && global_ctrl & EN_PERF_METRICS != 0 { EN_PERF_METRICS } else { 0 }
 }
 
 /// The top-down slots of `units` of work, in the workload's current mix ([`set_topdown_mix`]), into
@@ -663,7 +677,7 @@ pub(crate) fn reader_executes(vp: u32) {
     let next = state.fixed[3].value + increment;
     state.fixed[3].value = next & mask(fixed_width);
     if next > mask(fixed_width) {
-        state.global_status |= 1 << bit;
+        state.global_status |= (1 << bit) | perf_metrics_overflow(true, 3, state.global_ctrl);
     }
     state.counted[TOPDOWN_SLOTS] = state.counted[TOPDOWN_SLOTS].wrapping_add(increment);
     let global_ctrl = state.global_ctrl;
@@ -889,7 +903,8 @@ pub fn topdown_counted(vp: u32) -> [u64; 4] {
 
 /// Sets the counter at `msr` of `vp` to `value` (masked to its width) as if it had counted the
 /// difference: a test's way to start a counter near its wrap point just after the driver programmed
-/// it. Panics if `msr` is not a counter of the model or the counter counts no workload event.
+/// it. Fixed counter 3's difference must be whole workload units' slots, which IA32_PERF_METRICS then
+/// splits in the current mix. Panics if `msr` is not a counter of the model or the counter counts no workload event.
 pub fn preload(vp: u32, msr: u32, value: u64) {
     let kind = processor(vp).kind;
     let (gp_width, fixed_width) = widths(kind);
@@ -910,6 +925,12 @@ pub fn preload(vp: u32, msr: u32, value: u64) {
     let jump = value.wrapping_sub(counter.value) & mask(width);
     counter.value = value;
     state.counted[event] = state.counted[event].wrapping_add(jump);
+    // Fixed counter 3's jump is slots of the workload: split like any other (a whole number of units).
+    if event == TOPDOWN_SLOTS {
+        assert_eq!(jump % RATES[TOPDOWN_SLOTS], 0, "fixed counter 3 jumps by whole workload units");
+        let global_ctrl = state.global_ctrl;
+        split_slots(&mut state, global_ctrl, jump / RATES[TOPDOWN_SLOTS]);
+    }
 }
 
 /// The counter MSRs of the model that are programmed to count a workload event on `vp` right now,

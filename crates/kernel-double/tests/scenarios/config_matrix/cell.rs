@@ -314,19 +314,19 @@ fn expected_topdown_source(case: &Case, expect: Expect) -> u64 {
     }
 }
 
-/// Custom events take every general-purpose counter the profile's fixed events leave, within the
-/// plan's 8 counters (docs/internals.md, event profiles): Intel: all of them up to 8 less the fixed counters
-/// 0-2 (instructions and both cycle counts are there); AMD: all but the two for instructions and
-/// core cycles. In line order; a line past them finds none and counts nothing.
+/// Custom events take every general-purpose counter the profile's fixed events leave (docs/internals.md,
+/// event profiles: a plan may use every counter a core has): Intel: every general-purpose counter, up
+/// to IA32_PMC0-7 (instructions and both cycle counts are on fixed counters 0-2); AMD: all but the two
+/// for instructions and core cycles. In line order; a line past them finds none and counts nothing.
 fn check_custom_capacity(case: &Case, truth: &Counts) {
-    /// The most counters a plan uses, fixed ones included.
-    const PLAN_COUNTERS: usize = 8;
+    /// General-purpose counters the driver names (IA32_PMC0-7, AMD's core counters).
+    const GENERAL_PURPOSE: usize = 8;
     if case.active_profile != 2 {
         return;
     }
     // What each processor's own PMU has: each core type of a hybrid part gets its own plan.
     let capacity = |vp: u32| match cpuid::model_of(vp).pmu {
-        PmuKind::Intel { gp, fixed, .. } => usize::from(gp).min(PLAN_COUNTERS - usize::from(fixed).min(3)),
+        PmuKind::Intel { gp, .. } => usize::from(gp).min(GENERAL_PURPOSE),
         PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
         PmuKind::None => 0,
     };
