@@ -49,7 +49,7 @@ pub(super) fn repair<M: Msrs>(
     let status = reading.status(msrs);
     for (slot, assignment) in plan.iter().enumerate() {
         if kept[slot] {
-            reading.report_stopped(processor, published, assignment, slot, raws[slot], status);
+            reading.report_stopped(processor, published, plan, assignment, slot, raws[slot], status);
         }
     }
     program::clear_status(vendor, plan, msrs);
