@@ -129,11 +129,11 @@ impl Reading {
         processor: &ProcessorPmu,
         published: &AtomicCells,
         plan: &CounterPlan,
-        assignment: &Assignment,
         slot: usize,
         raw: u64,
         status: u64,
     ) {
+        let Some(assignment) = plan.as_slice().get(slot) else { return };
         let count = match self {
             Reading::Held { slots, .. } => slots
                 .placement(slot)

@@ -288,14 +288,12 @@ mod tests {
     fn total_is_the_ratio_of_the_processors_counting_both_sides() {
         // Processor 0,1 counts misses but no references (an efficient core in the topdown profile).
         let csv = |total: &str| {
-            format!(
-                "\n{}\n{}\n{}\n",
-                r#""(PDH-CSV 4.0)","\\H\Hardware Counters(0,0)\LLC Misses","\\H\Hardware Counters(0,0)\LLC References","\\H\Hardware Counters(0,1)\LLC Misses","\\H\Hardware Counters(0,1)\LLC References","\\H\Hardware Counters(_Total)\% LLC Misses","\\H\Hardware Counters(_Total)\LLC Misses","\\H\Hardware Counters(_Total)\LLC References""#,
-                r#""t","100.000000","200.000000","500.000000","0.000000"," ","600.000000","200.000000""#,
-                format!(
-                    r#""t","200.000000","400.000000","900.000000","0.000000","{total}","1100.000000","400.000000""#
-                ),
-            )
+            let header = r#""(PDH-CSV 4.0)","\\H\Hardware Counters(0,0)\LLC Misses","\\H\Hardware Counters(0,0)\LLC References","\\H\Hardware Counters(0,1)\LLC Misses","\\H\Hardware Counters(0,1)\LLC References","\\H\Hardware Counters(_Total)\% LLC Misses","\\H\Hardware Counters(_Total)\LLC Misses","\\H\Hardware Counters(_Total)\LLC References""#;
+            let first =
+                r#""t","100.000000","200.000000","500.000000","0.000000"," ","600.000000","200.000000""#;
+            let second =
+                r#""t","200.000000","400.000000","900.000000","0.000000","TOTAL","1100.000000","400.000000""#;
+            format!("\n{header}\n{first}\n{}\n", second.replace("TOTAL", total))
         };
         let verdict = check(&parse(&csv("50.000000")).unwrap());
         assert_eq!((verdict.checked, verdict.violations.len()), (1, 0), "{:?}", verdict.violations);

@@ -337,7 +337,7 @@ fn raw_of(set: &Counterset, sample: &Sample, column: &Column) -> Option<Raw> {
 }
 
 /// Who formats the values, with the PdhGetFormattedCounterValue/Array flags its source passes
-/// ([`pdh::format`]).
+/// ([`pdh::format()`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Formatter {
     /// PDH_FMT_DOUBLE | PDH_FMT_NOCAP100: perfmon, Get-Counter, Telegraf, the OpenTelemetry

@@ -40,7 +40,7 @@
 //! A counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a time delta below
 //! zero is `PDH_CALC_NEGATIVE_TIMEBASE`. A zero denominator shows 0, as PDH does.
 //!
-//! **The cap.** [`format`] is what PdhGetFormattedCounterValue and PdhGetFormattedCounterArray add to
+//! **The cap.** [`format()`] is what PdhGetFormattedCounterValue and PdhGetFormattedCounterArray add to
 //! the calculation: a value above 100 of a percent-display type (winperf.h's PERF_DISPLAY_PERCENT in
 //! the type's display bits: the fractions and timers) is shown as 100 unless the caller passes
 //! PDH_FMT_NOCAP100 ("Counter values greater than 100 ... will not be reset to 100. The default
@@ -158,7 +158,7 @@ pub fn format(ty: &CounterType, value: Value, flags: u32) -> Value {
 }
 
 /// The value PDH calculates for a counter of type `ty` from its previous and current raw samples,
-/// before [`format`] caps it.
+/// before [`format()`] caps it.
 pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value {
     if ty.is_base {
         return Value::Status(PDH_CSTATUS_INVALID_DATA);

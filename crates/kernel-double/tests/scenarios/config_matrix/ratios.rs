@@ -102,8 +102,9 @@ fn check_shown(
     instances.push(TOTAL.to_string());
     for instance in instances {
         let column = Column { instance: Some(instance.clone()), counter: columns.ratio };
-        let shown =
-            |formatter| consumer::values(set, &[column.clone()], Some(previous), current, formatter)[0];
+        let shown = |formatter| {
+            consumer::values(set, std::slice::from_ref(&column), Some(previous), current, formatter)[0]
+        };
         let uncapped = shown(Formatter::Uncapped);
         assert_eq!(shown(Formatter::WindowsExporter), uncapped, "{instance}: {} capped", rule.ratio);
         let Value::Value(uncapped) = uncapped else { panic!("{instance}: {} is {uncapped:?}", rule.ratio) };
