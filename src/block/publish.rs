@@ -161,16 +161,15 @@ const fn wide_index(target: Target) -> u8 {
 }
 
 /// Where a read stores one event's count, worked out once per session: the index of the block's
-/// 8-byte cell that shows the event, and of the cell that a ratio reads it from (its `Paired` field
-/// where the plan counts its partner, the 100-fold base of the core cycles), with the factor that
-/// cell takes (1 or 100); an index past every cell for a cell the block does not have. A reader that
-/// keeps one per counter stores each count with two bounds-checked stores, where [`event`] costs a
-/// jump on the event.
+/// 8-byte cell that shows the event, and of the cell a ratio reads it from (its `Paired` field where
+/// the plan counts its partner); an index past every cell (u8::MAX) for a cell the block does not
+/// have or the count does not go to. A reader that keeps one per counter
+/// stores each count with two bounds-checked stores, where [`event`] costs a jump on the event; 100 x
+/// the core cycles it leaves to [`hundredfold_cycles`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CountCell {
     cell: u8,
-    ratio: u8,
-    factor: u8,
+    paired: u8,
 }
 
 impl CountCell {
@@ -178,13 +177,11 @@ impl CountCell {
     pub const fn of(event: Event, paired: Paired) -> CountCell {
         let index = event.index();
         let cell = wide_index(EVENT_TARGETS[index]);
-        match (HUNDREDFOLD_TARGETS[index].0, PAIRED_TARGETS[index].0) {
-            (Some(_), _) => CountCell { cell, ratio: wide_index(HUNDREDFOLD_TARGETS[index]), factor: 100 },
-            (None, Some(_)) if paired.has(event) => {
-                CountCell { cell, ratio: wide_index(PAIRED_TARGETS[index]), factor: 1 }
-            }
-            _ => CountCell { cell, ratio: u8::MAX, factor: 1 },
-        }
+        let paired = match PAIRED_TARGETS[index].0 {
+            Some(_) if paired.has(event) => wide_index(PAIRED_TARGETS[index]),
+            _ => u8::MAX,
+        };
+        CountCell { cell, paired }
     }
 
     /// Stores `count` in the cells the block has.
@@ -193,10 +190,35 @@ impl CountCell {
         if let Some(cell) = block.wide.get(usize::from(self.cell)) {
             cell.store(count, Ordering::Relaxed);
         }
-        if let Some(cell) = block.wide.get(usize::from(self.ratio)) {
-            cell.store(count.wrapping_mul(u64::from(self.factor)), Ordering::Relaxed);
+        if let Some(cell) = block.wide.get(usize::from(self.paired)) {
+            cell.store(count, Ordering::Relaxed);
         }
     }
+}
+
+/// The field of the core cycles, and of 100 x them.
+const CORE_CYCLES: Target = EVENT_TARGETS[Event::CoreCycles.index()];
+const CORE_CYCLES_HUNDREDFOLD: Target = HUNDREDFOLD_TARGETS[Event::CoreCycles.index()];
+
+// The block keeps the core cycles whole, so that [`hundredfold_cycles`] can take them from it, and
+// only they have a 100-fold field ([`CountCell`] stores none).
+const _: () = {
+    assert!(CORE_CYCLES.keeps_the_value(), "the manifest has no 8-byte CoreCycles field");
+    let mut index = 0;
+    while index < Event::COUNT {
+        assert!(
+            HUNDREDFOLD_TARGETS[index].0.is_none() || index == Event::CoreCycles.index(),
+            "a 100-fold field of another event than the core cycles"
+        );
+        index += 1;
+    }
+};
+
+/// Publishes 100 x the core cycles the block holds (instructions per cycle's base): after a read
+/// whose [`CountCell`]s stored them.
+#[inline(always)]
+pub fn hundredfold_cycles(block: &AtomicCells) {
+    CORE_CYCLES_HUNDREDFOLD.store(block, CORE_CYCLES.load(block).wrapping_mul(100));
 }
 
 // Every shown count, and every ratio's copy of one, is in an 8-byte cell that a [`CountCell`] can
@@ -327,6 +349,7 @@ mod tests {
                 let (by_event, by_cell) = (AtomicCells::new(), AtomicCells::new());
                 event(&by_event, event_, count, paired);
                 CountCell::of(event_, paired).store(&by_cell, count);
+                hundredfold_cycles(&by_cell);
                 assert_eq!(by_cell.values(), by_event.values(), "{event_:?}");
             }
         }

@@ -101,6 +101,7 @@ impl Reading {
                 // At most SLOTS, as the compiler sees: no slot pays a bounds test.
                 let len = usize::from(slots.len).min(SLOTS);
                 read_held(processor, published, len, msrs, *status_register, slots);
+                publish::hundredfold_cycles(published);
                 true
             }
             Reading::Placed { status_register, placements } => {
