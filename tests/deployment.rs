@@ -873,9 +873,9 @@ fn counter_path_checker_reports_a_misspelt_counter_counterset_and_instance() {
     assert_eq!(check_counter_paths(&test, &manifest), Vec::<String>::new());
     for (from, to, expected) in [
         (
-            "'\\Hardware Counters(_Total)\\Instructions per 100 Cycles'",
-            "'\\Hardware Counters(_Total)\\Instruction per 100 Cycles'",
-            "names counter \"Instruction per 100 Cycles\", which \"Hardware Counters\" does not declare",
+            "'\\Hardware Counters(_Total)\\Instructions per Cycle'",
+            "'\\Hardware Counters(_Total)\\Instruction per Cycle'",
+            "names counter \"Instruction per Cycle\", which \"Hardware Counters\" does not declare",
         ),
         (
             "'\\Hardware Counters Driver\\*'",

@@ -17,14 +17,14 @@
          again with -Resume, tells you to restart (or restarts itself with -Restart) and exits with
          code 2. After the restart and logon the task continues the same report; running the same
          command again does too;
-      4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per 100 Cycles among
+      4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per Cycle among
          them), \Hardware Counters by Core Type(*)\* and \Hardware Counters Driver\*, -SampleCount
          samples a second apart (typeperf.csv).
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this
          hypervisor, 4 failed, 5 no architectural perfmon, 6 not Intel/AMD, 7 too few counters); with a
          PMU, _Total's Instructions Retired rises, no processor's faster than its clock allows
-         (Get-RiseBound), and its Instructions per 100 Cycles is plausible, without
+         (Get-RiseBound), and its Instructions per Cycle is plausible, without
          one every count reads 0;
       5. the PDH stress harness (pdh-harness.exe beside this script, or -HarnessPath):
          pdh-harness.csv (one row per check) and pdh-harness.log;
@@ -108,10 +108,10 @@ $RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount'
 $CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*')
 $PerProcessorInstructions = '\Hardware Counters(*)\Instructions Retired'
 $TotalInstructions = '\Hardware Counters(_Total)\Instructions Retired'
-$TotalIpc = '\Hardware Counters(_Total)\Instructions per 100 Cycles'
+$TotalIpc = '\Hardware Counters(_Total)\Instructions per Cycle'
 $PmuStatePath = '\Hardware Counters Driver\PMU State'
-# The most instructions an x86 core retires in one cycle (the Instructions per 100 Cycles check
-# allows up to 100 times it), and how far above Win32_Processor's MaxClockSpeed a core may run: it
+# The most instructions an x86 core retires in one cycle (the Instructions per Cycle check
+# allows up to it), and how far above Win32_Processor's MaxClockSpeed a core may run: it
 # reports the rated clock, which turbo exceeds, on low-power parts by several times. A count that rises
 # faster than elapsed time x MaxClockSpeed x both is not counting (a 48-bit counter's wrap adds 2^48).
 $MaxInstructionsPerCycle = 8
@@ -545,12 +545,13 @@ function Invoke-TestRun($Pending) {
             } else {
                 Add-Check 'counts rise' FAIL "_Total Instructions Retired did not rise steadily: $($totals -join ', ')"
             }
-            # Instructions per 100 cycles: no x86 core retires more than 8 instructions a cycle, so a
-            # value is in (0, 1600); a wrong field or type shows as a value far outside.
-            if ($ratios.Count -and $ratios[-1] -gt 0 -and $ratios[-1] -lt 1600) {
-                Add-Check 'instructions per cycle' PASS "_Total Instructions per 100 Cycles $($ratios[-1])"
+            # Instructions per cycle: no x86 core retires more than 8 instructions a cycle, so a value
+            # is in (0, 8]; a wrong field, type or base shows as a value far outside (100 x the IPC
+            # for a base that is not 100 x the cycles).
+            if ($ratios.Count -and $ratios[-1] -gt 0 -and $ratios[-1] -le $MaxInstructionsPerCycle) {
+                Add-Check 'instructions per cycle' PASS "_Total Instructions per Cycle $($ratios[-1])"
             } else {
-                Add-Check 'instructions per cycle' FAIL "_Total Instructions per 100 Cycles is not in (0, 1600): $($ratios -join ', ')"
+                Add-Check 'instructions per cycle' FAIL "_Total Instructions per Cycle is not in (0, $MaxInstructionsPerCycle]: $($ratios -join ', ')"
             }
         } elseif ($state -in 3, 5, 6, 7) {
             if ($totals.Count -and -not ($totals | Where-Object { $_ -ne 0 })) {

@@ -6,10 +6,13 @@
 //! * `TopdownSlots` and `Topdown<Category>Slots` hold the top-down slot totals
 //!   ([`crate::pmu::topdown`]); `AperfCycles` and `MperfCycles` the last APERF and MPERF readings;
 //!   `OverflowInterrupts` the processor's handled PMIs; `CoreType` the processor's
-//!   [`CoreType`](crate::pmu::hybrid::CoreType) and `Processors` how many processors the block sums
-//!   (1 per processor).
+//!   [`CoreType`](crate::pmu::hybrid::CoreType) and `Processors` how many processors the block sums.
+//! * `CoreCyclesTimes100` and `MperfCyclesTimes100`: 100 x the core cycles and 100 x MPERF (modulo
+//!   2^64), the bases of the ratios that can exceed 1, so that PDH shows the ratio itself, uncapped.
+//! * `<event field>Paired`: an event of a ratio pair ([`PAIRS`]) where the plan counts both sides, else
+//!   0, so that a ratio's `_Total` (perflib sums numerators and bases apart) covers only those.
 //!
-//! Ratio counters read these same 64-bit fields (their types are 64-bit: see the manifest's header
+//! Ratio counters read these 64-bit fields (their types are 64-bit: see the manifest's header
 //! comment), so a ratio is the exact ratio of the totals. Any other field fails the build, so adding
 //! an event is a row in the event table and a counter in the manifest, and nothing else.
 
@@ -21,6 +24,12 @@ use crate::pmu::topdown::{Category, Topdown};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value {
     Count(Event),
+    /// The event's count where the plan counts its ratio partner too ([`Paired`]), else 0.
+    Paired(Event),
+    /// 100 x the event's count, modulo 2^64.
+    Hundredfold(Event),
+    /// 100 x MPERF, modulo 2^64.
+    MperfHundredfold,
     TopdownSlots,
     TopdownCategory(Category),
     Aperf,
@@ -32,8 +41,61 @@ pub enum Value {
     Processors,
 }
 
+/// The ratios whose two sides a plan may count one without the other (an efficient core's topdown
+/// profile counts LLC misses without references): (numerator, base).
+pub const PAIRS: [(Event, Event); 2] =
+    [(Event::LlcMisses, Event::LlcReferences), (Event::BranchMispredicts, Event::Branches)];
+
+/// The other side of `event`'s ratio pair, if it is in one.
+pub const fn partner(event: Event) -> Option<Event> {
+    let mut pair = 0;
+    while pair < PAIRS.len() {
+        let (numerator, base) = PAIRS[pair];
+        if numerator.index() == event.index() {
+            return Some(base);
+        }
+        if base.index() == event.index() {
+            return Some(numerator);
+        }
+        pair += 1;
+    }
+    None
+}
+
+/// The events of a plan that it counts together with their ratio partner, a bit per
+/// [`Event::index`]: their `Paired` fields hold their counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Paired(u32);
+
+const _: () = assert!(Event::COUNT <= 32, "Paired has a bit per event");
+
+impl Paired {
+    /// Of a plan counting `events`.
+    pub fn of(events: impl Iterator<Item = Event> + Clone) -> Paired {
+        let mut mask = 0;
+        for event in events.clone() {
+            if partner(event).is_some_and(|partner| events.clone().any(|other| other == partner)) {
+                mask |= 1 << event.index();
+            }
+        }
+        Paired(mask)
+    }
+
+    /// Whether `event` is counted with its partner.
+    #[inline(always)]
+    pub const fn has(self, event: Event) -> bool {
+        self.0 & (1 << event.index()) != 0
+    }
+}
+
 /// The named values other than events, with their field names.
-const NAMED: [(&str, Value); 11] = [
+const NAMED: [(&str, Value); 17] = [
+    ("CoreCyclesTimes100", Value::Hundredfold(Event::CoreCycles)),
+    ("MperfCyclesTimes100", Value::MperfHundredfold),
+    ("LlcMissesPaired", Value::Paired(Event::LlcMisses)),
+    ("LlcReferencesPaired", Value::Paired(Event::LlcReferences)),
+    ("BranchMispredictsPaired", Value::Paired(Event::BranchMispredicts)),
+    ("BranchesPaired", Value::Paired(Event::Branches)),
     ("TopdownSlots", Value::TopdownSlots),
     ("TopdownRetiringSlots", Value::TopdownCategory(Category::Retiring)),
     ("TopdownBadSpeculationSlots", Value::TopdownCategory(Category::BadSpeculation)),
@@ -75,6 +137,9 @@ impl Value {
     pub(super) fn of(self, counts: &EventCounts) -> u64 {
         match self {
             Value::Count(event) => counts.events[event.index()],
+            Value::Paired(event) => counts.paired[event.index()],
+            Value::Hundredfold(event) => counts.events[event.index()].wrapping_mul(100),
+            Value::MperfHundredfold => counts.mperf.wrapping_mul(100),
             Value::TopdownSlots => counts.topdown.slots,
             Value::TopdownCategory(category) => counts.topdown.categories[category as usize],
             Value::Aperf => counts.aperf,
@@ -111,6 +176,9 @@ pub const BY_CORE_TYPE_SOURCES: [Value; hardware_counters_by_core_type::FIELDS.l
 pub struct EventCounts {
     /// Indexed by [`Event::index`]; 0 for an event that is not counted.
     pub events: [u64; Event::COUNT],
+    /// The counts of the events counted with their ratio partner ([`Paired`]), 0 for the others; by
+    /// [`Event::index`].
+    pub paired: [u64; Event::COUNT],
     pub topdown: Topdown,
     pub aperf: u64,
     pub mperf: u64,
@@ -140,6 +208,9 @@ impl EventCounts {
     /// as each processor's own does.
     pub fn accumulate(&mut self, other: &EventCounts) {
         for (sum, value) in self.events.iter_mut().zip(other.events) {
+            *sum = sum.wrapping_add(value);
+        }
+        for (sum, value) in self.paired.iter_mut().zip(other.paired) {
             *sum = sum.wrapping_add(value);
         }
         self.topdown.slots = self.topdown.slots.wrapping_add(other.topdown.slots);

@@ -1,7 +1,8 @@
 use super::*;
 use crate::counters::hardware_counters::{FIELDS, Values};
 
-/// Every value with its field name, spelled out independently of [`Value::of_field`].
+/// Every value with its field name, spelled out independently of [`Value::of_field`] (the named
+/// values are the table's).
 fn every_value() -> Vec<(String, Value)> {
     let mut values: Vec<(String, Value)> = Event::ALL
         .iter()
@@ -33,6 +34,7 @@ fn distinct_counts() -> EventCounts {
     let big = |i: u64| ((i + 1) << 40) | (i * 977 + 0x1_2345);
     EventCounts {
         events: core::array::from_fn(|i| big(i as u64)),
+        paired: core::array::from_fn(|i| big(40 + i as u64)),
         topdown: Topdown { slots: big(20), categories: core::array::from_fn(|i| big(21 + i as u64)) },
         aperf: big(30),
         mperf: big(31),
@@ -76,6 +78,31 @@ fn fields_resolve_to_their_value() {
     assert_eq!(Value::of_field("TopdownBackendBoundSlots"), Value::TopdownCategory(Category::BackendBound));
     assert_eq!(Value::of_field("AperfCycles"), Value::Aperf);
     assert_eq!(Value::of_field("OverflowInterrupts"), Value::OverflowInterrupts);
+    assert_eq!(Value::of_field("CoreCyclesTimes100"), Value::Hundredfold(Event::CoreCycles));
+    assert_eq!(Value::of_field("LlcMissesPaired"), Value::Paired(Event::LlcMisses));
+}
+
+#[test]
+fn ratio_bases_that_can_exceed_their_numerators_hold_100_times_the_count_modulo_2_to_the_64() {
+    let mut counts = EventCounts { mperf: u64::MAX / 7, ..EventCounts::default() };
+    counts.events[Event::CoreCycles.index()] = u64::MAX / 3;
+    let values = counts.values();
+    assert_eq!(values.core_cycles_times100, (u64::MAX / 3).wrapping_mul(100));
+    assert_eq!(values.mperf_cycles_times100, (u64::MAX / 7).wrapping_mul(100));
+}
+
+#[test]
+fn a_pair_is_paired_only_where_the_plan_counts_both_sides() {
+    use Event::*;
+    let paired = Paired::of([Instructions, CoreCycles, LlcMisses, Branches, BranchMispredicts].into_iter());
+    assert!(paired.has(Branches) && paired.has(BranchMispredicts));
+    assert!(!paired.has(LlcMisses), "misses without references");
+    assert!(!paired.has(Instructions) && !paired.has(LlcReferences));
+    assert!(Paired::of([LlcReferences, LlcMisses].into_iter()).has(LlcReferences));
+    assert_eq!(
+        (partner(LlcMisses), partner(Branches), partner(CoreCycles)),
+        (Some(LlcReferences), Some(BranchMispredicts), None)
+    );
 }
 
 #[test]
@@ -112,6 +139,7 @@ fn accumulating_sums_every_count_and_keeps_the_core_type() {
     sum.accumulate(&one);
     sum.accumulate(&one);
     assert_eq!(sum.events, one.events.map(|count| count.wrapping_mul(2)));
+    assert_eq!(sum.paired, one.paired.map(|count| count.wrapping_mul(2)));
     assert_eq!(sum.topdown.categories, one.topdown.categories.map(|count| count * 2));
     assert_eq!(
         (sum.topdown.slots, sum.aperf, sum.mperf),

@@ -6,15 +6,16 @@
 //! event ([`Event::visit`]), each to a constant cell; the interrupts-off reader, which stores a count
 //! per counter on every read, looks each counter's cell up once per session instead ([`CountCell`]).
 //!
-//! Every counter showing a value reads its one 8-byte field (rates, totals and the ratio counters
-//! alike), so a read stores each value once.
+//! Every counter showing a value reads its one 8-byte field (rates, totals and the ratios alike), so
+//! a read stores each value once, and again where a ratio needs it otherwise: 100 x the core cycles
+//! and MPERF, and an event counted with its ratio partner ([`crate::block::fields::Paired`]).
 //!
 //! A read stores only what it read; whatever else the block shows (the core type, events of the
 //! current plan that are not read by this path) is written whole by [`publish_all`] when a session
 //! starts, so that the block always equals [`crate::block::fields::EventCounts::values`] of the processor's
 //! counts (client_tests checks this after every kind of read).
 
-use crate::block::fields::{EventCounts, SOURCES, Value};
+use crate::block::fields::{EventCounts, Paired, SOURCES, Value};
 use crate::counters::hardware_counters::{self, AtomicCells};
 use crate::pcw::{Cell, CountersetBlock};
 use crate::pmu::events::{Event, EventVisitor};
@@ -82,11 +83,14 @@ impl Target {
 /// `==` for [`Value`] in a const fn.
 const fn value_eq(a: Value, b: Value) -> bool {
     match (a, b) {
-        (Value::Count(a), Value::Count(b)) => a.index() == b.index(),
+        (Value::Count(a), Value::Count(b))
+        | (Value::Paired(a), Value::Paired(b))
+        | (Value::Hundredfold(a), Value::Hundredfold(b)) => a.index() == b.index(),
         (Value::TopdownCategory(a), Value::TopdownCategory(b)) => a as usize == b as usize,
         (Value::TopdownSlots, Value::TopdownSlots)
         | (Value::Aperf, Value::Aperf)
         | (Value::Mperf, Value::Mperf)
+        | (Value::MperfHundredfold, Value::MperfHundredfold)
         | (Value::OverflowInterrupts, Value::OverflowInterrupts)
         | (Value::CoreType, Value::CoreType)
         | (Value::TopdownSource, Value::TopdownSource)
@@ -97,6 +101,7 @@ const fn value_eq(a: Value, b: Value) -> bool {
 
 const APERF: Target = Target::of(Value::Aperf);
 const MPERF: Target = Target::of(Value::Mperf);
+const MPERF_HUNDREDFOLD: Target = Target::of(Value::MperfHundredfold);
 const OVERFLOW_INTERRUPTS: Target = Target::of(Value::OverflowInterrupts);
 const TOPDOWN_SLOTS: Target = Target::of(Value::TopdownSlots);
 const TOPDOWN_CATEGORIES: [Target; 4] = [
@@ -117,10 +122,42 @@ const EVENT_TARGETS: [Target; Event::COUNT] = {
     targets
 };
 
-/// Publishes `count`, the total of `event`: a jump to the event's stores, whose cells are constants.
+/// The fields of each event's count where the plan counts its ratio partner too, by [`Event::index`].
+const PAIRED_TARGETS: [Target; Event::COUNT] = {
+    let mut targets = [Target(None); Event::COUNT];
+    let mut index = 0;
+    while index < Event::COUNT {
+        targets[index] = Target::of(Value::Paired(Event::ALL[index]));
+        index += 1;
+    }
+    targets
+};
+
+/// The fields of 100 x each event's count, by [`Event::index`].
+const HUNDREDFOLD_TARGETS: [Target; Event::COUNT] = {
+    let mut targets = [Target(None); Event::COUNT];
+    let mut index = 0;
+    while index < Event::COUNT {
+        targets[index] = Target::of(Value::Hundredfold(Event::ALL[index]));
+        index += 1;
+    }
+    targets
+};
+
+/// Publishes `count`, the total of `event`, counted with its ratio partner where `paired` says so: a
+/// jump to the event's stores, whose cells are constants.
 #[inline(always)]
-pub fn event(block: &AtomicCells, event: Event, count: u64) {
-    event.visit(StoreCount { block, count });
+pub fn event(block: &AtomicCells, event: Event, count: u64, paired: Paired) {
+    event.visit(StoreCount { block, count, paired });
+}
+
+/// The index of an 8-byte cell of the block, or u8::MAX for none.
+const fn wide_index(target: Target) -> u8 {
+    match target.0 {
+        Some(Cell::Wide(index)) => index,
+        // Checked below: no count goes to a 4-byte field.
+        Some(Cell::Narrow(_)) | None => u8::MAX,
+    }
 }
 
 /// The count of `event` the block shows (0 for an event it does not show): for a count the block
@@ -135,43 +172,89 @@ pub fn event_count(block: &AtomicCells, event: Event) -> u64 {
 #[inline(always)]
 pub fn add_to_event(block: &AtomicCells, event: Event, advance: u64) {
     let total = event_count(block, event).wrapping_add(advance);
-    self::event(block, event, total);
+    // Not one of a ratio's pair (reference cycles are the only such count): no Paired copy.
+    self::event(block, event, total, Paired::default());
 }
 
 /// Where a read stores one event's count, worked out once per session: the index of the block's
-/// 8-byte cell that shows the event, or an index past every cell for an event the block does not
-/// show. A reader that keeps one per counter stores each count with one bounds-checked store, where
-/// [`event`] costs a jump on the event.
+/// 8-byte cell that shows the event, and of the cell a ratio reads it from (its `Paired` field where
+/// the plan counts its partner); an index past every cell (u8::MAX) for a cell the block does not
+/// have or the count does not go to. A reader that keeps one per counter
+/// stores each count with two bounds-checked stores, where [`event`] costs a jump on the event; 100 x
+/// the core cycles it leaves to [`hundredfold_cycles`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CountCell(u8);
+pub struct CountCell {
+    cell: u8,
+    paired: u8,
+}
 
 impl CountCell {
-    /// The cell of `event`'s count.
-    pub const fn of(event: Event) -> CountCell {
-        match EVENT_TARGETS[event.index()].0 {
-            Some(Cell::Wide(index)) => CountCell(index),
-            // Checked below: no count goes to a 4-byte field.
-            Some(Cell::Narrow(_)) | None => CountCell(u8::MAX),
-        }
+    /// The cells of `event`'s count, counted with its partner where `paired` says so.
+    pub const fn of(event: Event, paired: Paired) -> CountCell {
+        let index = event.index();
+        let cell = wide_index(EVENT_TARGETS[index]);
+        let paired = match PAIRED_TARGETS[index].0 {
+            Some(_) if paired.has(event) => wide_index(PAIRED_TARGETS[index]),
+            _ => u8::MAX,
+        };
+        CountCell { cell, paired }
     }
 
-    /// Stores `count` in the cell, if the block has it.
+    /// Stores `count` in the cells the block has.
     #[inline(always)]
     pub fn store(self, block: &AtomicCells, count: u64) {
-        if let Some(cell) = block.wide.get(usize::from(self.0)) {
+        if let Some(cell) = block.wide.get(usize::from(self.cell)) {
+            cell.store(count, Ordering::Relaxed);
+        }
+        if let Some(cell) = block.wide.get(usize::from(self.paired)) {
             cell.store(count, Ordering::Relaxed);
         }
     }
 }
 
-// Every shown count is in an 8-byte cell that a [`CountCell`] can name (u8::MAX names none).
+/// The field of the core cycles, and of 100 x them.
+const CORE_CYCLES: Target = EVENT_TARGETS[Event::CoreCycles.index()];
+const CORE_CYCLES_HUNDREDFOLD: Target = HUNDREDFOLD_TARGETS[Event::CoreCycles.index()];
+
+// The block keeps the core cycles whole, so that [`hundredfold_cycles`] can take them from it, and
+// only they have a 100-fold field ([`CountCell`] stores none).
 const _: () = {
+    assert!(CORE_CYCLES.keeps_the_value(), "the manifest has no 8-byte CoreCycles field");
     let mut index = 0;
     while index < Event::COUNT {
         assert!(
-            matches!(EVENT_TARGETS[index].0, Some(Cell::Wide(cell)) if cell < u8::MAX)
-                || EVENT_TARGETS[index].0.is_none(),
-            "an event's count is shown in a 4-byte field, or past cell 254"
+            HUNDREDFOLD_TARGETS[index].0.is_none() || index == Event::CoreCycles.index(),
+            "a 100-fold field of another event than the core cycles"
+        );
+        index += 1;
+    }
+};
+
+/// Publishes 100 x the core cycles the block holds (instructions per cycle's base): after a read
+/// whose [`CountCell`]s stored them.
+#[inline(always)]
+pub fn hundredfold_cycles(block: &AtomicCells) {
+    CORE_CYCLES_HUNDREDFOLD.store(block, CORE_CYCLES.load(block).wrapping_mul(100));
+}
+
+// Every shown count, and every ratio's copy of one, is in an 8-byte cell that a [`CountCell`] can
+// name (u8::MAX names none); no event has both a 100-fold and a paired field.
+const _: () = {
+    let mut index = 0;
+    while index < Event::COUNT {
+        let targets = [EVENT_TARGETS[index], PAIRED_TARGETS[index], HUNDREDFOLD_TARGETS[index]];
+        let mut target = 0;
+        while target < targets.len() {
+            assert!(
+                matches!(targets[target].0, Some(Cell::Wide(cell)) if cell < u8::MAX)
+                    || targets[target].0.is_none(),
+                "an event's count is shown in a 4-byte field, or past cell 254"
+            );
+            target += 1;
+        }
+        assert!(
+            PAIRED_TARGETS[index].0.is_none() || HUNDREDFOLD_TARGETS[index].0.is_none(),
+            "an event with both a paired and a 100-fold field"
         );
         index += 1;
     }
@@ -180,20 +263,26 @@ const _: () = {
 struct StoreCount<'a> {
     block: &'a AtomicCells,
     count: u64,
+    paired: Paired,
 }
 
 impl EventVisitor for StoreCount<'_> {
     #[inline(always)]
     fn visit<const EVENT: usize>(self) {
         const { EVENT_TARGETS[EVENT] }.store(self.block, self.count);
+        const { HUNDREDFOLD_TARGETS[EVENT] }.store(self.block, self.count.wrapping_mul(100));
+        if const { PAIRED_TARGETS[EVENT].0.is_some() } && self.paired.has(Event::ALL[EVENT]) {
+            const { PAIRED_TARGETS[EVENT] }.store(self.block, self.count);
+        }
     }
 }
 
-/// Publishes the last APERF and MPERF readings.
+/// Publishes the last APERF and MPERF readings (and 100 x MPERF, relative frequency's base).
 #[inline(always)]
 pub fn frequency(block: &AtomicCells, aperf: u64, mperf: u64) {
     APERF.store(block, aperf);
     MPERF.store(block, mperf);
+    MPERF_HUNDREDFOLD.store(block, mperf.wrapping_mul(100));
 }
 
 /// Publishes the processor's overflow interrupt count.
@@ -245,13 +334,18 @@ mod tests {
     #[test]
     fn each_value_fills_the_fields_that_name_it() {
         let block = AtomicCells::new();
-        event(&block, Event::CoreCycles, (5 << 40) + 3);
+        event(&block, Event::CoreCycles, (5 << 40) + 3, Paired::default());
         let values = block.values();
         assert_eq!(values.core_cycles, (5 << 40) + 3, "the whole 64-bit count");
+        assert_eq!(values.core_cycles_times100, ((5 << 40) + 3) * 100, "instructions per cycle's base");
+        event(&block, Event::LlcMisses, 7, Paired::default());
+        assert_eq!((block.values().llc_misses, block.values().llc_misses_paired), (7, 0), "no references");
+        event(&block, Event::LlcMisses, 8, Paired::of([Event::LlcMisses, Event::LlcReferences].into_iter()));
+        assert_eq!((block.values().llc_misses, block.values().llc_misses_paired), (8, 8));
         frequency(&block, (3 << 40) + 1, (7 << 40) + 2);
         assert_eq!(
-            (block.values().aperf_cycles, block.values().mperf_cycles),
-            ((3 << 40) + 1, (7 << 40) + 2)
+            (block.values().aperf_cycles, block.values().mperf_cycles, block.values().mperf_cycles_times100),
+            ((3 << 40) + 1, (7 << 40) + 2, ((7 << 40) + 2) * 100)
         );
         overflow_interrupts(&block, 9);
         assert_eq!(block.values().overflow_interrupts, 9);
@@ -264,12 +358,16 @@ mod tests {
 
     #[test]
     fn a_count_cell_stores_each_event_where_publishing_the_event_does() {
-        for (index, &event_) in Event::ALL.iter().enumerate() {
-            let count = ((index as u64) << 40) + 7;
-            let (by_event, by_cell) = (AtomicCells::new(), AtomicCells::new());
-            event(&by_event, event_, count);
-            CountCell::of(event_).store(&by_cell, count);
-            assert_eq!(by_cell.values(), by_event.values(), "{event_:?}");
+        let plans = [Paired::default(), Paired::of(Event::ALL.into_iter())];
+        for paired in plans {
+            for (index, &event_) in Event::ALL.iter().enumerate() {
+                let count = ((index as u64) << 40) + 7;
+                let (by_event, by_cell) = (AtomicCells::new(), AtomicCells::new());
+                event(&by_event, event_, count, paired);
+                CountCell::of(event_, paired).store(&by_cell, count);
+                hundredfold_cycles(&by_cell);
+                assert_eq!(by_cell.values(), by_event.values(), "{event_:?}");
+            }
         }
     }
 

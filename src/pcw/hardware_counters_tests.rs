@@ -173,16 +173,16 @@ fn counter_mask_leaves_unrequested_counters_zero() {
     assert_eq!(values.llc_misses, 0);
     assert_eq!(values.overflow_interrupts, 0);
 
-    // The IPC counter reads the instruction count; its base, a separate counter the consumer also
-    // asks for, the cycle count: both the shared 64-bit fields.
-    let ipc = (1u64 << id::INSTRUCTIONS_PER100_CYCLES) | (1u64 << id::INSTRUCTIONS_PER100_CYCLES_BASE);
+    // The IPC counter reads the instruction count (a shared 64-bit field); its base, a separate
+    // counter the consumer also asks for, 100 x the cycle count, its own field.
+    let ipc = (1u64 << id::INSTRUCTIONS_PER_CYCLE) | (1u64 << id::INSTRUCTIONS_PER_CYCLE_BASE);
     let values = collect(&provider, &Query { counter_mask: ipc, ..Query::ALL }).instances[3].2.unwrap();
     let full = pattern(3);
     assert_eq!(
-        (values.instructions_retired, values.core_cycles),
-        (full.instructions_retired, full.core_cycles)
+        (values.instructions_retired, values.core_cycles_times100),
+        (full.instructions_retired, full.core_cycles_times100)
     );
-    assert_eq!(values.llc_misses, 0);
+    assert_eq!((values.llc_misses, values.core_cycles), (0, 0));
 }
 
 #[test]

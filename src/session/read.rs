@@ -4,7 +4,7 @@
 //! (`crate::block::publish`); and one processor's values as the reads left them ([`counts_under`]).
 
 use super::processor_state::ProcessorState;
-use crate::block::fields::EventCounts;
+use crate::block::fields::{EventCounts, Paired};
 use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pcw::driver_status::TopdownSource;
@@ -28,7 +28,7 @@ fn read_placed<M: Msrs>(
     placements: &[Option<Placement>; TABLE],
 ) {
     let assignments = plan.as_slice();
-    let slots = PlannedSlots { assignments, placements };
+    let slots = PlannedSlots { assignments, placements, paired: paired(plan) };
     read_held(processor, published, assignments.len(), msrs, status_register, &slots)
 }
 
@@ -50,13 +50,14 @@ fn read_polled<M: Msrs>(
     programming: &Programming,
     msrs: &mut M,
 ) -> bool {
+    let paired = paired(plan);
     for (slot, assignment) in plan.iter().enumerate() {
         let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
         let wrap_is_real = || programming.intact(msrs);
         match processor.poll().poll_unless_reset(slot, assignment.width, read, wrap_is_real) {
             Some(Ok(extended)) => {
                 if let Some(count) = processor.counters.report(slot, extended) {
-                    publish::event(published, assignment.event, count);
+                    publish::event(published, assignment.event, count, paired);
                 }
             }
             Some(Err(NotAWrap)) => return false,
@@ -100,6 +101,7 @@ impl Reading {
                 // At most SLOTS, as the compiler sees: no slot pays a bounds test.
                 let len = usize::from(slots.len).min(SLOTS);
                 read_held(processor, published, len, msrs, *status_register, slots);
+                publish::hundredfold_cycles(published);
                 true
             }
             Reading::Placed { status_register, placements } => {
@@ -127,11 +129,12 @@ impl Reading {
         &self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
-        assignment: &Assignment,
+        plan: &CounterPlan,
         slot: usize,
         raw: u64,
         status: u64,
     ) {
+        let Some(assignment) = plan.as_slice().get(slot) else { return };
         let count = match self {
             Reading::Held { slots, .. } => slots
                 .placement(slot)
@@ -144,7 +147,7 @@ impl Reading {
                 .and_then(|extended| processor.counters.report(slot, extended)),
         };
         if let Some(count) = count {
-            publish::event(published, assignment.event, count);
+            publish::event(published, assignment.event, count, paired(plan));
         }
     }
 
@@ -271,6 +274,7 @@ trait HeldSlots {
 struct PlannedSlots<'a> {
     assignments: &'a [Assignment],
     placements: &'a [Option<Placement>; TABLE],
+    paired: Paired,
 }
 
 impl HeldSlots for PlannedSlots<'_> {
@@ -285,7 +289,7 @@ impl HeldSlots for PlannedSlots<'_> {
     }
     #[inline(always)]
     fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        publish::event(published, self.assignments[slot].event, count);
+        publish::event(published, self.assignments[slot].event, count, self.paired);
     }
 }
 
@@ -324,18 +328,24 @@ impl HeldReads {
             len: plan.as_slice().len() as u8,
             reads: [(0, 0); TABLE],
             placements: OwnSlotPlacements::filled_with(placements[0]?),
-            cells: [CountCell::of(Event::Instructions); TABLE],
+            cells: [CountCell::of(Event::Instructions, Paired::default()); TABLE],
         };
+        let paired = paired(plan);
         for (slot, assignment) in plan.iter().enumerate() {
             held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
             // Each slot is its own overflow slot: the plan orders its slots by status bit.
             if !held.placements.set(slot, placements[slot]?) {
                 return None;
             }
-            held.cells[slot] = CountCell::of(assignment.event);
+            held.cells[slot] = CountCell::of(assignment.event, paired);
         }
         Some(held)
     }
+}
+
+/// Which of `plan`'s events it counts with their ratio partner.
+pub(super) fn paired(plan: &CounterPlan) -> Paired {
+    Paired::of(plan.as_slice().iter().map(|assignment| assignment.event))
 }
 
 /// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
@@ -389,8 +399,13 @@ pub(super) fn counts_under(
         ..EventCounts::default()
     };
     if let Some(plan) = plan {
+        let paired = paired(plan);
         for (slot, assignment) in plan.as_slice().iter().enumerate() {
-            counts.events[assignment.event.index()] = pmu.counters.reported(slot);
+            let count = pmu.counters.reported(slot);
+            counts.events[assignment.event.index()] = count;
+            if paired.has(assignment.event) {
+                counts.paired[assignment.event.index()] = count;
+            }
         }
         // No counter holds them: the block keeps MPERF's advance over the sessions.
         if plan.reference_from_mperf() {

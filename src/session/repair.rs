@@ -47,9 +47,9 @@ pub(super) fn repair<M: Msrs>(
         *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc) & counter_mask(assignment.width);
     }
     let status = reading.status(msrs);
-    for (slot, assignment) in plan.iter().enumerate() {
+    for slot in 0..plan.as_slice().len() {
         if kept[slot] {
-            reading.report_stopped(processor, published, assignment, slot, raws[slot], status);
+            reading.report_stopped(processor, published, plan, slot, raws[slot], status);
         }
     }
     program::clear_status(vendor, plan, msrs);

@@ -28,7 +28,7 @@ fn windows_exporter_exports_total_where_asked_and_core_type_as_a_label() {
     let manifest = manifest::load();
     let families = windows_exporter::families(&manifest, &objects_file());
     let family = |metric: &str| families.iter().find(|family| family.metric == metric).unwrap();
-    let ipc = family("windows_pmupcw_instructions_per_100_cycles");
+    let ipc = family("windows_pmupcw_instructions_per_cycle");
     assert!(ipc.instances.contains(&"_Total".to_string()), "{ipc:?}");
     assert_eq!(ipc.instance_label.as_deref(), Some("processor"));
     assert!(!family("windows_pmupcw_instructions_total").instances.contains(&"_Total".to_string()));
@@ -76,10 +76,8 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
             // Listing only "*" is allowed, but then the ratios' _Total is gone.
             None => {
                 let families = windows_exporter::families(&manifest, &objects);
-                let ipc = families
-                    .iter()
-                    .find(|f| f.metric == "windows_pmupcw_instructions_per_100_cycles")
-                    .unwrap();
+                let ipc =
+                    families.iter().find(|f| f.metric == "windows_pmupcw_instructions_per_cycle").unwrap();
                 assert!(!ipc.instances.contains(&"_Total".to_string()));
             }
         }
@@ -118,7 +116,7 @@ fn otel_config_follows_the_receiver_rules_and_reports_totals() {
             assert!(values.iter().all(|value| value.as_deref().is_some_and(|name| name != "_Total")));
         }
     }
-    assert!(reported.contains_key("pmupcw.machine.instructions_per_100_cycles"));
+    assert!(reported.contains_key("pmupcw.machine.instructions_per_cycle"));
     assert!(reported.contains_key("pmupcw.topdown.slots"));
 }
 
@@ -144,8 +142,7 @@ fn otel_rules_catch_the_mistakes_they_are_for() {
         let mut problems = otel::check_receiver(&manifest, &receiver);
         problems.extend(otel::check_pipelines(&file));
         let reported = otel::reported(&manifest, &receiver);
-        if reported.get("pmupcw.machine.instructions_per_100_cycles").is_some_and(|values| values != &[None])
-        {
+        if reported.get("pmupcw.machine.instructions_per_cycle").is_some_and(|values| values != &[None]) {
             problems.push("a machine metric reported with no instance attribute is gone".to_string());
         }
         assert!(problems.iter().any(|p| p.contains(expected)), "{to}: {problems:?}");
@@ -242,7 +239,7 @@ fn the_agents_agree_on_what_they_collect() {
             "Core Type",
             "PMU State",
             "Top-down Source",
-            "Instructions per 100 Cycles",
+            "Instructions per Cycle",
             "Processors",
         ] {
             assert!(counters.iter().any(|counter| counter == wanted), "{agent} does not collect {wanted}");

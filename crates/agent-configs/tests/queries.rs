@@ -106,7 +106,7 @@ fn the_dashboard_queries_only_exported_metrics() {
 fn the_dashboard_check_catches_a_wrong_metric_label_or_total() {
     let families = families();
     for (expr, expected) in [
-        ("windows_pmupcw_instructions_per_cycle", "no configuration exports"),
+        ("windows_pmupcw_instructions_per_100_cycles", "no configuration exports"),
         ("windows_pmupcw_instructions_total{processor=\"_Total\"}", "is never exported"),
         ("windows_pmupcw_pmu_state{processor=\"0,0\"}", "has no label processor"),
         ("rate(windows_pmupcw_llc_misses_total[5m]", "does not parse"),

@@ -23,81 +23,90 @@ pub mod hardware_counters {
     /// Whether the provider reports more than one instance (`instances="multipleAggregate"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTER_VALUES`): 192 bytes, the
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTER_VALUES`): 240 bytes, the
     /// 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Values {
         /// Field `InstructionsRetired`, offset 0: read by counters 0 (InstructionsPerSec), 7
-        /// (InstructionsTotal) and 14 (InstructionsPer100Cycles).
+        /// (InstructionsTotal) and 60 (InstructionsPerCycle).
         pub instructions_retired: u64,
-        /// Field `CoreCycles`, offset 8: read by counters 1 (CyclesPerSec), 8 (CyclesTotal) and 15
-        /// (InstructionsPer100CyclesBase).
+        /// Field `CoreCycles`, offset 8: read by counters 1 (CyclesPerSec) and 8 (CyclesTotal).
         pub core_cycles: u64,
         /// Field `ReferenceCycles`, offset 16: read by counters 2 (ReferenceCyclesPerSec) and 9
         /// (ReferenceCyclesTotal).
         pub reference_cycles: u64,
-        /// Field `LlcReferences`, offset 24: read by counters 3 (LlcReferencesPerSec), 10
-        /// (LlcReferencesTotal) and 17 (LlcMissPercentBase).
+        /// Field `LlcReferences`, offset 24: read by counters 3 (LlcReferencesPerSec) and 10
+        /// (LlcReferencesTotal).
         pub llc_references: u64,
-        /// Field `LlcMisses`, offset 32: read by counters 4 (LlcMissesPerSec), 11 (LlcMissesTotal) and 16
-        /// (LlcMissPercent).
+        /// Field `LlcMisses`, offset 32: read by counters 4 (LlcMissesPerSec) and 11 (LlcMissesTotal).
         pub llc_misses: u64,
-        /// Field `Branches`, offset 40: read by counters 5 (BranchesPerSec), 12 (BranchesTotal) and 19
-        /// (BranchMispredictPercentBase).
+        /// Field `Branches`, offset 40: read by counters 5 (BranchesPerSec) and 12 (BranchesTotal).
         pub branches: u64,
-        /// Field `BranchMispredicts`, offset 48: read by counters 6 (BranchMispredictsPerSec), 13
-        /// (BranchMispredictsTotal) and 18 (BranchMispredictPercent).
+        /// Field `BranchMispredicts`, offset 48: read by counters 6 (BranchMispredictsPerSec) and 13
+        /// (BranchMispredictsTotal).
         pub branch_mispredicts: u64,
-        /// Field `OverflowInterrupts`, offset 56: read by counter 20 (OverflowInterrupts).
+        /// Field `CoreCyclesTimes100`, offset 56: read by counter 61 (InstructionsPerCycleBase).
+        pub core_cycles_times100: u64,
+        /// Field `LlcMissesPaired`, offset 64: read by counter 16 (LlcMissPercent).
+        pub llc_misses_paired: u64,
+        /// Field `LlcReferencesPaired`, offset 72: read by counter 17 (LlcMissPercentBase).
+        pub llc_references_paired: u64,
+        /// Field `BranchMispredictsPaired`, offset 80: read by counter 18 (BranchMispredictPercent).
+        pub branch_mispredicts_paired: u64,
+        /// Field `BranchesPaired`, offset 88: read by counter 19 (BranchMispredictPercentBase).
+        pub branches_paired: u64,
+        /// Field `OverflowInterrupts`, offset 96: read by counter 20 (OverflowInterrupts).
         pub overflow_interrupts: u64,
-        /// Field `TopdownRetiringSlots`, offset 64: read by counters 21 (RetiringPercent) and 30
+        /// Field `TopdownRetiringSlots`, offset 104: read by counters 21 (RetiringPercent) and 30
         /// (RetiringSlotsTotal).
         pub topdown_retiring_slots: u64,
-        /// Field `TopdownSlots`, offset 72: read by counters 22 (RetiringPercentBase), 24
+        /// Field `TopdownSlots`, offset 112: read by counters 22 (RetiringPercentBase), 24
         /// (BadSpeculationPercentBase), 26 (FrontendBoundPercentBase), 28 (BackendBoundPercentBase) and 29
         /// (TopdownSlotsTotal).
         pub topdown_slots: u64,
-        /// Field `TopdownBadSpeculationSlots`, offset 80: read by counters 23 (BadSpeculationPercent) and 31
+        /// Field `TopdownBadSpeculationSlots`, offset 120: read by counters 23 (BadSpeculationPercent) and 31
         /// (BadSpeculationSlotsTotal).
         pub topdown_bad_speculation_slots: u64,
-        /// Field `TopdownFrontendBoundSlots`, offset 88: read by counters 25 (FrontendBoundPercent) and 32
+        /// Field `TopdownFrontendBoundSlots`, offset 128: read by counters 25 (FrontendBoundPercent) and 32
         /// (FrontendBoundSlotsTotal).
         pub topdown_frontend_bound_slots: u64,
-        /// Field `TopdownBackendBoundSlots`, offset 96: read by counters 27 (BackendBoundPercent) and 33
+        /// Field `TopdownBackendBoundSlots`, offset 136: read by counters 27 (BackendBoundPercent) and 33
         /// (BackendBoundSlotsTotal).
         pub topdown_backend_bound_slots: u64,
-        /// Field `AperfCycles`, offset 104: read by counter 34 (RelativeFrequencyPercent).
+        /// Field `AperfCycles`, offset 144: read by counters 62 (RelativeFrequency) and 34 (AperfCycles).
         pub aperf_cycles: u64,
-        /// Field `MperfCycles`, offset 112: read by counter 35 (RelativeFrequencyPercentBase).
+        /// Field `MperfCyclesTimes100`, offset 152: read by counter 63 (RelativeFrequencyBase).
+        pub mperf_cycles_times100: u64,
+        /// Field `MperfCycles`, offset 160: read by counter 35 (MperfCycles).
         pub mperf_cycles: u64,
-        /// Field `CustomEvent0`, offset 120: read by counters 36 (CustomEvent0PerSec) and 37
+        /// Field `CustomEvent0`, offset 168: read by counters 36 (CustomEvent0PerSec) and 37
         /// (CustomEvent0Total).
         pub custom_event0: u64,
-        /// Field `CustomEvent1`, offset 128: read by counters 38 (CustomEvent1PerSec) and 39
+        /// Field `CustomEvent1`, offset 176: read by counters 38 (CustomEvent1PerSec) and 39
         /// (CustomEvent1Total).
         pub custom_event1: u64,
-        /// Field `CustomEvent2`, offset 136: read by counters 40 (CustomEvent2PerSec) and 41
+        /// Field `CustomEvent2`, offset 184: read by counters 40 (CustomEvent2PerSec) and 41
         /// (CustomEvent2Total).
         pub custom_event2: u64,
-        /// Field `CustomEvent3`, offset 144: read by counters 42 (CustomEvent3PerSec) and 43
+        /// Field `CustomEvent3`, offset 192: read by counters 42 (CustomEvent3PerSec) and 43
         /// (CustomEvent3Total).
         pub custom_event3: u64,
-        /// Field `CustomEvent4`, offset 152: read by counters 44 (CustomEvent4PerSec) and 45
+        /// Field `CustomEvent4`, offset 200: read by counters 44 (CustomEvent4PerSec) and 45
         /// (CustomEvent4Total).
         pub custom_event4: u64,
-        /// Field `CustomEvent5`, offset 160: read by counters 46 (CustomEvent5PerSec) and 47
+        /// Field `CustomEvent5`, offset 208: read by counters 46 (CustomEvent5PerSec) and 47
         /// (CustomEvent5Total).
         pub custom_event5: u64,
-        /// Field `CustomEvent6`, offset 168: read by counters 48 (CustomEvent6PerSec) and 49
+        /// Field `CustomEvent6`, offset 216: read by counters 48 (CustomEvent6PerSec) and 49
         /// (CustomEvent6Total).
         pub custom_event6: u64,
-        /// Field `CustomEvent7`, offset 176: read by counters 50 (CustomEvent7PerSec) and 51
+        /// Field `CustomEvent7`, offset 224: read by counters 50 (CustomEvent7PerSec) and 51
         /// (CustomEvent7Total).
         pub custom_event7: u64,
-        /// Field `CoreType`, offset 184: read by counter 52 (CoreType).
+        /// Field `CoreType`, offset 232: read by counter 52 (CoreType).
         pub core_type: u32,
-        /// Field `TopdownSource`, offset 188: read by counter 53 (TopdownSource).
+        /// Field `TopdownSource`, offset 236: read by counter 53 (TopdownSource).
         pub topdown_source: u32,
     }
 
@@ -116,6 +125,11 @@ pub mod hardware_counters {
         pub llc_misses: core::sync::atomic::AtomicU64,
         pub branches: core::sync::atomic::AtomicU64,
         pub branch_mispredicts: core::sync::atomic::AtomicU64,
+        pub core_cycles_times100: core::sync::atomic::AtomicU64,
+        pub llc_misses_paired: core::sync::atomic::AtomicU64,
+        pub llc_references_paired: core::sync::atomic::AtomicU64,
+        pub branch_mispredicts_paired: core::sync::atomic::AtomicU64,
+        pub branches_paired: core::sync::atomic::AtomicU64,
         pub overflow_interrupts: core::sync::atomic::AtomicU64,
         pub topdown_retiring_slots: core::sync::atomic::AtomicU64,
         pub topdown_slots: core::sync::atomic::AtomicU64,
@@ -123,6 +137,7 @@ pub mod hardware_counters {
         pub topdown_frontend_bound_slots: core::sync::atomic::AtomicU64,
         pub topdown_backend_bound_slots: core::sync::atomic::AtomicU64,
         pub aperf_cycles: core::sync::atomic::AtomicU64,
+        pub mperf_cycles_times100: core::sync::atomic::AtomicU64,
         pub mperf_cycles: core::sync::atomic::AtomicU64,
         pub custom_event0: core::sync::atomic::AtomicU64,
         pub custom_event1: core::sync::atomic::AtomicU64,
@@ -150,6 +165,11 @@ pub mod hardware_counters {
                 llc_misses: core::sync::atomic::AtomicU64::new(0),
                 branches: core::sync::atomic::AtomicU64::new(0),
                 branch_mispredicts: core::sync::atomic::AtomicU64::new(0),
+                core_cycles_times100: core::sync::atomic::AtomicU64::new(0),
+                llc_misses_paired: core::sync::atomic::AtomicU64::new(0),
+                llc_references_paired: core::sync::atomic::AtomicU64::new(0),
+                branch_mispredicts_paired: core::sync::atomic::AtomicU64::new(0),
+                branches_paired: core::sync::atomic::AtomicU64::new(0),
                 overflow_interrupts: core::sync::atomic::AtomicU64::new(0),
                 topdown_retiring_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_slots: core::sync::atomic::AtomicU64::new(0),
@@ -157,6 +177,7 @@ pub mod hardware_counters {
                 topdown_frontend_bound_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_backend_bound_slots: core::sync::atomic::AtomicU64::new(0),
                 aperf_cycles: core::sync::atomic::AtomicU64::new(0),
+                mperf_cycles_times100: core::sync::atomic::AtomicU64::new(0),
                 mperf_cycles: core::sync::atomic::AtomicU64::new(0),
                 custom_event0: core::sync::atomic::AtomicU64::new(0),
                 custom_event1: core::sync::atomic::AtomicU64::new(0),
@@ -179,7 +200,7 @@ pub mod hardware_counters {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 23],
+        pub wide: [core::sync::atomic::AtomicU64; 29],
         /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 2],
     }
@@ -192,7 +213,7 @@ pub mod hardware_counters {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 23],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 29],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 2],
             }
         }
@@ -229,6 +250,12 @@ pub mod hardware_counters {
         crate::pcw::Cell::Wide(20),
         crate::pcw::Cell::Wide(21),
         crate::pcw::Cell::Wide(22),
+        crate::pcw::Cell::Wide(23),
+        crate::pcw::Cell::Wide(24),
+        crate::pcw::Cell::Wide(25),
+        crate::pcw::Cell::Wide(26),
+        crate::pcw::Cell::Wide(27),
+        crate::pcw::Cell::Wide(28),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
     ];
@@ -286,26 +313,28 @@ pub mod hardware_counters {
         /// "Branch Mispredicts" (perf_counter_large_rawcount, advanced, aggregate sum): Mispredicted branches
         /// retired since the driver started counting (64-bit, never decreases).
         pub const BRANCH_MISPREDICTS_TOTAL: u16 = 13;
-        /// "Instructions per 100 Cycles" (perf_precision_100ns_timer, standard, aggregate sum): Instructions
-        /// retired per 100 unhalted core cycles over the sample interval: 100 x IPC (80 is an IPC of 0.8),
-        /// from the exact 64-bit counts. _Total: all processors' instructions over all their cycles.
-        pub const INSTRUCTIONS_PER100_CYCLES: u16 = 14;
-        /// "Instructions per 100 Cycles Base" (perf_large_raw_base, standard, aggregate sum): Base for
-        /// Instructions per 100 Cycles: unhalted core cycles (64-bit). Not displayed.
-        pub const INSTRUCTIONS_PER100_CYCLES_BASE: u16 = 15;
+        /// "Instructions per Cycle" (perf_precision_100ns_timer, standard, aggregate sum): Instructions
+        /// retired per unhalted core cycle (IPC, as Intel PCM and perf show it) over the sample interval,
+        /// from the exact 64-bit counts: 0.8 is an IPC of 0.8, 3.5 one of 3.5. No consumer caps it (it stays
+        /// far below 100). _Total: all processors' instructions over all their cycles.
+        pub const INSTRUCTIONS_PER_CYCLE: u16 = 60;
+        /// "Instructions per Cycle Base" (perf_large_raw_base, standard, aggregate sum): Base for
+        /// Instructions per Cycle: 100 x unhalted core cycles (64-bit, modulo 2^64). Not displayed.
+        pub const INSTRUCTIONS_PER_CYCLE_BASE: u16 = 61;
         /// "% LLC Misses" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of last-level
-        /// cache references that missed, over the sample interval. _Total: all processors' misses over all
-        /// their references.
+        /// cache references that missed, over the sample interval. 0 on a processor that does not count both
+        /// (LLC Misses/sec still shows its misses). _Total: the misses over the references of the processors
+        /// that count both.
         pub const LLC_MISS_PERCENT: u16 = 16;
         /// "% LLC Misses Base" (perf_large_raw_base, standard, aggregate sum): Base for % LLC Misses:
-        /// last-level cache references (64-bit). Not displayed.
+        /// last-level cache references (64-bit) of a processor that counts both, else 0. Not displayed.
         pub const LLC_MISS_PERCENT_BASE: u16 = 17;
         /// "% Branch Mispredicts" (perf_precision_100ns_timer, standard, aggregate sum): Percentage of
-        /// retired branches that were mispredicted, over the sample interval. _Total: all processors'
-        /// mispredicts over all their branches.
+        /// retired branches that were mispredicted, over the sample interval. 0 on a processor that does not
+        /// count both. _Total: the mispredicts over the branches of the processors that count both.
         pub const BRANCH_MISPREDICT_PERCENT: u16 = 18;
         /// "% Branch Mispredicts Base" (perf_large_raw_base, standard, aggregate sum): Base for % Branch
-        /// Mispredicts: retired branches (64-bit). Not displayed.
+        /// Mispredicts: retired branches (64-bit) of a processor that counts both, else 0. Not displayed.
         pub const BRANCH_MISPREDICT_PERCENT_BASE: u16 = 19;
         /// "Overflow Interrupts" (perf_counter_large_rawcount, advanced, aggregate sum): Counter overflow
         /// interrupts (PMIs) handled on this processor since the driver started counting.
@@ -364,15 +393,24 @@ pub mod hardware_counters {
         /// "Backend Bound Slots" (perf_counter_large_rawcount, advanced, aggregate sum): Issue slots the
         /// backend could not accept, since the driver started counting top-down (64-bit).
         pub const BACKEND_BOUND_SLOTS_TOTAL: u16 = 33;
-        /// "% Relative Frequency" (perf_precision_100ns_timer, standard, aggregate sum): Average frequency
-        /// while not halted, as a percentage of the processor's fixed reference frequency, over the sample
-        /// interval: the change of IA32_APERF over the change of IA32_MPERF (read only, never written). Above
-        /// 100 in turbo. 0 where CPUID leaf 6 does not report them. _Total: all processors' actual cycles
-        /// over all their reference cycles.
-        pub const RELATIVE_FREQUENCY_PERCENT: u16 = 34;
-        /// "% Relative Frequency Base" (perf_large_raw_base, standard, aggregate sum): Base for % Relative
-        /// Frequency: IA32_MPERF (64-bit). Not displayed.
-        pub const RELATIVE_FREQUENCY_PERCENT_BASE: u16 = 35;
+        /// "Relative Frequency" (perf_precision_100ns_timer, standard, aggregate sum): Average frequency
+        /// while not halted as a ratio to the processor's fixed reference frequency (as Intel PCM's FREQ),
+        /// over the sample interval: the change of IA32_APERF over the change of IA32_MPERF (read only, never
+        /// written). 1.4 is 140 %, in turbo; no consumer caps it. 0 where CPUID leaf 6 does not report them.
+        /// _Total: all processors' actual cycles over all their reference cycles.
+        pub const RELATIVE_FREQUENCY: u16 = 62;
+        /// "Relative Frequency Base" (perf_large_raw_base, standard, aggregate sum): Base for Relative
+        /// Frequency: 100 x IA32_MPERF (64-bit, modulo 2^64). Not displayed.
+        pub const RELATIVE_FREQUENCY_BASE: u16 = 63;
+        /// "APERF Cycles" (perf_counter_large_rawcount, advanced, aggregate sum): IA32_APERF as last read
+        /// (64-bit): cycles at the actual frequency while not halted, since the processor started (the
+        /// register is Windows', never written). Its change over MPERF Cycles' change is the relative
+        /// frequency, for an agent that computes it from totals. 0 where CPUID leaf 6 does not report it.
+        pub const APERF_CYCLES: u16 = 34;
+        /// "MPERF Cycles" (perf_counter_large_rawcount, advanced, aggregate sum): IA32_MPERF as last read
+        /// (64-bit): cycles at the fixed reference frequency while not halted, since the processor started
+        /// (never written). 0 where CPUID leaf 6 does not report it.
+        pub const MPERF_CYCLES: u16 = 35;
         /// "Custom Event 0/sec" (perf_counter_bulk_count, advanced, aggregate sum): Events per second of
         /// custom event 0: the first line of the service's Parameters\\CustomEvents value (line n is custom
         /// event n, counting from 0, whatever happens to the lines before it), counted when
@@ -475,74 +513,91 @@ pub mod hardware_counters {
         CounterDescriptor { id: id::LLC_MISSES_TOTAL, struct_index: 0, offset: 32, size: 8 },
         CounterDescriptor { id: id::BRANCHES_TOTAL, struct_index: 0, offset: 40, size: 8 },
         CounterDescriptor { id: id::BRANCH_MISPREDICTS_TOTAL, struct_index: 0, offset: 48, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES_BASE, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::LLC_MISS_PERCENT, struct_index: 0, offset: 32, size: 8 },
-        CounterDescriptor { id: id::LLC_MISS_PERCENT_BASE, struct_index: 0, offset: 24, size: 8 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT, struct_index: 0, offset: 48, size: 8 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT_BASE, struct_index: 0, offset: 40, size: 8 },
-        CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 64, size: 8 },
-        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 80, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 88, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 96, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 88, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 96, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 104, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT0_PER_SEC, struct_index: 0, offset: 120, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT0_TOTAL, struct_index: 0, offset: 120, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT1_PER_SEC, struct_index: 0, offset: 128, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT1_TOTAL, struct_index: 0, offset: 128, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT2_PER_SEC, struct_index: 0, offset: 136, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT2_TOTAL, struct_index: 0, offset: 136, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT3_PER_SEC, struct_index: 0, offset: 144, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT3_TOTAL, struct_index: 0, offset: 144, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT4_PER_SEC, struct_index: 0, offset: 152, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT4_TOTAL, struct_index: 0, offset: 152, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT5_PER_SEC, struct_index: 0, offset: 160, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT5_TOTAL, struct_index: 0, offset: 160, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT6_PER_SEC, struct_index: 0, offset: 168, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT6_TOTAL, struct_index: 0, offset: 168, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT7_PER_SEC, struct_index: 0, offset: 176, size: 8 },
-        CounterDescriptor { id: id::CUSTOM_EVENT7_TOTAL, struct_index: 0, offset: 176, size: 8 },
-        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 184, size: 4 },
-        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 188, size: 4 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE_BASE, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::LLC_MISS_PERCENT, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::LLC_MISS_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICT_PERCENT_BASE, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 96, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 104, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 120, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 128, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 136, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 112, size: 8 },
+        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 104, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 120, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 128, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 136, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY, struct_index: 0, offset: 144, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_BASE, struct_index: 0, offset: 152, size: 8 },
+        CounterDescriptor { id: id::APERF_CYCLES, struct_index: 0, offset: 144, size: 8 },
+        CounterDescriptor { id: id::MPERF_CYCLES, struct_index: 0, offset: 160, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT0_PER_SEC, struct_index: 0, offset: 168, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT0_TOTAL, struct_index: 0, offset: 168, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT1_PER_SEC, struct_index: 0, offset: 176, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT1_TOTAL, struct_index: 0, offset: 176, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT2_PER_SEC, struct_index: 0, offset: 184, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT2_TOTAL, struct_index: 0, offset: 184, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT3_PER_SEC, struct_index: 0, offset: 192, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT3_TOTAL, struct_index: 0, offset: 192, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT4_PER_SEC, struct_index: 0, offset: 200, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT4_TOTAL, struct_index: 0, offset: 200, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT5_PER_SEC, struct_index: 0, offset: 208, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT5_TOTAL, struct_index: 0, offset: 208, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT6_PER_SEC, struct_index: 0, offset: 216, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT6_TOTAL, struct_index: 0, offset: 216, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT7_PER_SEC, struct_index: 0, offset: 224, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT7_TOTAL, struct_index: 0, offset: 224, size: 8 },
+        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 232, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 236, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x003f_ffff_ffff_ffff == 0x003f_ffff_ffff_ffff {
+            if counter_mask & 0xf03f_ffff_ffff_3fff == 0xf03f_ffff_ffff_3fff {
                 return; // every counter requested: the common case, one test
             }
-            if counter_mask & 0x0000_0000_0000_4081 == 0 {
+            if counter_mask & 0x1000_0000_0000_0081 == 0 {
                 self.instructions_retired = 0;
             }
-            if counter_mask & 0x0000_0000_0000_8102 == 0 {
+            if counter_mask & 0x0000_0000_0000_0102 == 0 {
                 self.core_cycles = 0;
             }
             if counter_mask & 0x0000_0000_0000_0204 == 0 {
                 self.reference_cycles = 0;
             }
-            if counter_mask & 0x0000_0000_0002_0408 == 0 {
+            if counter_mask & 0x0000_0000_0000_0408 == 0 {
                 self.llc_references = 0;
             }
-            if counter_mask & 0x0000_0000_0001_0810 == 0 {
+            if counter_mask & 0x0000_0000_0000_0810 == 0 {
                 self.llc_misses = 0;
             }
-            if counter_mask & 0x0000_0000_0008_1020 == 0 {
+            if counter_mask & 0x0000_0000_0000_1020 == 0 {
                 self.branches = 0;
             }
-            if counter_mask & 0x0000_0000_0004_2040 == 0 {
+            if counter_mask & 0x0000_0000_0000_2040 == 0 {
                 self.branch_mispredicts = 0;
+            }
+            if counter_mask & 0x2000_0000_0000_0000 == 0 {
+                self.core_cycles_times100 = 0;
+            }
+            if counter_mask & 0x0000_0000_0001_0000 == 0 {
+                self.llc_misses_paired = 0;
+            }
+            if counter_mask & 0x0000_0000_0002_0000 == 0 {
+                self.llc_references_paired = 0;
+            }
+            if counter_mask & 0x0000_0000_0004_0000 == 0 {
+                self.branch_mispredicts_paired = 0;
+            }
+            if counter_mask & 0x0000_0000_0008_0000 == 0 {
+                self.branches_paired = 0;
             }
             if counter_mask & 0x0000_0000_0010_0000 == 0 {
                 self.overflow_interrupts = 0;
@@ -562,8 +617,11 @@ pub mod hardware_counters {
             if counter_mask & 0x0000_0002_0800_0000 == 0 {
                 self.topdown_backend_bound_slots = 0;
             }
-            if counter_mask & 0x0000_0004_0000_0000 == 0 {
+            if counter_mask & 0x4000_0004_0000_0000 == 0 {
                 self.aperf_cycles = 0;
+            }
+            if counter_mask & 0x8000_0000_0000_0000 == 0 {
+                self.mperf_cycles_times100 = 0;
             }
             if counter_mask & 0x0000_0008_0000_0000 == 0 {
                 self.mperf_cycles = 0;
@@ -610,6 +668,11 @@ pub mod hardware_counters {
         "LlcMisses",
         "Branches",
         "BranchMispredicts",
+        "CoreCyclesTimes100",
+        "LlcMissesPaired",
+        "LlcReferencesPaired",
+        "BranchMispredictsPaired",
+        "BranchesPaired",
         "OverflowInterrupts",
         "TopdownRetiringSlots",
         "TopdownSlots",
@@ -617,6 +680,7 @@ pub mod hardware_counters {
         "TopdownFrontendBoundSlots",
         "TopdownBackendBoundSlots",
         "AperfCycles",
+        "MperfCyclesTimes100",
         "MperfCycles",
         "CustomEvent0",
         "CustomEvent1",
@@ -643,24 +707,30 @@ pub mod hardware_counters {
                 llc_misses: value(4),
                 branches: value(5),
                 branch_mispredicts: value(6),
-                overflow_interrupts: value(7),
-                topdown_retiring_slots: value(8),
-                topdown_slots: value(9),
-                topdown_bad_speculation_slots: value(10),
-                topdown_frontend_bound_slots: value(11),
-                topdown_backend_bound_slots: value(12),
-                aperf_cycles: value(13),
-                mperf_cycles: value(14),
-                custom_event0: value(15),
-                custom_event1: value(16),
-                custom_event2: value(17),
-                custom_event3: value(18),
-                custom_event4: value(19),
-                custom_event5: value(20),
-                custom_event6: value(21),
-                custom_event7: value(22),
-                core_type: value(23) as u32,
-                topdown_source: value(24) as u32,
+                core_cycles_times100: value(7),
+                llc_misses_paired: value(8),
+                llc_references_paired: value(9),
+                branch_mispredicts_paired: value(10),
+                branches_paired: value(11),
+                overflow_interrupts: value(12),
+                topdown_retiring_slots: value(13),
+                topdown_slots: value(14),
+                topdown_bad_speculation_slots: value(15),
+                topdown_frontend_bound_slots: value(16),
+                topdown_backend_bound_slots: value(17),
+                aperf_cycles: value(18),
+                mperf_cycles_times100: value(19),
+                mperf_cycles: value(20),
+                custom_event0: value(21),
+                custom_event1: value(22),
+                custom_event2: value(23),
+                custom_event3: value(24),
+                custom_event4: value(25),
+                custom_event5: value(26),
+                custom_event6: value(27),
+                custom_event7: value(28),
+                core_type: value(29) as u32,
+                topdown_source: value(30) as u32,
             }
         }
     }
@@ -699,6 +769,11 @@ pub mod hardware_counters {
                 llc_misses: self.llc_misses.load(RELAXED),
                 branches: self.branches.load(RELAXED),
                 branch_mispredicts: self.branch_mispredicts.load(RELAXED),
+                core_cycles_times100: self.core_cycles_times100.load(RELAXED),
+                llc_misses_paired: self.llc_misses_paired.load(RELAXED),
+                llc_references_paired: self.llc_references_paired.load(RELAXED),
+                branch_mispredicts_paired: self.branch_mispredicts_paired.load(RELAXED),
+                branches_paired: self.branches_paired.load(RELAXED),
                 overflow_interrupts: self.overflow_interrupts.load(RELAXED),
                 topdown_retiring_slots: self.topdown_retiring_slots.load(RELAXED),
                 topdown_slots: self.topdown_slots.load(RELAXED),
@@ -706,6 +781,7 @@ pub mod hardware_counters {
                 topdown_frontend_bound_slots: self.topdown_frontend_bound_slots.load(RELAXED),
                 topdown_backend_bound_slots: self.topdown_backend_bound_slots.load(RELAXED),
                 aperf_cycles: self.aperf_cycles.load(RELAXED),
+                mperf_cycles_times100: self.mperf_cycles_times100.load(RELAXED),
                 mperf_cycles: self.mperf_cycles.load(RELAXED),
                 custom_event0: self.custom_event0.load(RELAXED),
                 custom_event1: self.custom_event1.load(RELAXED),
@@ -734,22 +810,28 @@ pub mod hardware_counters {
                 llc_misses: self.wide[4].load(RELAXED),
                 branches: self.wide[5].load(RELAXED),
                 branch_mispredicts: self.wide[6].load(RELAXED),
-                overflow_interrupts: self.wide[7].load(RELAXED),
-                topdown_retiring_slots: self.wide[8].load(RELAXED),
-                topdown_slots: self.wide[9].load(RELAXED),
-                topdown_bad_speculation_slots: self.wide[10].load(RELAXED),
-                topdown_frontend_bound_slots: self.wide[11].load(RELAXED),
-                topdown_backend_bound_slots: self.wide[12].load(RELAXED),
-                aperf_cycles: self.wide[13].load(RELAXED),
-                mperf_cycles: self.wide[14].load(RELAXED),
-                custom_event0: self.wide[15].load(RELAXED),
-                custom_event1: self.wide[16].load(RELAXED),
-                custom_event2: self.wide[17].load(RELAXED),
-                custom_event3: self.wide[18].load(RELAXED),
-                custom_event4: self.wide[19].load(RELAXED),
-                custom_event5: self.wide[20].load(RELAXED),
-                custom_event6: self.wide[21].load(RELAXED),
-                custom_event7: self.wide[22].load(RELAXED),
+                core_cycles_times100: self.wide[7].load(RELAXED),
+                llc_misses_paired: self.wide[8].load(RELAXED),
+                llc_references_paired: self.wide[9].load(RELAXED),
+                branch_mispredicts_paired: self.wide[10].load(RELAXED),
+                branches_paired: self.wide[11].load(RELAXED),
+                overflow_interrupts: self.wide[12].load(RELAXED),
+                topdown_retiring_slots: self.wide[13].load(RELAXED),
+                topdown_slots: self.wide[14].load(RELAXED),
+                topdown_bad_speculation_slots: self.wide[15].load(RELAXED),
+                topdown_frontend_bound_slots: self.wide[16].load(RELAXED),
+                topdown_backend_bound_slots: self.wide[17].load(RELAXED),
+                aperf_cycles: self.wide[18].load(RELAXED),
+                mperf_cycles_times100: self.wide[19].load(RELAXED),
+                mperf_cycles: self.wide[20].load(RELAXED),
+                custom_event0: self.wide[21].load(RELAXED),
+                custom_event1: self.wide[22].load(RELAXED),
+                custom_event2: self.wide[23].load(RELAXED),
+                custom_event3: self.wide[24].load(RELAXED),
+                custom_event4: self.wide[25].load(RELAXED),
+                custom_event5: self.wide[26].load(RELAXED),
+                custom_event6: self.wide[27].load(RELAXED),
+                custom_event7: self.wide[28].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
                 topdown_source: self.narrow[1].load(RELAXED),
             }
@@ -763,13 +845,13 @@ pub mod hardware_counters {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 192);
+            assert_eq!(size_of::<Values>(), 240);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 184);
+            assert_eq!(offset_of!(AtomicCells, narrow), 232);
             let field_offsets = &[
                 offset_of!(Values, instructions_retired),
                 offset_of!(Values, core_cycles),
@@ -778,6 +860,11 @@ pub mod hardware_counters {
                 offset_of!(Values, llc_misses),
                 offset_of!(Values, branches),
                 offset_of!(Values, branch_mispredicts),
+                offset_of!(Values, core_cycles_times100),
+                offset_of!(Values, llc_misses_paired),
+                offset_of!(Values, llc_references_paired),
+                offset_of!(Values, branch_mispredicts_paired),
+                offset_of!(Values, branches_paired),
                 offset_of!(Values, overflow_interrupts),
                 offset_of!(Values, topdown_retiring_slots),
                 offset_of!(Values, topdown_slots),
@@ -785,6 +872,7 @@ pub mod hardware_counters {
                 offset_of!(Values, topdown_frontend_bound_slots),
                 offset_of!(Values, topdown_backend_bound_slots),
                 offset_of!(Values, aperf_cycles),
+                offset_of!(Values, mperf_cycles_times100),
                 offset_of!(Values, mperf_cycles),
                 offset_of!(Values, custom_event0),
                 offset_of!(Values, custom_event1),
@@ -800,7 +888,7 @@ pub mod hardware_counters {
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 184 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 232 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -821,56 +909,80 @@ pub mod hardware_counters {
             assert_eq!(offset_of!(AtomicValues, branches), offset_of!(Values, branches));
             assert_eq!(offset_of!(Values, branch_mispredicts), 48);
             assert_eq!(offset_of!(AtomicValues, branch_mispredicts), offset_of!(Values, branch_mispredicts));
-            assert_eq!(offset_of!(Values, overflow_interrupts), 56);
+            assert_eq!(offset_of!(Values, core_cycles_times100), 56);
+            assert_eq!(
+                offset_of!(AtomicValues, core_cycles_times100),
+                offset_of!(Values, core_cycles_times100),
+            );
+            assert_eq!(offset_of!(Values, llc_misses_paired), 64);
+            assert_eq!(offset_of!(AtomicValues, llc_misses_paired), offset_of!(Values, llc_misses_paired));
+            assert_eq!(offset_of!(Values, llc_references_paired), 72);
+            assert_eq!(
+                offset_of!(AtomicValues, llc_references_paired),
+                offset_of!(Values, llc_references_paired),
+            );
+            assert_eq!(offset_of!(Values, branch_mispredicts_paired), 80);
+            assert_eq!(
+                offset_of!(AtomicValues, branch_mispredicts_paired),
+                offset_of!(Values, branch_mispredicts_paired),
+            );
+            assert_eq!(offset_of!(Values, branches_paired), 88);
+            assert_eq!(offset_of!(AtomicValues, branches_paired), offset_of!(Values, branches_paired));
+            assert_eq!(offset_of!(Values, overflow_interrupts), 96);
             assert_eq!(
                 offset_of!(AtomicValues, overflow_interrupts),
                 offset_of!(Values, overflow_interrupts),
             );
-            assert_eq!(offset_of!(Values, topdown_retiring_slots), 64);
+            assert_eq!(offset_of!(Values, topdown_retiring_slots), 104);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_retiring_slots),
                 offset_of!(Values, topdown_retiring_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_slots), 72);
+            assert_eq!(offset_of!(Values, topdown_slots), 112);
             assert_eq!(offset_of!(AtomicValues, topdown_slots), offset_of!(Values, topdown_slots));
-            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 80);
+            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 120);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_bad_speculation_slots),
                 offset_of!(Values, topdown_bad_speculation_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 88);
+            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 128);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_frontend_bound_slots),
                 offset_of!(Values, topdown_frontend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 96);
+            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 136);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_backend_bound_slots),
                 offset_of!(Values, topdown_backend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, aperf_cycles), 104);
+            assert_eq!(offset_of!(Values, aperf_cycles), 144);
             assert_eq!(offset_of!(AtomicValues, aperf_cycles), offset_of!(Values, aperf_cycles));
-            assert_eq!(offset_of!(Values, mperf_cycles), 112);
+            assert_eq!(offset_of!(Values, mperf_cycles_times100), 152);
+            assert_eq!(
+                offset_of!(AtomicValues, mperf_cycles_times100),
+                offset_of!(Values, mperf_cycles_times100),
+            );
+            assert_eq!(offset_of!(Values, mperf_cycles), 160);
             assert_eq!(offset_of!(AtomicValues, mperf_cycles), offset_of!(Values, mperf_cycles));
-            assert_eq!(offset_of!(Values, custom_event0), 120);
+            assert_eq!(offset_of!(Values, custom_event0), 168);
             assert_eq!(offset_of!(AtomicValues, custom_event0), offset_of!(Values, custom_event0));
-            assert_eq!(offset_of!(Values, custom_event1), 128);
+            assert_eq!(offset_of!(Values, custom_event1), 176);
             assert_eq!(offset_of!(AtomicValues, custom_event1), offset_of!(Values, custom_event1));
-            assert_eq!(offset_of!(Values, custom_event2), 136);
+            assert_eq!(offset_of!(Values, custom_event2), 184);
             assert_eq!(offset_of!(AtomicValues, custom_event2), offset_of!(Values, custom_event2));
-            assert_eq!(offset_of!(Values, custom_event3), 144);
+            assert_eq!(offset_of!(Values, custom_event3), 192);
             assert_eq!(offset_of!(AtomicValues, custom_event3), offset_of!(Values, custom_event3));
-            assert_eq!(offset_of!(Values, custom_event4), 152);
+            assert_eq!(offset_of!(Values, custom_event4), 200);
             assert_eq!(offset_of!(AtomicValues, custom_event4), offset_of!(Values, custom_event4));
-            assert_eq!(offset_of!(Values, custom_event5), 160);
+            assert_eq!(offset_of!(Values, custom_event5), 208);
             assert_eq!(offset_of!(AtomicValues, custom_event5), offset_of!(Values, custom_event5));
-            assert_eq!(offset_of!(Values, custom_event6), 168);
+            assert_eq!(offset_of!(Values, custom_event6), 216);
             assert_eq!(offset_of!(AtomicValues, custom_event6), offset_of!(Values, custom_event6));
-            assert_eq!(offset_of!(Values, custom_event7), 176);
+            assert_eq!(offset_of!(Values, custom_event7), 224);
             assert_eq!(offset_of!(AtomicValues, custom_event7), offset_of!(Values, custom_event7));
-            assert_eq!(offset_of!(Values, core_type), 184);
+            assert_eq!(offset_of!(Values, core_type), 232);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, topdown_source), 188);
+            assert_eq!(offset_of!(Values, topdown_source), 236);
             assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
             let values = Values::default();
             let expected = [
@@ -921,30 +1033,34 @@ pub mod hardware_counters {
                     size_of_val(&values.branch_mispredicts),
                 ),
                 (
-                    id::INSTRUCTIONS_PER100_CYCLES,
+                    id::INSTRUCTIONS_PER_CYCLE,
                     offset_of!(Values, instructions_retired),
                     size_of_val(&values.instructions_retired),
                 ),
                 (
-                    id::INSTRUCTIONS_PER100_CYCLES_BASE,
-                    offset_of!(Values, core_cycles),
-                    size_of_val(&values.core_cycles),
+                    id::INSTRUCTIONS_PER_CYCLE_BASE,
+                    offset_of!(Values, core_cycles_times100),
+                    size_of_val(&values.core_cycles_times100),
                 ),
-                (id::LLC_MISS_PERCENT, offset_of!(Values, llc_misses), size_of_val(&values.llc_misses)),
+                (
+                    id::LLC_MISS_PERCENT,
+                    offset_of!(Values, llc_misses_paired),
+                    size_of_val(&values.llc_misses_paired),
+                ),
                 (
                     id::LLC_MISS_PERCENT_BASE,
-                    offset_of!(Values, llc_references),
-                    size_of_val(&values.llc_references),
+                    offset_of!(Values, llc_references_paired),
+                    size_of_val(&values.llc_references_paired),
                 ),
                 (
                     id::BRANCH_MISPREDICT_PERCENT,
-                    offset_of!(Values, branch_mispredicts),
-                    size_of_val(&values.branch_mispredicts),
+                    offset_of!(Values, branch_mispredicts_paired),
+                    size_of_val(&values.branch_mispredicts_paired),
                 ),
                 (
                     id::BRANCH_MISPREDICT_PERCENT_BASE,
-                    offset_of!(Values, branches),
-                    size_of_val(&values.branches),
+                    offset_of!(Values, branches_paired),
+                    size_of_val(&values.branches_paired),
                 ),
                 (
                     id::OVERFLOW_INTERRUPTS,
@@ -1016,16 +1132,14 @@ pub mod hardware_counters {
                     offset_of!(Values, topdown_backend_bound_slots),
                     size_of_val(&values.topdown_backend_bound_slots),
                 ),
+                (id::RELATIVE_FREQUENCY, offset_of!(Values, aperf_cycles), size_of_val(&values.aperf_cycles)),
                 (
-                    id::RELATIVE_FREQUENCY_PERCENT,
-                    offset_of!(Values, aperf_cycles),
-                    size_of_val(&values.aperf_cycles),
+                    id::RELATIVE_FREQUENCY_BASE,
+                    offset_of!(Values, mperf_cycles_times100),
+                    size_of_val(&values.mperf_cycles_times100),
                 ),
-                (
-                    id::RELATIVE_FREQUENCY_PERCENT_BASE,
-                    offset_of!(Values, mperf_cycles),
-                    size_of_val(&values.mperf_cycles),
-                ),
+                (id::APERF_CYCLES, offset_of!(Values, aperf_cycles), size_of_val(&values.aperf_cycles)),
+                (id::MPERF_CYCLES, offset_of!(Values, mperf_cycles), size_of_val(&values.mperf_cycles)),
                 (
                     id::CUSTOM_EVENT0_PER_SEC,
                     offset_of!(Values, custom_event0),
@@ -1835,46 +1949,49 @@ pub mod hardware_counters_by_core_type {
     /// Whether the provider reports more than one instance (`instances="multiple"`).
     pub const MULTIPLE_INSTANCES: bool = true;
 
-    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 104
+    /// The counter data block (manifest struct `Values`, C type `HARDWARE_COUNTERS_BY_CORE_TYPE_VALUES`): 120
     /// bytes, the 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Values {
-        /// Field `InstructionsRetired`, offset 0: read by counters 2 (InstructionsPerSec), 4
-        /// (InstructionsPer100Cycles) and 10 (InstructionsTotal).
+        /// Field `InstructionsRetired`, offset 0: read by counters 2 (InstructionsPerSec), 30
+        /// (InstructionsPerCycle) and 10 (InstructionsTotal).
         pub instructions_retired: u64,
-        /// Field `CoreCycles`, offset 8: read by counters 3 (CyclesPerSec), 5 (InstructionsPer100CyclesBase)
-        /// and 11 (CyclesTotal).
+        /// Field `CoreCycles`, offset 8: read by counters 3 (CyclesPerSec) and 11 (CyclesTotal).
         pub core_cycles: u64,
-        /// Field `LlcMisses`, offset 16: read by counter 6 (LlcMissesPerSec).
+        /// Field `CoreCyclesTimes100`, offset 16: read by counter 31 (InstructionsPerCycleBase).
+        pub core_cycles_times100: u64,
+        /// Field `LlcMisses`, offset 24: read by counter 6 (LlcMissesPerSec).
         pub llc_misses: u64,
-        /// Field `BranchMispredicts`, offset 24: read by counter 7 (BranchMispredictsPerSec).
+        /// Field `BranchMispredicts`, offset 32: read by counter 7 (BranchMispredictsPerSec).
         pub branch_mispredicts: u64,
-        /// Field `AperfCycles`, offset 32: read by counter 8 (RelativeFrequencyPercent).
+        /// Field `AperfCycles`, offset 40: read by counters 32 (RelativeFrequency) and 34 (AperfCycles).
         pub aperf_cycles: u64,
-        /// Field `MperfCycles`, offset 40: read by counter 9 (RelativeFrequencyPercentBase).
+        /// Field `MperfCyclesTimes100`, offset 48: read by counter 33 (RelativeFrequencyBase).
+        pub mperf_cycles_times100: u64,
+        /// Field `MperfCycles`, offset 56: read by counter 35 (MperfCycles).
         pub mperf_cycles: u64,
-        /// Field `TopdownRetiringSlots`, offset 48: read by counters 12 (RetiringPercent) and 21
+        /// Field `TopdownRetiringSlots`, offset 64: read by counters 12 (RetiringPercent) and 21
         /// (RetiringSlotsTotal).
         pub topdown_retiring_slots: u64,
-        /// Field `TopdownSlots`, offset 56: read by counters 13 (RetiringPercentBase), 15
+        /// Field `TopdownSlots`, offset 72: read by counters 13 (RetiringPercentBase), 15
         /// (BadSpeculationPercentBase), 17 (FrontendBoundPercentBase), 19 (BackendBoundPercentBase) and 20
         /// (TopdownSlotsTotal).
         pub topdown_slots: u64,
-        /// Field `TopdownBadSpeculationSlots`, offset 64: read by counters 14 (BadSpeculationPercent) and 22
+        /// Field `TopdownBadSpeculationSlots`, offset 80: read by counters 14 (BadSpeculationPercent) and 22
         /// (BadSpeculationSlotsTotal).
         pub topdown_bad_speculation_slots: u64,
-        /// Field `TopdownFrontendBoundSlots`, offset 72: read by counters 16 (FrontendBoundPercent) and 23
+        /// Field `TopdownFrontendBoundSlots`, offset 88: read by counters 16 (FrontendBoundPercent) and 23
         /// (FrontendBoundSlotsTotal).
         pub topdown_frontend_bound_slots: u64,
-        /// Field `TopdownBackendBoundSlots`, offset 80: read by counters 18 (BackendBoundPercent) and 24
+        /// Field `TopdownBackendBoundSlots`, offset 96: read by counters 18 (BackendBoundPercent) and 24
         /// (BackendBoundSlotsTotal).
         pub topdown_backend_bound_slots: u64,
-        /// Field `CoreType`, offset 88: read by counter 0 (CoreType).
+        /// Field `CoreType`, offset 104: read by counter 0 (CoreType).
         pub core_type: u32,
-        /// Field `Processors`, offset 92: read by counter 1 (Processors).
+        /// Field `Processors`, offset 108: read by counter 1 (Processors).
         pub processors: u32,
-        /// Field `TopdownSource`, offset 96: read by counter 25 (TopdownSource).
+        /// Field `TopdownSource`, offset 112: read by counter 25 (TopdownSource).
         pub topdown_source: u32,
         /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
         pub reserved: u32,
@@ -1890,9 +2007,11 @@ pub mod hardware_counters_by_core_type {
     pub struct AtomicValues {
         pub instructions_retired: core::sync::atomic::AtomicU64,
         pub core_cycles: core::sync::atomic::AtomicU64,
+        pub core_cycles_times100: core::sync::atomic::AtomicU64,
         pub llc_misses: core::sync::atomic::AtomicU64,
         pub branch_mispredicts: core::sync::atomic::AtomicU64,
         pub aperf_cycles: core::sync::atomic::AtomicU64,
+        pub mperf_cycles_times100: core::sync::atomic::AtomicU64,
         pub mperf_cycles: core::sync::atomic::AtomicU64,
         pub topdown_retiring_slots: core::sync::atomic::AtomicU64,
         pub topdown_slots: core::sync::atomic::AtomicU64,
@@ -1914,9 +2033,11 @@ pub mod hardware_counters_by_core_type {
             AtomicValues {
                 instructions_retired: core::sync::atomic::AtomicU64::new(0),
                 core_cycles: core::sync::atomic::AtomicU64::new(0),
+                core_cycles_times100: core::sync::atomic::AtomicU64::new(0),
                 llc_misses: core::sync::atomic::AtomicU64::new(0),
                 branch_mispredicts: core::sync::atomic::AtomicU64::new(0),
                 aperf_cycles: core::sync::atomic::AtomicU64::new(0),
+                mperf_cycles_times100: core::sync::atomic::AtomicU64::new(0),
                 mperf_cycles: core::sync::atomic::AtomicU64::new(0),
                 topdown_retiring_slots: core::sync::atomic::AtomicU64::new(0),
                 topdown_slots: core::sync::atomic::AtomicU64::new(0),
@@ -1938,7 +2059,7 @@ pub mod hardware_counters_by_core_type {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 11],
+        pub wide: [core::sync::atomic::AtomicU64; 13],
         /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
         pub narrow: [core::sync::atomic::AtomicU32; 4],
     }
@@ -1951,7 +2072,7 @@ pub mod hardware_counters_by_core_type {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 11],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 13],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 4],
             }
         }
@@ -1976,6 +2097,8 @@ pub mod hardware_counters_by_core_type {
         crate::pcw::Cell::Wide(8),
         crate::pcw::Cell::Wide(9),
         crate::pcw::Cell::Wide(10),
+        crate::pcw::Cell::Wide(11),
+        crate::pcw::Cell::Wide(12),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
         crate::pcw::Cell::Narrow(2),
@@ -2000,26 +2123,32 @@ pub mod hardware_counters_by_core_type {
         /// "Unhalted Core Cycles/sec" (perf_counter_bulk_count, standard): Unhalted core cycles per second on
         /// the processors of this core type.
         pub const CYCLES_PER_SEC: u16 = 3;
-        /// "Instructions per 100 Cycles" (perf_precision_100ns_timer, standard): Instructions retired per 100
-        /// unhalted core cycles over the sample interval (100 x IPC): all instructions of this core type's
-        /// processors over all their cycles, from the exact 64-bit counts.
-        pub const INSTRUCTIONS_PER100_CYCLES: u16 = 4;
-        /// "Instructions per 100 Cycles Base" (perf_large_raw_base, standard): Base for Instructions per 100
-        /// Cycles: the summed unhalted core cycles (64-bit). Not displayed.
-        pub const INSTRUCTIONS_PER100_CYCLES_BASE: u16 = 5;
+        /// "Instructions per Cycle" (perf_precision_100ns_timer, standard): Instructions retired per unhalted
+        /// core cycle (IPC) over the sample interval: all instructions of this core type's processors over
+        /// all their cycles, from the exact 64-bit counts. No consumer caps it.
+        pub const INSTRUCTIONS_PER_CYCLE: u16 = 30;
+        /// "Instructions per Cycle Base" (perf_large_raw_base, standard): Base for Instructions per Cycle:
+        /// 100 x the summed unhalted core cycles (64-bit, modulo 2^64). Not displayed.
+        pub const INSTRUCTIONS_PER_CYCLE_BASE: u16 = 31;
         /// "LLC Misses/sec" (perf_counter_bulk_count, standard): Last-level cache misses per second on the
         /// processors of this core type (AMD: L2 cache misses; see Hardware Counters, LLC Misses/sec).
         pub const LLC_MISSES_PER_SEC: u16 = 6;
         /// "Branch Mispredicts/sec" (perf_counter_bulk_count, standard): Mispredicted branches retired per
         /// second on the processors of this core type.
         pub const BRANCH_MISPREDICTS_PER_SEC: u16 = 7;
-        /// "% Relative Frequency" (perf_precision_100ns_timer, standard): Average frequency of this core
-        /// type's processors while not halted, as a percentage of their reference frequency, over the sample
-        /// interval (summed IA32_APERF over summed IA32_MPERF).
-        pub const RELATIVE_FREQUENCY_PERCENT: u16 = 8;
-        /// "% Relative Frequency Base" (perf_large_raw_base, standard): Base for % Relative Frequency: the
-        /// summed IA32_MPERF (64-bit). Not displayed.
-        pub const RELATIVE_FREQUENCY_PERCENT_BASE: u16 = 9;
+        /// "Relative Frequency" (perf_precision_100ns_timer, standard): Average frequency of this core type's
+        /// processors while not halted as a ratio to their reference frequency (as Intel PCM's FREQ; 1.4 is
+        /// 140 %), over the sample interval (summed IA32_APERF over summed IA32_MPERF). No consumer caps it.
+        pub const RELATIVE_FREQUENCY: u16 = 32;
+        /// "Relative Frequency Base" (perf_large_raw_base, standard): Base for Relative Frequency: 100 x the
+        /// summed IA32_MPERF (64-bit, modulo 2^64). Not displayed.
+        pub const RELATIVE_FREQUENCY_BASE: u16 = 33;
+        /// "APERF Cycles" (perf_counter_large_rawcount, advanced): The summed IA32_APERF of this core type's
+        /// processors as last read (64-bit).
+        pub const APERF_CYCLES: u16 = 34;
+        /// "MPERF Cycles" (perf_counter_large_rawcount, advanced): The summed IA32_MPERF of this core type's
+        /// processors as last read (64-bit).
+        pub const MPERF_CYCLES: u16 = 35;
         /// "Instructions Retired" (perf_counter_large_rawcount, advanced): Instructions retired on the
         /// processors of this core type since the driver started counting (64-bit, never decreases).
         pub const INSTRUCTIONS_TOTAL: u16 = 10;
@@ -2087,45 +2216,50 @@ pub mod hardware_counters_by_core_type {
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 88, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 92, size: 4 },
-        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 96, size: 4 },
+        CounterDescriptor { id: id::CORE_TYPE, struct_index: 0, offset: 104, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS, struct_index: 0, offset: 108, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 112, size: 4 },
         CounterDescriptor { id: id::INSTRUCTIONS_PER_SEC, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_PER_SEC, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES, struct_index: 0, offset: 0, size: 8 },
-        CounterDescriptor { id: id::INSTRUCTIONS_PER100_CYCLES_BASE, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::LLC_MISSES_PER_SEC, struct_index: 0, offset: 16, size: 8 },
-        CounterDescriptor { id: id::BRANCH_MISPREDICTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT, struct_index: 0, offset: 32, size: 8 },
-        CounterDescriptor { id: id::RELATIVE_FREQUENCY_PERCENT_BASE, struct_index: 0, offset: 40, size: 8 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::INSTRUCTIONS_PER_CYCLE_BASE, struct_index: 0, offset: 16, size: 8 },
+        CounterDescriptor { id: id::LLC_MISSES_PER_SEC, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::BRANCH_MISPREDICTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY, struct_index: 0, offset: 40, size: 8 },
+        CounterDescriptor { id: id::RELATIVE_FREQUENCY_BASE, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::APERF_CYCLES, struct_index: 0, offset: 40, size: 8 },
+        CounterDescriptor { id: id::MPERF_CYCLES, struct_index: 0, offset: 56, size: 8 },
         CounterDescriptor { id: id::INSTRUCTIONS_TOTAL, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::CYCLES_TOTAL, struct_index: 0, offset: 8, size: 8 },
-        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 48, size: 8 },
-        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 64, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 80, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 56, size: 8 },
-        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 48, size: 8 },
-        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
-        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
-        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::RETIRING_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT, struct_index: 0, offset: 96, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_PERCENT_BASE, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::TOPDOWN_SLOTS_TOTAL, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::RETIRING_SLOTS_TOTAL, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::BAD_SPECULATION_SLOTS_TOTAL, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::FRONTEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::BACKEND_BOUND_SLOTS_TOTAL, struct_index: 0, offset: 96, size: 8 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_03ff_ffff == 0x0000_0000_03ff_ffff {
+            if counter_mask & 0x0000_000f_c3ff_fccf == 0x0000_000f_c3ff_fccf {
                 return; // every counter requested: the common case, one test
             }
-            if counter_mask & 0x0000_0000_0000_0414 == 0 {
+            if counter_mask & 0x0000_0000_4000_0404 == 0 {
                 self.instructions_retired = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0828 == 0 {
+            if counter_mask & 0x0000_0000_0000_0808 == 0 {
                 self.core_cycles = 0;
+            }
+            if counter_mask & 0x0000_0000_8000_0000 == 0 {
+                self.core_cycles_times100 = 0;
             }
             if counter_mask & 0x0000_0000_0000_0040 == 0 {
                 self.llc_misses = 0;
@@ -2133,10 +2267,13 @@ pub mod hardware_counters_by_core_type {
             if counter_mask & 0x0000_0000_0000_0080 == 0 {
                 self.branch_mispredicts = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0100 == 0 {
+            if counter_mask & 0x0000_0005_0000_0000 == 0 {
                 self.aperf_cycles = 0;
             }
-            if counter_mask & 0x0000_0000_0000_0200 == 0 {
+            if counter_mask & 0x0000_0002_0000_0000 == 0 {
+                self.mperf_cycles_times100 = 0;
+            }
+            if counter_mask & 0x0000_0008_0000_0000 == 0 {
                 self.mperf_cycles = 0;
             }
             if counter_mask & 0x0000_0000_0020_1000 == 0 {
@@ -2170,9 +2307,11 @@ pub mod hardware_counters_by_core_type {
     pub const FIELDS: &[&str] = &[
         "InstructionsRetired",
         "CoreCycles",
+        "CoreCyclesTimes100",
         "LlcMisses",
         "BranchMispredicts",
         "AperfCycles",
+        "MperfCyclesTimes100",
         "MperfCycles",
         "TopdownRetiringSlots",
         "TopdownSlots",
@@ -2192,18 +2331,20 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: value(0),
                 core_cycles: value(1),
-                llc_misses: value(2),
-                branch_mispredicts: value(3),
-                aperf_cycles: value(4),
-                mperf_cycles: value(5),
-                topdown_retiring_slots: value(6),
-                topdown_slots: value(7),
-                topdown_bad_speculation_slots: value(8),
-                topdown_frontend_bound_slots: value(9),
-                topdown_backend_bound_slots: value(10),
-                core_type: value(11) as u32,
-                processors: value(12) as u32,
-                topdown_source: value(13) as u32,
+                core_cycles_times100: value(2),
+                llc_misses: value(3),
+                branch_mispredicts: value(4),
+                aperf_cycles: value(5),
+                mperf_cycles_times100: value(6),
+                mperf_cycles: value(7),
+                topdown_retiring_slots: value(8),
+                topdown_slots: value(9),
+                topdown_bad_speculation_slots: value(10),
+                topdown_frontend_bound_slots: value(11),
+                topdown_backend_bound_slots: value(12),
+                core_type: value(13) as u32,
+                processors: value(14) as u32,
+                topdown_source: value(15) as u32,
                 reserved: 0,
             }
         }
@@ -2238,9 +2379,11 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: self.instructions_retired.load(RELAXED),
                 core_cycles: self.core_cycles.load(RELAXED),
+                core_cycles_times100: self.core_cycles_times100.load(RELAXED),
                 llc_misses: self.llc_misses.load(RELAXED),
                 branch_mispredicts: self.branch_mispredicts.load(RELAXED),
                 aperf_cycles: self.aperf_cycles.load(RELAXED),
+                mperf_cycles_times100: self.mperf_cycles_times100.load(RELAXED),
                 mperf_cycles: self.mperf_cycles.load(RELAXED),
                 topdown_retiring_slots: self.topdown_retiring_slots.load(RELAXED),
                 topdown_slots: self.topdown_slots.load(RELAXED),
@@ -2263,15 +2406,17 @@ pub mod hardware_counters_by_core_type {
             Values {
                 instructions_retired: self.wide[0].load(RELAXED),
                 core_cycles: self.wide[1].load(RELAXED),
-                llc_misses: self.wide[2].load(RELAXED),
-                branch_mispredicts: self.wide[3].load(RELAXED),
-                aperf_cycles: self.wide[4].load(RELAXED),
-                mperf_cycles: self.wide[5].load(RELAXED),
-                topdown_retiring_slots: self.wide[6].load(RELAXED),
-                topdown_slots: self.wide[7].load(RELAXED),
-                topdown_bad_speculation_slots: self.wide[8].load(RELAXED),
-                topdown_frontend_bound_slots: self.wide[9].load(RELAXED),
-                topdown_backend_bound_slots: self.wide[10].load(RELAXED),
+                core_cycles_times100: self.wide[2].load(RELAXED),
+                llc_misses: self.wide[3].load(RELAXED),
+                branch_mispredicts: self.wide[4].load(RELAXED),
+                aperf_cycles: self.wide[5].load(RELAXED),
+                mperf_cycles_times100: self.wide[6].load(RELAXED),
+                mperf_cycles: self.wide[7].load(RELAXED),
+                topdown_retiring_slots: self.wide[8].load(RELAXED),
+                topdown_slots: self.wide[9].load(RELAXED),
+                topdown_bad_speculation_slots: self.wide[10].load(RELAXED),
+                topdown_frontend_bound_slots: self.wide[11].load(RELAXED),
+                topdown_backend_bound_slots: self.wide[12].load(RELAXED),
                 core_type: self.narrow[0].load(RELAXED),
                 processors: self.narrow[1].load(RELAXED),
                 topdown_source: self.narrow[2].load(RELAXED),
@@ -2287,19 +2432,21 @@ pub mod hardware_counters_by_core_type {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 104);
+            assert_eq!(size_of::<Values>(), 120);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 88);
+            assert_eq!(offset_of!(AtomicCells, narrow), 104);
             let field_offsets = &[
                 offset_of!(Values, instructions_retired),
                 offset_of!(Values, core_cycles),
+                offset_of!(Values, core_cycles_times100),
                 offset_of!(Values, llc_misses),
                 offset_of!(Values, branch_mispredicts),
                 offset_of!(Values, aperf_cycles),
+                offset_of!(Values, mperf_cycles_times100),
                 offset_of!(Values, mperf_cycles),
                 offset_of!(Values, topdown_retiring_slots),
                 offset_of!(Values, topdown_slots),
@@ -2313,7 +2460,7 @@ pub mod hardware_counters_by_core_type {
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 88 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 104 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -2324,43 +2471,53 @@ pub mod hardware_counters_by_core_type {
             );
             assert_eq!(offset_of!(Values, core_cycles), 8);
             assert_eq!(offset_of!(AtomicValues, core_cycles), offset_of!(Values, core_cycles));
-            assert_eq!(offset_of!(Values, llc_misses), 16);
+            assert_eq!(offset_of!(Values, core_cycles_times100), 16);
+            assert_eq!(
+                offset_of!(AtomicValues, core_cycles_times100),
+                offset_of!(Values, core_cycles_times100),
+            );
+            assert_eq!(offset_of!(Values, llc_misses), 24);
             assert_eq!(offset_of!(AtomicValues, llc_misses), offset_of!(Values, llc_misses));
-            assert_eq!(offset_of!(Values, branch_mispredicts), 24);
+            assert_eq!(offset_of!(Values, branch_mispredicts), 32);
             assert_eq!(offset_of!(AtomicValues, branch_mispredicts), offset_of!(Values, branch_mispredicts));
-            assert_eq!(offset_of!(Values, aperf_cycles), 32);
+            assert_eq!(offset_of!(Values, aperf_cycles), 40);
             assert_eq!(offset_of!(AtomicValues, aperf_cycles), offset_of!(Values, aperf_cycles));
-            assert_eq!(offset_of!(Values, mperf_cycles), 40);
+            assert_eq!(offset_of!(Values, mperf_cycles_times100), 48);
+            assert_eq!(
+                offset_of!(AtomicValues, mperf_cycles_times100),
+                offset_of!(Values, mperf_cycles_times100),
+            );
+            assert_eq!(offset_of!(Values, mperf_cycles), 56);
             assert_eq!(offset_of!(AtomicValues, mperf_cycles), offset_of!(Values, mperf_cycles));
-            assert_eq!(offset_of!(Values, topdown_retiring_slots), 48);
+            assert_eq!(offset_of!(Values, topdown_retiring_slots), 64);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_retiring_slots),
                 offset_of!(Values, topdown_retiring_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_slots), 56);
+            assert_eq!(offset_of!(Values, topdown_slots), 72);
             assert_eq!(offset_of!(AtomicValues, topdown_slots), offset_of!(Values, topdown_slots));
-            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 64);
+            assert_eq!(offset_of!(Values, topdown_bad_speculation_slots), 80);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_bad_speculation_slots),
                 offset_of!(Values, topdown_bad_speculation_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 72);
+            assert_eq!(offset_of!(Values, topdown_frontend_bound_slots), 88);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_frontend_bound_slots),
                 offset_of!(Values, topdown_frontend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 80);
+            assert_eq!(offset_of!(Values, topdown_backend_bound_slots), 96);
             assert_eq!(
                 offset_of!(AtomicValues, topdown_backend_bound_slots),
                 offset_of!(Values, topdown_backend_bound_slots),
             );
-            assert_eq!(offset_of!(Values, core_type), 88);
+            assert_eq!(offset_of!(Values, core_type), 104);
             assert_eq!(offset_of!(AtomicValues, core_type), offset_of!(Values, core_type));
-            assert_eq!(offset_of!(Values, processors), 92);
+            assert_eq!(offset_of!(Values, processors), 108);
             assert_eq!(offset_of!(AtomicValues, processors), offset_of!(Values, processors));
-            assert_eq!(offset_of!(Values, topdown_source), 96);
+            assert_eq!(offset_of!(Values, topdown_source), 112);
             assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
-            assert_eq!(offset_of!(Values, reserved), 100);
+            assert_eq!(offset_of!(Values, reserved), 116);
             assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
@@ -2374,14 +2531,14 @@ pub mod hardware_counters_by_core_type {
                 ),
                 (id::CYCLES_PER_SEC, offset_of!(Values, core_cycles), size_of_val(&values.core_cycles)),
                 (
-                    id::INSTRUCTIONS_PER100_CYCLES,
+                    id::INSTRUCTIONS_PER_CYCLE,
                     offset_of!(Values, instructions_retired),
                     size_of_val(&values.instructions_retired),
                 ),
                 (
-                    id::INSTRUCTIONS_PER100_CYCLES_BASE,
-                    offset_of!(Values, core_cycles),
-                    size_of_val(&values.core_cycles),
+                    id::INSTRUCTIONS_PER_CYCLE_BASE,
+                    offset_of!(Values, core_cycles_times100),
+                    size_of_val(&values.core_cycles_times100),
                 ),
                 (id::LLC_MISSES_PER_SEC, offset_of!(Values, llc_misses), size_of_val(&values.llc_misses)),
                 (
@@ -2389,16 +2546,14 @@ pub mod hardware_counters_by_core_type {
                     offset_of!(Values, branch_mispredicts),
                     size_of_val(&values.branch_mispredicts),
                 ),
+                (id::RELATIVE_FREQUENCY, offset_of!(Values, aperf_cycles), size_of_val(&values.aperf_cycles)),
                 (
-                    id::RELATIVE_FREQUENCY_PERCENT,
-                    offset_of!(Values, aperf_cycles),
-                    size_of_val(&values.aperf_cycles),
+                    id::RELATIVE_FREQUENCY_BASE,
+                    offset_of!(Values, mperf_cycles_times100),
+                    size_of_val(&values.mperf_cycles_times100),
                 ),
-                (
-                    id::RELATIVE_FREQUENCY_PERCENT_BASE,
-                    offset_of!(Values, mperf_cycles),
-                    size_of_val(&values.mperf_cycles),
-                ),
+                (id::APERF_CYCLES, offset_of!(Values, aperf_cycles), size_of_val(&values.aperf_cycles)),
+                (id::MPERF_CYCLES, offset_of!(Values, mperf_cycles), size_of_val(&values.mperf_cycles)),
                 (
                     id::INSTRUCTIONS_TOTAL,
                     offset_of!(Values, instructions_retired),

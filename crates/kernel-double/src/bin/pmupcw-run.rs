@@ -19,9 +19,16 @@
 //! the custom profile, and any other profile with them is refused). BUILD is the Windows build the fake
 //! kernel presents, a released one from 18362 (Windows 10 1903) on, by default 26100; it decides what
 //! ntoskrnl.exe exports (`kernel_double::kernel_build`).
+//! `--formatter` says which PDH caller formats the values: `uncapped` (the default: PDH_FMT_DOUBLE |
+//! PDH_FMT_NOCAP100, as perfmon, Get-Counter, Telegraf, the OpenTelemetry receiver and .NET pass) or
+//! `windows-exporter` (PDH_FMT_DOUBLE alone, as windows_exporter's formatted path and so Grafana Alloy
+//! pass), whose PDH shows any percentage above 100 as 100 (`consumer::pdh::format`).
 //! The workload: after each interval every virtual processor runs
 //! 100000 * (index + 1) units of the double's deterministic workload model (`cpu::pmu::step`), so the
-//! processors' rates differ.
+//! processors' rates differ. `--ipc` (0.2 to 4) and `--frequency` (50 to 140, percent of the
+//! reference frequency) set what a unit makes (`cpu::pmu::set_workload`: 100 reference cycles,
+//! FREQUENCY core cycles, IPC x FREQUENCY instructions); without either, the model's default (IPC 0.8
+//! at 111 %).
 //! `--virtual-interval SECONDS` (0.1 to 600) samples on a virtual clock instead: no waiting, the
 //! double's KeQueryPerformanceCounter moves forward by SECONDS between samples, and in that time
 //! processor n runs (n mod 4 + 1) / 4 of SECONDS at 6 GHz (the busiest 6 x 10^9 core cycles a
@@ -71,6 +78,9 @@ mod run {
         model: &'static CpuModel,
         kernel_build: u32,
         consumer: ConsumerMode,
+        formatter: consumer::Formatter,
+        /// Instructions, core cycles and reference cycles per workload unit, if set.
+        workload: Option<(u64, u64, u64)>,
         /// The Parameters key's `Profile`, if given.
         profile: Option<String>,
         /// The Parameters key's `CustomEvents` lines.
@@ -97,6 +107,15 @@ mod run {
                 ConsumerMode::Unbalanced => (2, 3),
             }
         }
+    }
+
+    /// Which PDH caller formats the values (see the module docs).
+    #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+    enum Formatter {
+        /// PDH_FMT_DOUBLE | PDH_FMT_NOCAP100: perfmon, Get-Counter, Telegraf, OpenTelemetry, .NET.
+        Uncapped,
+        /// PDH_FMT_DOUBLE alone: windows_exporter's formatted path, Grafana Alloy (caps percentages at 100).
+        WindowsExporter,
     }
 
     /// The service's `Profile` values (src/pmu/profile.rs).
@@ -177,6 +196,15 @@ mod run {
         /// How the consumer announces its query
         #[arg(long, value_enum, default_value_t = ConsumerMode::Pdh)]
         consumer: ConsumerMode,
+        /// Which PDH caller formats the values: with PDH_FMT_NOCAP100, or windows_exporter's FmtDouble alone
+        #[arg(long, value_enum, default_value_t = Formatter::Uncapped)]
+        formatter: Formatter,
+        /// The workload's instructions per core cycle, 0.2 to 4 [default: the model's 0.8]
+        #[arg(long, value_name = "IPC", value_parser = ipc)]
+        ipc: Option<f64>,
+        /// The workload's frequency in percent of the reference frequency, 50 to 140 [default: the model's 111]
+        #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(50..=140))]
+        frequency: Option<u64>,
         /// The service's Parameters value `Profile`, set before DriverEntry as Install-Pmupcw.ps1 -Profile does
         /// [default: none, which the driver reads as default; custom when --custom-event is given]
         #[arg(long, value_enum)]
@@ -200,6 +228,23 @@ mod run {
             .ok()
             .filter(|build| KERNEL_BUILDS.iter().any(|(known, _)| known == build))
             .ok_or_else(|| format!("not a Windows build the double presents; one of: {}", known.join(", ")))
+    }
+
+    fn ipc(text: &str) -> Result<f64, String> {
+        text.parse::<f64>()
+            .ok()
+            .filter(|ipc| (pmu::IPC_RANGE.0..=pmu::IPC_RANGE.1).contains(ipc))
+            .ok_or_else(|| "from 0.2 to 4 instructions per cycle".to_string())
+    }
+
+    /// The workload unit of `--ipc` and `--frequency` (see the module docs), if either is given.
+    fn workload(cli: &Cli) -> Option<(u64, u64, u64)> {
+        if cli.ipc.is_none() && cli.frequency.is_none() {
+            return None;
+        }
+        let core_cycles = cli.frequency.unwrap_or(111);
+        let ipc = cli.ipc.unwrap_or(0.8);
+        Some(((ipc * core_cycles as f64).round() as u64, core_cycles, 100))
     }
 
     fn virtual_interval(text: &str) -> Result<f64, String> {
@@ -249,6 +294,7 @@ mod run {
                 .exit(),
         };
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let workload = workload(&cli);
         let directory = std::env::var_os("PMUPCW_PACKAGE_DIR")
             .map_or_else(|| repository.join("target/package/pmupcw"), PathBuf::from);
         Options {
@@ -260,6 +306,11 @@ mod run {
             model: cli.cpu_model,
             kernel_build: cli.kernel_build,
             consumer: cli.consumer,
+            formatter: match cli.formatter {
+                Formatter::Uncapped => consumer::Formatter::Uncapped,
+                Formatter::WindowsExporter => consumer::Formatter::WindowsExporter,
+            },
+            workload,
             profile: profile.map(str::to_string),
             custom_events: cli.custom_events,
         }
@@ -289,6 +340,27 @@ mod run {
             options.kernel_build
         );
         set_parameters(&options);
+        if let Some((instructions, core_cycles, reference_cycles)) = options.workload {
+            if let Err(error) = pmu::set_workload(instructions, core_cycles, reference_cycles) {
+                eprintln!("pmupcw-run: {error}");
+                return 2;
+            }
+            println!(
+                "# workload: {instructions} instructions in {core_cycles} core cycles per {reference_cycles} \
+                 reference cycles (IPC {}, {} % of the reference frequency)",
+                instructions as f64 / core_cycles as f64,
+                core_cycles as f64 * 100.0 / reference_cycles as f64
+            );
+        }
+        println!(
+            "# formatter: {}",
+            match options.formatter {
+                consumer::Formatter::Uncapped =>
+                    "PDH_FMT_DOUBLE | PDH_FMT_NOCAP100 (perfmon, Get-Counter, Telegraf, OpenTelemetry, .NET)",
+                consumer::Formatter::WindowsExporter =>
+                    "PDH_FMT_DOUBLE (windows_exporter, Grafana Alloy: percentages capped at 100)",
+            }
+        );
         let manifest_path = options.driver.with_file_name("pmupcw.man");
         let manifest = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => consumer::parse_manifest(&manifest_path.display().to_string(), &text),
@@ -420,7 +492,13 @@ mod run {
                     columns.push(set_columns);
                 }
                 stamp.get_or_insert(sample.unix_millis);
-                values.extend(consumer::values(set, &columns[index], previous[index].as_ref(), &sample));
+                values.extend(consumer::values(
+                    set,
+                    &columns[index],
+                    previous[index].as_ref(),
+                    &sample,
+                    options.formatter,
+                ));
                 previous[index] = Some(sample);
             }
             rows.push(csv::row(&csv::timestamp(stamp.unwrap_or(0)), &values));
@@ -462,7 +540,7 @@ mod run {
         hal::advance_clock((seconds * hal::PERFORMANCE_FREQUENCY as f64) as i64);
         for vp in 0..topology::processor_count() {
             let cycles = BUSIEST_HZ * seconds * f64::from(vp % 4 + 1) / 4.0;
-            pmu::step(vp, (cycles / pmu::RATES[pmu::CORE_CYCLES] as f64) as u64);
+            pmu::step(vp, (cycles / pmu::rate(pmu::CORE_CYCLES) as f64) as u64);
         }
     }
 

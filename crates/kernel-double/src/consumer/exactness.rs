@@ -6,6 +6,12 @@
 //! The bounds: a ratio (instructions per cycle) within 1e-4 of the totals' ratio, relative; a
 //! percentage within 0.01 points of 100 x the totals' ratio. A ratio cell without a value (`" "`)
 //! where the totals moved is a violation too: the sample is missing.
+//!
+//! `_Total` means what it says: its ratio is the ratio of the totals of the processors that count
+//! both sides (a processor counting LLC misses but not LLC references has no miss rate, and its
+//! misses are not over anyone's references), so its expected value is summed from the instances whose
+//! numerator and base totals are both above 0 in the row (every event the double's workload makes
+//! moves where it is counted), not from `_Total`'s own totals, which sum every processor's.
 
 /// One parsed typeperf CSV: the counter paths of the header and one row of cells per sample (None
 /// for `" "`).
@@ -111,9 +117,15 @@ const fn percent(ratio: &'static str, numerator: &'static str, base: &'static st
 }
 
 /// Every ratio counter of Hardware Counters and Hardware Counters by Core Type with 64-bit totals for
-/// both sides (% Relative Frequency has none: APERF and MPERF are not published as totals).
-/// Instructions per cycle under either of its names: as a ratio, or per 100 cycles.
+/// both sides. Instructions per cycle under either of its names: as a ratio, or per 100 cycles.
 pub const RULES: &[Rule] = &[
+    Rule {
+        ratio: "Relative Frequency",
+        numerator: "APERF Cycles",
+        base: "MPERF Cycles",
+        scale: 1.0,
+        bound: Bound::Relative(1e-4),
+    },
     Rule {
         ratio: "Instructions per Cycle",
         numerator: "Instructions Retired",
@@ -167,10 +179,32 @@ pub fn check(document: &Document) -> Verdict {
         else {
             continue;
         };
+        // _Total's expected value sums the instances that count both sides (none for an instance).
+        let sides: Vec<(usize, usize)> = if instance.as_deref() == Some("_Total") {
+            columns
+                .iter()
+                .filter(|((other_set, other, name), _)| {
+                    *other_set == set
+                        && other.as_deref().is_some_and(|other| other != "_Total")
+                        && name == rule.numerator
+                })
+                .filter_map(|((_, other, _), &n)| Some((n, column(&set, other, rule.base)?)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         for (row, pair) in document.rows.windows(2).enumerate() {
             let [before, now] = pair else { continue };
             let delta = |at: usize| Some(now[at]? - before[at]?);
-            let (Some(n), Some(d)) = (delta(numerator), delta(base)) else {
+            let both =
+                |&&(n, d): &&(usize, usize)| now[n].unwrap_or(0.0) > 0.0 && now[d].unwrap_or(0.0) > 0.0;
+            let sum = |side: fn(&(usize, usize)) -> usize| {
+                sides.iter().filter(both).try_fold(0.0, |sum, pair| Some(sum + delta(side(pair))?))
+            };
+            // An instance, or a CSV of `_Total` alone (no instances to sum): its own totals.
+            let (n, d) =
+                if sides.is_empty() { (delta(numerator), delta(base)) } else { (sum(|p| p.0), sum(|p| p.1)) };
+            let (Some(n), Some(d)) = (n, d) else {
                 verdict.violations.push(format!("{path}, sample {}: a total has no value", row + 2));
                 continue;
             };
@@ -245,6 +279,29 @@ mod tests {
         assert!(verdict.violations[0].contains("% LLC Misses, sample 3"), "{:?}", verdict.violations);
         assert!(
             verdict.violations[1].contains("Instructions per Cycle, sample 3"),
+            "{:?}",
+            verdict.violations
+        );
+    }
+
+    #[test]
+    fn total_is_the_ratio_of_the_processors_counting_both_sides() {
+        // Processor 0,1 counts misses but no references (an efficient core in the topdown profile).
+        let csv = |total: &str| {
+            let header = r#""(PDH-CSV 4.0)","\\H\Hardware Counters(0,0)\LLC Misses","\\H\Hardware Counters(0,0)\LLC References","\\H\Hardware Counters(0,1)\LLC Misses","\\H\Hardware Counters(0,1)\LLC References","\\H\Hardware Counters(_Total)\% LLC Misses","\\H\Hardware Counters(_Total)\LLC Misses","\\H\Hardware Counters(_Total)\LLC References""#;
+            let first =
+                r#""t","100.000000","200.000000","500.000000","0.000000"," ","600.000000","200.000000""#;
+            let second =
+                r#""t","200.000000","400.000000","900.000000","0.000000","TOTAL","1100.000000","400.000000""#;
+            format!("\n{header}\n{first}\n{}\n", second.replace("TOTAL", total))
+        };
+        let verdict = check(&parse(&csv("50.000000")).unwrap());
+        assert_eq!((verdict.checked, verdict.violations.len()), (1, 0), "{:?}", verdict.violations);
+        // All misses over the references of one: what PCW's separate sums give.
+        let verdict = check(&parse(&csv("250.000000")).unwrap());
+        assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
+        assert!(
+            verdict.violations[0].contains("where the totals give 50.000000"),
             "{:?}",
             verdict.violations
         );

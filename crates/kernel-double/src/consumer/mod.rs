@@ -336,13 +336,36 @@ fn raw_of(set: &Counterset, sample: &Sample, column: &Column) -> Option<Raw> {
     })
 }
 
+/// Who formats the values, with the PdhGetFormattedCounterValue/Array flags its source passes
+/// ([`pdh::format()`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Formatter {
+    /// PDH_FMT_DOUBLE | PDH_FMT_NOCAP100: perfmon, Get-Counter, Telegraf, the OpenTelemetry
+    /// windowsperfcounters receiver, .NET.
+    Uncapped,
+    /// PDH_FMT_DOUBLE alone: windows_exporter's formatted array path (prometheus-community/
+    /// windows_exporter, `internal/pdh/pdh.go`, GetFormattedCounterArrayDouble), and so Grafana Alloy.
+    WindowsExporter,
+}
+
+impl Formatter {
+    /// The format flags this consumer passes.
+    pub fn flags(self) -> u32 {
+        match self {
+            Formatter::Uncapped => pdh::PDH_FMT_DOUBLE | pdh::PDH_FMT_NOCAP100,
+            Formatter::WindowsExporter => pdh::PDH_FMT_DOUBLE,
+        }
+    }
+}
+
 /// The displayed value of each column from the previous sample (None: this is the first) and the
-/// current one.
+/// current one, as `formatter` gets it.
 pub fn values(
     set: &Counterset,
     columns: &[Column],
     previous: Option<&Sample>,
     current: &Sample,
+    formatter: Formatter,
 ) -> Vec<Value> {
     columns
         .iter()
@@ -350,7 +373,8 @@ pub fn values(
             None => Value::Status(PDH_CSTATUS_NO_INSTANCE),
             Some(now) => {
                 let before = previous.and_then(|previous| raw_of(set, previous, column));
-                pdh::compute(set.counters[column.counter].ty, before.as_ref(), &now)
+                let ty = set.counters[column.counter].ty;
+                pdh::format(ty, pdh::compute(ty, before.as_ref(), &now), formatter.flags())
             }
         })
         .collect()
@@ -429,8 +453,11 @@ mod tests {
         let count = descriptors(&manifest, "Hardware Counters").len();
         assert_eq!(set.counters.len(), count);
         assert!(set.has_total());
-        assert_eq!(set.full_mask(), (1 << count) - 1);
-        let ipc = set.index_of(14).unwrap();
+        // One bit per counter id (ids 0 to 63, not all of them used).
+        assert_eq!(set.full_mask().count_ones() as usize, count);
+        assert_eq!(set.full_mask() >> 60, 0xF, "Instructions per Cycle and Relative Frequency, with bases");
+        let ipc = set.index_of(60).unwrap();
+        assert_eq!(set.counters[ipc].name, "Instructions per Cycle");
         assert_eq!(set.counters[ipc].ty.name, "perf_precision_100ns_timer");
         assert_eq!(set.counters[ipc].base, Some(ipc + 1));
         assert_eq!(set.counters[0].aggregate, Aggregate::Sum);
@@ -455,13 +482,15 @@ mod tests {
         let mut first = vec![0u64; set.counters.len()];
         first[0] = 1000;
         first[7] = 1000;
-        first[14] = 100;
-        first[15] = 100;
+        let (ipc, base) = (set.index_of(60).unwrap(), set.index_of(61).unwrap());
+        // Instructions per cycle: instructions over 100 x the cycles.
+        first[ipc] = 100;
+        first[base] = 100 * 100;
         let mut second = first.clone();
         second[0] = 3000;
         second[7] = 3000;
-        second[14] = 400;
-        second[15] = 300;
+        second[ipc] = 400;
+        second[base] = 100 * 300;
         let sample = |time, values: &Vec<u64>| Sample {
             time,
             frequency: 10_000_000,
@@ -483,15 +512,15 @@ mod tests {
                 })
                 .unwrap()
         };
-        let before = values(&set, &columns, None, &one);
+        let before = values(&set, &columns, None, &one, Formatter::Uncapped);
         assert_eq!(before[at("0,0", 0)], Value::NoValue);
         assert_eq!(before[at("0,0", 7)], Value::Value(1000.0));
         assert_eq!(before[at("_Total", 7)], Value::Value(2000.0));
-        let after = values(&set, &columns, Some(&one), &two);
+        let after = values(&set, &columns, Some(&one), &two, Formatter::Uncapped);
         assert_eq!(after[at("0,0", 0)], Value::Value(2000.0));
         assert_eq!(after[at("_Total", 0)], Value::Value(4000.0));
-        assert_eq!(after[at("0,1", 14)], Value::Value(150.0), "instructions per 100 cycles");
-        let backwards = values(&set, &columns, Some(&two), &sample(30_000_000, &first));
+        assert_eq!(after[at("0,1", 60)], Value::Value(1.5), "instructions per cycle");
+        let backwards = values(&set, &columns, Some(&two), &sample(30_000_000, &first), Formatter::Uncapped);
         assert_eq!(backwards[at("0,0", 0)], Value::Status(pdh::PDH_CALC_NEGATIVE_VALUE));
         assert_eq!(
             path("HOST", &set, &columns[0]),
@@ -505,7 +534,7 @@ mod tests {
         let set =
             Counterset::new(&manifest, "Hardware Counters", &descriptors(&manifest, "Hardware Counters"))
                 .unwrap();
-        let (ipc, base) = (set.index_of(14).unwrap(), set.index_of(15).unwrap());
+        let (ipc, base) = (set.index_of(16).unwrap(), set.index_of(17).unwrap());
         let sample = |time, busy: (u64, u64), stalled: (u64, u64)| {
             let mut one = vec![0u64; set.counters.len()];
             let mut two = vec![0u64; set.counters.len()];
@@ -518,16 +547,22 @@ mod tests {
                 instances: vec![record("0,0", one), record("0,1", two)],
             }
         };
-        // 0,0 retires 300 instructions in 200 cycles, 0,1 retires 100 in 800 (per 100 cycles: 150, 12.5).
+        // % LLC Misses' fields: 0,0 moves 300 over 200, 0,1 100 over 800 (150 and 12.5, uncapped).
         let first = sample(10_000_000, (100, 100), (0, 0));
         let second = sample(20_000_000, (400, 300), (100, 800));
         let column = |instance: &str| Column { instance: Some(instance.into()), counter: ipc };
-        let shown = values(&set, &[column("0,0"), column("0,1"), column(TOTAL)], Some(&first), &second);
+        let shown = values(
+            &set,
+            &[column("0,0"), column("0,1"), column(TOTAL)],
+            Some(&first),
+            &second,
+            Formatter::Uncapped,
+        );
         assert_eq!(shown, [Value::Value(150.0), Value::Value(12.5), Value::Value(100.0 * (400.0 / 1000.0))]);
         // A numerator summed over a base that is not aggregated has nothing to divide by.
         let mut unaggregated_base = set.clone();
         unaggregated_base.counters[base].aggregate = Aggregate::Undefined;
-        let shown = values(&unaggregated_base, &[column(TOTAL)], Some(&first), &second);
+        let shown = values(&unaggregated_base, &[column(TOTAL)], Some(&first), &second, Formatter::Uncapped);
         assert_eq!(shown, [Value::Status(PDH_CSTATUS_NO_INSTANCE)]);
     }
 

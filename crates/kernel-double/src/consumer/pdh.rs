@@ -39,8 +39,29 @@
 //!
 //! A counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a time delta below
 //! zero is `PDH_CALC_NEGATIVE_TIMEBASE`. A zero denominator shows 0, as PDH does.
+//!
+//! **The cap.** [`format()`] is what PdhGetFormattedCounterValue and PdhGetFormattedCounterArray add to
+//! the calculation: a value above 100 of a percent-display type (winperf.h's PERF_DISPLAY_PERCENT in
+//! the type's display bits: the fractions and timers) is shown as 100 unless the caller passes
+//! PDH_FMT_NOCAP100 ("Counter values greater than 100 ... will not be reset to 100. The default
+//! behavior is that counter values are capped at a value of 100.", Learn,
+//! <https://learn.microsoft.com/windows/win32/api/pdh/nf-pdh-pdhgetformattedcountervalue>). Who passes
+//! it is each consumer's own source: windows_exporter's formatted array path does not
+//! (`internal/pdh/pdh.go` in prometheus-community/windows_exporter: GetFormattedCounterArrayDouble
+//! passes `FmtDouble` alone), and Grafana Alloy embeds that collector; perfmon, Get-Counter,
+//! Telegraf's win_perf_counters, the OpenTelemetry windowsperfcounters receiver and .NET's
+//! CounterSampleCalculator do. Rates and raw counts are never capped (their display is not a
+//! percentage).
 
 use counter_manifest::CounterType;
+
+/// pdh.h: return the value as a double.
+pub const PDH_FMT_DOUBLE: u32 = 0x0000_0200;
+/// pdh.h: do not cap a percentage at 100.
+pub const PDH_FMT_NOCAP100: u32 = 0x0000_8000;
+/// winperf.h: the display bits of a counter type, and the value saying "a percentage".
+const PERF_DISPLAY_MASK: u32 = 0xF000_0000;
+const PERF_DISPLAY_PERCENT: u32 = 0x2000_0000;
 
 /// pdhmsg.h: a counter value went backwards between two samples.
 pub const PDH_CALC_NEGATIVE_VALUE: u32 = 0x8000_07D8;
@@ -120,7 +141,24 @@ fn ratio(numerator: f64, denominator: f64) -> f64 {
     if denominator == 0.0 { 0.0 } else { numerator / denominator }
 }
 
-/// The value PDH displays for a counter of type `ty` from its previous and current raw samples.
+/// Whether PDH caps `ty`'s values at 100 for a caller without PDH_FMT_NOCAP100: a percent-display type.
+pub fn is_percent(ty: &CounterType) -> bool {
+    ty.value & PERF_DISPLAY_MASK == PERF_DISPLAY_PERCENT
+}
+
+/// `value` (of type `ty`) as a caller passing the format `flags` gets it: capped at 100 for a
+/// percent-display type unless `flags` has [`PDH_FMT_NOCAP100`] (see the module docs).
+pub fn format(ty: &CounterType, value: Value, flags: u32) -> Value {
+    match value {
+        Value::Value(shown) if is_percent(ty) && flags & PDH_FMT_NOCAP100 == 0 && shown > 100.0 => {
+            Value::Value(100.0)
+        }
+        other => other,
+    }
+}
+
+/// The value PDH calculates for a counter of type `ty` from its previous and current raw samples,
+/// before [`format()`] caps it.
 pub fn compute(ty: &CounterType, previous: Option<&Raw>, current: &Raw) -> Value {
     if ty.is_base {
         return Value::Status(PDH_CSTATUS_INVALID_DATA);
@@ -299,6 +337,65 @@ mod tests {
         let value = compute(precision, Some(&before), &raw(60, Some(100), 1));
         assert_eq!(value, Value::Value(25.0));
         assert_eq!(compute(precision, None, &before), Value::NoValue);
+    }
+
+    #[test]
+    fn percentages_are_capped_at_100_unless_the_caller_says_nocap100() {
+        let precision = ty("perf_precision_100ns_timer");
+        // IPC 3.5 as 100 x instructions over cycles: 350, shown 100 without the flag.
+        let ipc = compute(precision, Some(&raw(0, Some(0), 0)), &raw(7, Some(2), 1));
+        assert_eq!(ipc, Value::Value(350.0));
+        assert_eq!(format(precision, ipc, PDH_FMT_DOUBLE), Value::Value(100.0));
+        assert_eq!(format(precision, ipc, PDH_FMT_DOUBLE | PDH_FMT_NOCAP100), Value::Value(350.0));
+        // The same ratio over a base of 100 x cycles is 3.5 (to the last bit of a double: 100 x 0.035)
+        // and nobody caps it.
+        let ratio = compute(precision, Some(&raw(0, Some(0), 0)), &raw(7, Some(200), 1));
+        assert_eq!(format(precision, ratio, PDH_FMT_DOUBLE), ratio);
+        assert!(matches!(ratio, Value::Value(ipc) if (ipc - 3.5).abs() < 1e-12), "{ratio:?}");
+        assert_eq!(format(ty("perf_sample_fraction"), Value::Value(100.5), 0), Value::Value(100.0));
+        // Rates and statuses pass untouched.
+        let rate = Value::Value(5e9);
+        assert_eq!(format(ty("perf_counter_bulk_count"), rate, PDH_FMT_DOUBLE), rate);
+        assert_eq!(format(ty("perf_counter_large_rawcount"), Value::Value(1e12), 0), Value::Value(1e12));
+        let status = Value::Status(PDH_CALC_NEGATIVE_VALUE);
+        assert_eq!(format(precision, status, 0), status);
+        assert!(!is_percent(ty("perf_average_bulk")) && is_percent(ty("perf_100nsec_timer")));
+    }
+
+    /// `_Total` of Instructions per Cycle on 2048 processors at 6 GHz: its base, the sum of 100 x each
+    /// processor's cycles modulo 2^64, grows 100 x 2048 x 6e9 = 1.23e15 a second and wraps 2^64 every
+    /// 4.17 hours. PDH takes the base's difference as a LONGLONG, right modulo 2^64 for any interval
+    /// below 2^63 of it (2.08 hours), so a wrap of the base changes nothing; the numerator (the
+    /// instructions, 4.9e13 a second at IPC 4: every 4.3 days) is checked for going down, and the one
+    /// sample across its wrap is dropped (PDH_CALC_NEGATIVE_VALUE), as for any 64-bit count.
+    #[test]
+    fn a_total_base_of_100_times_the_cycles_of_2048_processors_wraps_harmlessly() {
+        const PROCESSORS: u64 = 2048;
+        const HZ: u64 = 6_000_000_000;
+        let base_per_second = (100 * PROCESSORS * HZ) as f64;
+        let hours = |seconds: f64| seconds / 3600.0;
+        assert!((hours(2f64.powi(64) / base_per_second) - 4.17).abs() < 0.01);
+        assert!((hours(2f64.powi(63) / base_per_second) - 2.08).abs() < 0.01, "the longest interval");
+        let days_numerator = 2f64.powi(64) / (4 * PROCESSORS * HZ) as f64 / 86_400.0;
+        assert!((days_numerator - 4.34).abs() < 0.01);
+        // Each processor just below the point where the sum of 100 x its cycles passes 2^64, then a
+        // minute at 6 GHz and IPC 3.5.
+        let cycles_before = (1u64 << 63) / 50 / PROCESSORS - 2 * HZ;
+        let (cycles, instructions) = (60 * HZ, 60 * HZ / 2 * 7);
+        let sum = |value: u64| (0..PROCESSORS).fold(0u64, |sum, _| sum.wrapping_add(value));
+        let base = |cycles: u64| sum(cycles.wrapping_mul(100));
+        let (d0, d1) = (base(cycles_before), base(cycles_before + cycles));
+        assert!(d1 < d0, "the summed base wrapped between the samples");
+        let precision = ty("perf_precision_100ns_timer");
+        let n0 = 1u64 << 40;
+        let shown =
+            compute(precision, Some(&raw(n0, Some(d0), 0)), &raw(n0 + sum(instructions), Some(d1), 1));
+        let Value::Value(ipc) = format(precision, shown, PDH_FMT_DOUBLE) else { panic!("{shown:?}") };
+        assert!((ipc - 3.5).abs() < 1e-12, "{ipc}");
+        // The numerator's own wrap: that one sample is dropped.
+        let across =
+            compute(precision, Some(&raw(u64::MAX - 5, Some(d0), 0)), &raw(sum(instructions), Some(d1), 1));
+        assert_eq!(across, Value::Status(PDH_CALC_NEGATIVE_VALUE));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! present where `CPUID.06H:ECX[0]` is set (Intel SDM Vol. 3B, "Hardware Coordination Feedback";
 //! AMD APM Vol. 2, "Effective Frequency Interface", same MSR numbers). MPERF counts at the fixed
 //! reference frequency and APERF at the actual one, both only in C0: here one workload unit adds the
-//! workload's reference and core cycles.
+//! workload's reference and core cycles (`pmu::rate`, which `pmu::set_workload` changes).
 //!
 //! Windows itself reads them (its processor performance accounting), so a driver that writes them
 //! corrupts another user's numbers: the double records any write as a violation. Without the CPUID
@@ -38,8 +38,8 @@ pub(crate) fn advance(vp: u32, units: u64) {
         counters.resize(vp as usize + 1, (0, 0));
     }
     let (aperf, mperf) = &mut counters[vp as usize];
-    *aperf = aperf.wrapping_add(pmu::RATES[pmu::CORE_CYCLES] * units);
-    *mperf = mperf.wrapping_add(pmu::RATES[pmu::REFERENCE_CYCLES] * units);
+    *aperf = aperf.wrapping_add(pmu::rate(pmu::CORE_CYCLES) * units);
+    *mperf = mperf.wrapping_add(pmu::rate(pmu::REFERENCE_CYCLES) * units);
 }
 
 /// (APERF, MPERF) of `vp` now.

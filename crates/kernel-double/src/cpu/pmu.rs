@@ -12,7 +12,9 @@
 //!
 //! **Workload.** Counters advance only when the test steps a virtual processor ([`step`]): `units` of
 //! work make [`RATES`] events of each kind (instructions, core cycles, reference cycles, LLC
-//! references, LLC misses, branches, branch mispredicts). [`counted`] is the exact total each event's
+//! references, LLC misses, branches, branch mispredicts), except that [`set_workload`] changes the
+//! instructions, core cycles and reference cycles of a unit ([`rate`]): IPC from 0.2 to 4 and a
+//! frequency from 50 % to 140 % of the reference one. [`counted`] is the exact total each event's
 //! counter has accumulated since the driver first programmed it (including [`preload`] jumps): what the
 //! driver must report.
 //!
@@ -49,6 +51,48 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// the mix: 0 here.
 pub const RATES: [u64; EVENTS] = [16, 20, 18, 2, 1, 4, 1, 120, 16, 42, 36, 1, 0, 0, 0, 0];
 pub const EVENTS: usize = 16;
+/// What one workload unit makes of the events [`set_workload`] changes: instructions, core cycles
+/// and reference cycles, by default [`RATES`]' (IPC 0.8 at 111 % of the reference frequency).
+static WORKLOAD: Mutex<[u64; 3]> =
+    Mutex::new([RATES[INSTRUCTIONS], RATES[CORE_CYCLES], RATES[REFERENCE_CYCLES]]);
+
+/// The lowest and highest IPC (instructions per core cycle) and frequency (core cycles per reference
+/// cycle) a workload may have: a stalled loop at 0.2 IPC to a 4-wide core's 4, and 50 % (a
+/// power-capped part) to 140 % of the reference frequency (turbo; a Core i9-13900K's 5.8 GHz is 193 %
+/// of its 3.0 GHz base, so real parts go further, and the driver's arithmetic does not depend on it).
+pub const IPC_RANGE: (f64, f64) = (0.2, 4.0);
+pub const FREQUENCY_RANGE: (f64, f64) = (0.5, 1.4);
+
+/// Sets what one workload unit makes from now on (every processor): `instructions` retired in
+/// `core_cycles` unhalted core cycles, which take `reference_cycles` reference cycles (MPERF's, and
+/// fixed counter 2's). Refused (Err) outside [`IPC_RANGE`] and [`FREQUENCY_RANGE`], or if a count
+/// is 0 or so large that a step could wrap a counter twice.
+pub fn set_workload(instructions: u64, core_cycles: u64, reference_cycles: u64) -> Result<(), String> {
+    let ratio = |n: u64, d: u64| if d == 0 { f64::NAN } else { n as f64 / d as f64 };
+    let (ipc, frequency) = (ratio(instructions, core_cycles), ratio(core_cycles, reference_cycles));
+    let within = |value: f64, (low, high): (f64, f64)| value >= low - 1e-12 && value <= high + 1e-12;
+    if !within(ipc, IPC_RANGE) || !within(frequency, FREQUENCY_RANGE) {
+        return Err(format!(
+            "a workload of IPC {ipc} at {frequency} x the reference frequency: the double covers IPC {:?} and \
+             frequency {:?}",
+            IPC_RANGE, FREQUENCY_RANGE
+        ));
+    }
+    if [instructions, core_cycles, reference_cycles].iter().any(|&rate| rate > 1_000) {
+        return Err("at most 1000 events of a kind per workload unit".into());
+    }
+    *WORKLOAD.lock().ignore_poison() = [instructions, core_cycles, reference_cycles];
+    Ok(())
+}
+
+/// Events of `event` (index into [`RATES`]) one workload unit makes now.
+pub fn rate(event: usize) -> u64 {
+    match event {
+        INSTRUCTIONS | CORE_CYCLES | REFERENCE_CYCLES => WORKLOAD.lock().ignore_poison()[event],
+        _ => RATES[event],
+    }
+}
+
 /// An Atom core's TOPDOWN_FE_BOUND.ALL, TOPDOWN_RETIRING.ALL, TOPDOWN_BE_BOUND.ALL and
 /// TOPDOWN_BAD_SPECULATION.ALL.
 pub const ATOM_FRONTEND_BOUND: usize = 12;
@@ -580,7 +624,7 @@ fn advance(kind: PmuKind, atom: Option<Atom>, state: &mut VpPmu, units: u64) -> 
             (ATOM_FRONTEND_BOUND..=ATOM_BAD_SPECULATION, Some(atom)) => {
                 let mix = *TOPDOWN_MIX.lock().ignore_poison();
                 let [retiring, bad, frontend, backend] =
-                    atom.per_unit(RATES[CORE_CYCLES], mix, RATES[TOPDOWN_SLOTS]);
+                    atom.per_unit(rate(CORE_CYCLES), mix, RATES[TOPDOWN_SLOTS]);
                 let per_unit = match event {
                     ATOM_FRONTEND_BOUND => frontend,
                     ATOM_RETIRING => retiring,
@@ -589,7 +633,7 @@ fn advance(kind: PmuKind, atom: Option<Atom>, state: &mut VpPmu, units: u64) -> 
                 };
                 per_unit * units
             }
-            _ => RATES[event] * units,
+            _ => rate(event) * units,
         };
         let (counter, width) =
             if fixed { (&mut state.fixed[index], fixed_width) } else { (&mut state.gp[index], gp_width) };

@@ -54,7 +54,8 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
         pmu::step(vp, 100_000 * u64::from(vp + 1));
     }
     let second = consumer::sample(&hardware).unwrap();
-    let computed = consumer::values(&hardware, &columns, Some(&first), &second);
+    let computed =
+        consumer::values(&hardware, &columns, Some(&first), &second, consumer::Formatter::Uncapped);
     let value = |instance: &str, id: u32| {
         let counter = hardware.index_of(id).unwrap();
         let at = columns.iter().position(|c| c.instance.as_deref() == Some(instance) && c.counter == counter);
@@ -66,15 +67,16 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
         let instructions = (pmu::RATES[pmu::INSTRUCTIONS] * 100_000 * (vp + 1)) as f64;
         assert_eq!(value(&name, 0), Value::Value(instructions / seconds), "{name}");
         assert_eq!(value(&name, 7), Value::Value(instructions), "{name}");
-        // Instructions per 100 cycles and the percentages: the exact ratios of the counts, as PDH
-        // computes a PERF_PRECISION_100NS_TIMER, 100 x (N1 - N0) / (D1 - D0).
+        // Instructions per cycle and the percentages: the exact ratios of the counts, as PDH
+        // computes a PERF_PRECISION_100NS_TIMER, 100 x (N1 - N0) / (D1 - D0); instructions per cycle's
+        // base is 100 x the cycles.
         let per_100 = |numerator: u64, base: u64| {
             let units = (100_000 * (vp + 1)) as f64;
             Value::Value(100.0 * ((numerator as f64 * units) / (base as f64 * units)))
         };
         assert_eq!(
-            value(&name, 14),
-            per_100(pmu::RATES[pmu::INSTRUCTIONS], pmu::RATES[pmu::CORE_CYCLES]),
+            value(&name, 60),
+            per_100(pmu::RATES[pmu::INSTRUCTIONS], 100 * pmu::RATES[pmu::CORE_CYCLES]),
             "{name}"
         );
         assert_eq!(value(&name, 16), per_100(pmu::RATES[4], pmu::RATES[3]), "{name}");
@@ -88,7 +90,13 @@ fn typeperf_csv_rates_and_perf_object_blocks_from_the_real_driver() {
     // Collect Requests/sec: 6 hardware collects between the two status samples.
     let collects = status.index_of(3).unwrap();
     let column = status_columns.iter().position(|column| column.counter == collects).unwrap();
-    let values = consumer::values(&status, &status_columns, Some(&status_first), &status_second);
+    let values = consumer::values(
+        &status,
+        &status_columns,
+        Some(&status_first),
+        &status_second,
+        consumer::Formatter::Uncapped,
+    );
     let seconds = (status_second.time - status_first.time) as f64 / status_second.frequency as f64;
     assert_eq!(values[column], Value::Value(6.0 / seconds));
     // Avg. Collect Time (ns): positive nanoseconds per collect, under a second, and exactly the
@@ -145,10 +153,23 @@ fn check_csv(
     let mut paths: Vec<String> =
         columns.iter().map(|column| consumer::path(host, hardware, column)).collect();
     paths.extend(status_columns.iter().map(|column| consumer::path(host, status, column)));
-    let mut first_values = consumer::values(hardware, columns, None, first);
-    first_values.extend(consumer::values(status, status_columns, None, status_first));
-    let mut second_values = consumer::values(hardware, columns, Some(first), second);
-    second_values.extend(consumer::values(status, status_columns, Some(status_first), status_second));
+    let mut first_values = consumer::values(hardware, columns, None, first, consumer::Formatter::Uncapped);
+    first_values.extend(consumer::values(
+        status,
+        status_columns,
+        None,
+        status_first,
+        consumer::Formatter::Uncapped,
+    ));
+    let mut second_values =
+        consumer::values(hardware, columns, Some(first), second, consumer::Formatter::Uncapped);
+    second_values.extend(consumer::values(
+        status,
+        status_columns,
+        Some(status_first),
+        status_second,
+        consumer::Formatter::Uncapped,
+    ));
     let rows = [
         csv::row(&csv::timestamp(first.unix_millis), &first_values),
         csv::row(&csv::timestamp(second.unix_millis), &second_values),
@@ -163,7 +184,7 @@ fn check_csv(
     let last_status = &status.counters.last().unwrap().name;
     assert!(lines[1].ends_with(&format!(r#","\\HOST\Hardware Counters Driver\{last_status}""#)));
     assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions Retired""#));
-    assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions per 100 Cycles""#));
+    assert!(lines[1].contains(r#""\\HOST\Hardware Counters(_Total)\Instructions per Cycle""#));
     assert!(!lines[1].contains("Base"));
     for line in &lines[1..4] {
         assert_eq!(line.matches("\",\"").count(), paths.len(), "{line}");
@@ -248,7 +269,7 @@ fn pmupcw_run_passes_and_prints_the_readme_example_with_values() {
         }
     }
     let total_ipc = (1..header.len())
-        .find(|&at| header[at].ends_with("\\Hardware Counters(_Total)\\Instructions per 100 Cycles"))
-        .expect("a _Total Instructions per 100 Cycles column");
+        .find(|&at| header[at].ends_with("\\Hardware Counters(_Total)\\Instructions per Cycle"))
+        .expect("a _Total Instructions per Cycle column");
     assert!(last[total_ipc].parse::<f64>().unwrap() > 0.0, "{}", last[total_ipc]);
 }

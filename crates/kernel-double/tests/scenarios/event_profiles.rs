@@ -50,7 +50,7 @@ fn raw(set: &Counterset, sample: &Sample, instance: &str, id: u32) -> u64 {
 
 fn percent(set: &Counterset, first: &Sample, second: &Sample, instance: &str, id: u32) -> f64 {
     let column = Column { instance: Some(instance.to_string()), counter: set.index_of(id).unwrap() };
-    match consumer::values(set, &[column], Some(first), second)[0] {
+    match consumer::values(set, &[column], Some(first), second, consumer::Formatter::Uncapped)[0] {
         Value::Value(value) => value,
         other => panic!("{instance}: counter {id} is {other:?}"),
     }

@@ -6,15 +6,23 @@
 //! 128 processors), and on the virtual clock: 0.1 s samples (8 and 2048 processors), and 60 s and
 //! 10-minute samples of 2048 processors at up to 6 GHz, whose cycles summed over the processors pass
 //! 2^32 a hundred thousand times per minute (a 32-bit base, or a 32-bit `_Total` sum, wraps many
-//! times between two samples).
+//! times between two samples). With windows_exporter's formatting (no PDH_FMT_NOCAP100: percentages
+//! capped at 100) at IPC 3.5 and 140 % of the reference frequency, and at IPC 0.2 and 50 %; and on
+//! the plans where a processor counts one side of a ratio only (`_Total` then covers the processors
+//! counting both).
 
 use crate::common;
 
-use kernel_double::consumer::exactness;
+use kernel_double::consumer::exactness::{self, Document};
 
 /// Runs pmupcw-run with `arguments` and returns its output's verdict, asserting the run read
 /// something: ratios of every kind that has totals, and `_Total`'s.
 fn run(arguments: &[&str]) -> exactness::Verdict {
+    run_document(arguments).0
+}
+
+/// [`run`], with the CSV it printed.
+fn run_document(arguments: &[&str]) -> (exactness::Verdict, Document) {
     let image = common::driver_image();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_pmupcw-run"))
         .args(["--driver", &image.display().to_string()])
@@ -50,7 +58,78 @@ fn run(arguments: &[&str]) -> exactness::Verdict {
     );
     assert!(verdict.idle < verdict.checked, "{arguments:?}: nothing moved");
     assert!(output.status.success(), "{arguments:?}:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    verdict
+    (verdict, document)
+}
+
+/// The cells of `counter` of `instance` in every row after the first.
+fn shown(document: &Document, instance: &str, counter: &str) -> Vec<f64> {
+    let at = document
+        .paths
+        .iter()
+        .position(|path| {
+            exactness::split_path(path).is_some_and(|(set, at, name)| {
+                set == "Hardware Counters" && at.as_deref() == Some(instance) && name == counter
+            })
+        })
+        .unwrap_or_else(|| panic!("no column {instance} {counter}"));
+    document.rows[1..].iter().map(|row| row[at].expect("a value")).collect()
+}
+
+#[test]
+fn a_capping_consumer_shows_ipc_3_5_and_140_percent_frequency_exactly() {
+    let arguments = ["--formatter", "windows-exporter", "--ipc", "3.5", "--frequency", "140"];
+    let (_, document) = run_document(&arguments);
+    for instance in ["0,0", "0,3", "_Total"] {
+        assert_eq!(shown(&document, instance, "Instructions per Cycle"), [3.5, 3.5], "{instance}");
+        assert_eq!(shown(&document, instance, "Relative Frequency"), [1.4, 1.4], "{instance}");
+    }
+    let arguments = ["--formatter", "windows-exporter", "--ipc", "0.2", "--frequency", "50"];
+    let (_, document) = run_document(&arguments);
+    assert_eq!(shown(&document, "_Total", "Instructions per Cycle"), [0.2, 0.2]);
+    assert_eq!(shown(&document, "_Total", "Relative Frequency"), [0.5, 0.5]);
+}
+
+/// meteor-lake-hybrid in the topdown profile: the efficient cores count LLC misses but no references
+/// (their counters take the top-down events), so `_Total` % LLC Misses is the performance cores'
+/// misses over their references, while `_Total` LLC Misses counts every core's.
+#[test]
+fn meteor_lake_hybrid_topdown_total_llc_misses_is_the_performance_cores() {
+    let (_, document) = run_document(&["--cpu-model", "meteor-lake-hybrid", "--profile", "topdown"]);
+    let processors: Vec<String> = document
+        .paths
+        .iter()
+        .filter_map(|path| exactness::split_path(path))
+        .filter(|(set, at, name)| {
+            set == "Hardware Counters" && at.as_deref() != Some("_Total") && name == "Core Type"
+        })
+        .filter_map(|(_, at, _)| at)
+        .collect();
+    let core_type = |instance: &str| shown(&document, instance, "Core Type")[0];
+    let delta = |instance: &str, counter: &str| {
+        let cells = shown(&document, instance, counter);
+        cells[1] - cells[0]
+    };
+    let performance: Vec<&String> = processors.iter().filter(|instance| core_type(instance) == 1.0).collect();
+    let efficient: Vec<&String> = processors.iter().filter(|instance| core_type(instance) == 2.0).collect();
+    assert!(!performance.is_empty() && !efficient.is_empty(), "{processors:?}");
+    for instance in &efficient {
+        assert!(delta(instance, "LLC Misses") > 0.0, "{instance} counts misses");
+        assert_eq!(delta(instance, "LLC References"), 0.0, "{instance} counts no references");
+        assert_eq!(shown(&document, instance, "% LLC Misses")[1], 0.0, "{instance}");
+    }
+    let sum = |counter: &str| performance.iter().map(|instance| delta(instance, counter)).sum::<f64>();
+    let expected = 100.0 * sum("LLC Misses") / sum("LLC References");
+    let total = shown(&document, "_Total", "% LLC Misses")[1];
+    assert!(
+        (total - expected).abs() < 1e-4,
+        "_Total % LLC Misses {total}, the performance cores' {expected}"
+    );
+    assert!(total <= 100.0);
+}
+
+#[test]
+fn zen4_topdown() {
+    run(&["--cpu-model", "zen4", "--profile", "topdown"]);
 }
 
 #[test]
@@ -134,7 +213,9 @@ fn a_legacy_reader_of_perf_object_blocks_gets_the_same_exact_ratios() {
                 |object| legacy_reader::get_value(object, name, index).expect("a fraction with its base");
             let legacy = legacy_reader::display_value(&read(&blocks[0]), &read(&blocks[1]));
             let column = Column { instance: Some(name.clone()), counter: index };
-            let pdh = consumer::values(&hardware, &[column], Some(&first), &second)[0];
+            let pdh =
+                consumer::values(&hardware, &[column], Some(&first), &second, consumer::Formatter::Uncapped)
+                    [0];
             match (legacy, pdh) {
                 (Some(legacy), Value::Value(pdh)) => {
                     assert!(
@@ -148,7 +229,7 @@ fn a_legacy_reader_of_perf_object_blocks_gets_the_same_exact_ratios() {
             compared += 1;
         }
     }
-    // Instructions per 100 cycles, 2 + 4 percentages, % relative frequency, on 4 processors and _Total.
+    // Instructions per cycle, 2 + 4 percentages, relative frequency, on 4 processors and _Total.
     assert_eq!(compared, 8 * (topology::processor_count() as usize + 1));
     assert_eq!(pcw::remove_counter(&hardware.name, hardware.full_mask()), Some(STATUS_SUCCESS));
     assert!(driver.unload());

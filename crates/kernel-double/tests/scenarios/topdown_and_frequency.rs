@@ -1,4 +1,4 @@
-//! Top-down level 1 (fixed counter 3 with IA32_PERF_METRICS) and % Relative Frequency (APERF/MPERF),
+//! Top-down level 1 (fixed counter 3 with IA32_PERF_METRICS) and Relative Frequency (APERF/MPERF),
 //! from the real pmupcw.sys through the PDH consumer, against the virtual PMU's ground truth.
 //!
 //! PERF_SAMPLE_FRACTION shows 100 (X1 - X0) / (B1 - B0)
@@ -15,11 +15,14 @@ use kernel_double::cpu::{cpuid, frequency, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
 
 /// Manifest ids: the four top-down percentages, the slot totals (all slots, then the four
-/// categories), % Relative Frequency, and the status counterset's Top-down Source.
+/// categories), Relative Frequency, APERF and MPERF Cycles, and the status counterset's Top-down
+/// Source.
 const TOPDOWN_PERCENTS: [u32; 4] = [21, 23, 25, 27];
 const SLOTS_TOTAL: u32 = 29;
 const CATEGORY_TOTALS: [u32; 4] = [30, 31, 32, 33];
-const RELATIVE_FREQUENCY: u32 = 34;
+const RELATIVE_FREQUENCY: u32 = 62;
+const APERF_CYCLES: u32 = 34;
+const MPERF_CYCLES: u32 = 35;
 const TOPDOWN_SOURCE: usize = 9;
 
 struct Run {
@@ -47,7 +50,13 @@ impl Run {
     fn shown(&self, instance: &str, id: u32) -> Value {
         let column =
             Column { instance: Some(instance.to_string()), counter: self.hardware.index_of(id).unwrap() };
-        consumer::values(&self.hardware, &[column], Some(&self.first), &self.second)[0]
+        consumer::values(
+            &self.hardware,
+            &[column],
+            Some(&self.first),
+            &self.second,
+            consumer::Formatter::Uncapped,
+        )[0]
     }
 
     fn percent(&self, instance: &str, id: u32) -> f64 {
@@ -108,20 +117,39 @@ fn topdown_from_perf_metrics_on_alder_lake() {
 fn relative_frequency_and_no_topdown_on_skylake() {
     let (driver, run) = Run::new(&cpuid::SKYLAKE);
     assert_eq!(status(TOPDOWN_SOURCE), 0, "Top-down Source: unavailable without IA32_PERF_METRICS");
-    let expected = 100.0 * pmu::RATES[pmu::CORE_CYCLES] as f64 / pmu::RATES[pmu::REFERENCE_CYCLES] as f64;
+    // A ratio, as PCM's FREQ: 20 core cycles per 18 reference cycles is 1.111.
+    let expected = pmu::RATES[pmu::CORE_CYCLES] as f64 / pmu::RATES[pmu::REFERENCE_CYCLES] as f64;
     for instance in ["0,0", "0,1", TOTAL] {
         let shown = run.percent(instance, RELATIVE_FREQUENCY);
-        // APERF and MPERF themselves (64-bit) over a PERF_PRECISION_TIMESTAMP base: exact, within the
-        // 0.01 points every percentage must hold.
+        // APERF over 100 x MPERF (64-bit) as a PERF_PRECISION_TIMESTAMP base: exact, within 1e-4.
         assert!(
-            (shown - expected).abs() <= 0.01,
-            "{instance}: % Relative Frequency {shown}, expected {expected}"
+            (shown - expected).abs() <= 1e-4 * expected,
+            "{instance}: Relative Frequency {shown}, expected {expected}"
         );
+        // Above 1, yet no consumer caps it: what windows_exporter's PDH calls show.
+        let capping = Column {
+            instance: Some(instance.to_string()),
+            counter: run.hardware.index_of(RELATIVE_FREQUENCY).unwrap(),
+        };
+        let shown_capped = consumer::values(
+            &run.hardware,
+            &[capping],
+            Some(&run.first),
+            &run.second,
+            consumer::Formatter::WindowsExporter,
+        )[0];
+        assert_eq!(shown_capped, Value::Value(shown), "{instance}: capped");
         assert_eq!(
             run.raw(instance, SLOTS_TOTAL),
             0,
             "{instance}: no top-down slots without fixed counter 3"
         );
+    }
+    // The raw APERF and MPERF, for an agent computing frequency from totals.
+    for vp in 0..topology::processor_count() {
+        let (aperf, mperf) = frequency::counted(vp);
+        let instance = format!("0,{vp}");
+        assert_eq!((run.raw(&instance, APERF_CYCLES), run.raw(&instance, MPERF_CYCLES)), (aperf, mperf));
     }
     // The driver only reads APERF and MPERF; the double counts any write as a violation (assert_clean).
     assert!(frequency::counted(0).0 > 0);

@@ -2,6 +2,7 @@
 //! Parameters setting, counting a workload, and the properties every cell must have.
 
 use super::cases::Case;
+use super::ratios;
 use crate::common::{self, HARDWARE_COUNTERS};
 
 use kernel_double::consumer::{self, Counterset, Sample};
@@ -9,6 +10,7 @@ use kernel_double::control::pcw;
 use kernel_double::cpu::cpuid::{self, PmuKind};
 use kernel_double::cpu::{frequency, msr, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
+use std::cell::RefCell;
 
 /// Status counterset positions: PMU State, Top-down Source, Active Profile, Rejected Custom Events.
 const PMU_STATE: usize = 0;
@@ -78,11 +80,14 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
     let processors = topology::processor_count();
     let usable = (0..processors).all(|vp| cpuid::model_of(vp).pmu != PmuKind::None);
     case.apply();
-    let cell = Cell { case, expect, usable, before: counts() };
+    let before = counts();
     let mut driver = common::load();
     assert_eq!(driver.driver_entry(), STATUS_SUCCESS, "DriverEntry");
     let set = Counterset::open(&consumer::manifest(), HARDWARE_COUNTERS).unwrap();
     assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "AddCounter");
+    // The sample the first interval's ratios start from.
+    let previous = RefCell::new(consumer::sample(&set).expect("collect"));
+    let cell = Cell { case, expect, usable, before, previous };
     let status = common::driver_status();
     let intel = (0..processors).all(|vp| matches!(cpuid::model_of(vp).pmu, PmuKind::Intel { .. }));
     if usable {
@@ -107,7 +112,7 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
     };
     for round in 1..=u64::from(rounds) {
         work(round);
-        cell.collect_and_check(&set);
+        cell.collect_and_check(&set, true);
     }
     // Each counter of the first and last processors one event short of its wrap, and a collect (a
     // poller must see a counter between its last value and the wrap, as it would a real one, which
@@ -120,7 +125,8 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
             }
         }
     }
-    cell.collect_and_check(&set);
+    // The jumps to the wrap are no workload: a miss count may jump further than the references.
+    cell.collect_and_check(&set, false);
     let interrupts = pmu::delivered();
     work(1);
     // On Intel the HAL takes a resource list with an Overflow descriptor (and the double's does), so
@@ -132,7 +138,7 @@ pub fn run(case: &Case, expect: Expect, rounds: u32) {
             "no overflow interrupt: the counters are not owned with an Overflow descriptor"
         );
     }
-    cell.collect_and_check(&set);
+    cell.collect_and_check(&set, true);
     assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS), "RemoveCounter");
     assert!(driver.unload(), "DriverUnload");
     check_msr_accesses(usable);
@@ -147,12 +153,17 @@ struct Cell<'a> {
     usable: bool,
     /// The virtual PMU's counts when the cell began.
     before: Counts,
+    /// The last sample: where the next interval's ratios start.
+    previous: RefCell<Sample>,
 }
 
 impl Cell<'_> {
-    /// Collects every processor's block and checks it against the counts since the cell began.
-    fn collect_and_check(&self, set: &Counterset) {
+    /// Collects every processor's block and checks it against the counts since the cell began, and
+    /// the ratios ([`ratios::check`]; what consumers see of them if the interval since the last
+    /// collect was `workload` alone).
+    fn collect_and_check(&self, set: &Counterset, workload: bool) {
         let sample = consumer::sample(set).expect("collect");
+        ratios::check(set, &self.previous.borrow(), &sample, workload);
         let truth: Counts = counts()
             .iter()
             .zip(&self.before)
@@ -171,6 +182,7 @@ impl Cell<'_> {
             check_custom_capacity(self.case, &truth);
             self.check_zeros_say_why(set, &sample, &status);
         }
+        *self.previous.borrow_mut() = sample;
     }
 
     /// Every event the profile asks for that reads 0 on some processor (the workload makes every

@@ -5,7 +5,8 @@
 //! SDM Vol. 3B, "Counter Coalescence": with CPUID.0AH reporting 4 counters, IA32_PMC4-7 do not
 //! exist); every count field of every processor's Hardware Counters block equal to the virtual PMU's
 //! ground truth, also after every counter of two processors has wrapped; the profile applied as
-//! documented; unload clean.
+//! documented; every ratio's `_Total` the ratio of the totals of the processors that count both
+//! sides, and no ratio capped or percentage above 100 for any consumer (`ratios.rs`); unload clean.
 //!
 //! One test per model. The processor count is fixed per process (the virtual PMU is built once) and
 //! a bug check aborts the process, so the test runs each processor count in a child process (this
@@ -16,6 +17,7 @@
 
 mod cases;
 mod cell;
+mod ratios;
 
 use crate::common::death::{is_child, run_child_with};
 use cell::Expect;
