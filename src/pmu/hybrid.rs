@@ -140,10 +140,16 @@ const TOPDOWN_SLOTS_EVENT: u32 = 1 << 7;
 ///   `update_pmu_cap`, read on a processor of each type). The plan numbers counters from 0, so the
 ///   counters are those up to the first gap in each bitmap;
 /// * a performance core of Alder Lake or Raptor Lake (family 6 models 97H, 9AH, B7H, BAH, BFH), which
-///   has no leaf 0x23: two general-purpose and one fixed counter (top-down slots) more than leaf 0xA
-///   says, unless leaf 0xA already reports more than 6 and 3 (Linux `intel_pmu_init`, the Alder Lake
-///   case: `cntr_mask64 <<= 2 ... fixed_cntr_mask64 <<= 1`, and its correction for firmware that
-///   reports the performance core's counters).
+///   has no leaf 0x23: one fixed counter (top-down slots) more than leaf 0xA says, unless leaf 0xA
+///   already reports more than 3 (Linux `intel_pmu_init`, the Alder Lake case:
+///   `cntr_mask64 <<= 2 ... fixed_cntr_mask64 <<= 1`, and its correction for firmware that reports the
+///   performance core's counters). Linux also counts the core's two general-purpose counters beyond
+///   leaf 0xA's six; the driver leaves them out. The Windows HAL builds its counter table from leaf
+///   0xA there, and refuses a resource list naming a counter outside it (`EmonReserveProfileResources`
+///   and `EmonReserveProfileResourcesEnhanced`, decompiled in nohuto/decompiled-pseudocode), so no HAL
+///   client can be given IA32_PMC6-7. Unlike fixed counter 3, which has no interrupt and is zeroed at
+///   every read, a general-purpose counter programmed unrequested would wrap with its overflow status
+///   bit in the HAL's acknowledge mask, out of the overflow handler's sight (docs/hybrid.md).
 pub fn own_counters<R: CpuIdReader>(reader: &R, core_type: CoreType, model: PmuModel) -> PmuModel {
     if model.vendor != super::model::Vendor::Intel || core_type == CoreType::Uniform {
         return model;
@@ -168,17 +174,8 @@ pub fn own_counters<R: CpuIdReader>(reader: &R, core_type: CoreType, model: PmuM
         return own;
     }
     let alder_or_raptor_lake = model.family == 6 && matches!(model.model, 0x97 | 0x9A | 0xB7 | 0xBA | 0xBF);
-    if core_type == CoreType::Performance
-        && alder_or_raptor_lake
-        && model.gp_counters <= 6
-        && model.fixed_counters <= 3
-    {
-        return PmuModel {
-            gp_counters: model.gp_counters + 2,
-            fixed_counters: model.fixed_counters + 1,
-            topdown_slots: true,
-            ..model
-        };
+    if core_type == CoreType::Performance && alder_or_raptor_lake && model.fixed_counters <= 3 {
+        return PmuModel { fixed_counters: model.fixed_counters + 1, topdown_slots: true, ..model };
     }
     model
 }

@@ -49,11 +49,18 @@ fn sample_every_second(set_ms: u32, in_force_ms: u64) {
         late = lateness;
         samples.push(consumer::sample(&set).unwrap());
     }
-    let whole_run = consumer::values(&set, &columns, samples.first(), samples.last().unwrap());
+    let whole_run = consumer::values(
+        &set,
+        &columns,
+        samples.first(),
+        samples.last().unwrap(),
+        consumer::Formatter::Uncapped,
+    );
     let mut checked = 0;
     for pair in samples.windows(2) {
         let seconds = (pair[1].time - pair[0].time) as f64 / pair[1].frequency as f64;
-        let values = consumer::values(&set, &columns, Some(&pair[0]), &pair[1]);
+        let values =
+            consumer::values(&set, &columns, Some(&pair[0]), &pair[1], consumer::Formatter::Uncapped);
         for ((column, value), over_run) in columns.iter().zip(&values).zip(&whole_run) {
             let counted = matches!(over_run, Value::Value(v) if *v != 0.0);
             if counted {

@@ -6,7 +6,7 @@ use super::ratios;
 use crate::common::{self, HARDWARE_COUNTERS};
 
 use kernel_double::consumer::{self, Counterset, Sample};
-use kernel_double::control::pcw;
+use kernel_double::control::{hal, pcw};
 use kernel_double::cpu::cpuid::{self, PmuKind};
 use kernel_double::cpu::{frequency, msr, pmu, topology};
 use kernel_double::status::STATUS_SUCCESS;
@@ -336,9 +336,13 @@ fn check_custom_capacity(case: &Case, truth: &Counts) {
     if case.active_profile != 2 {
         return;
     }
-    // What each processor's own PMU has: each core type of a hybrid part gets its own plan.
+    // What each processor's own PMU has, of what the HAL's counter table lets a resource list name
+    // (asked from a processor of the core type): each core type of a hybrid part gets its own plan.
     let capacity = |vp: u32| match cpuid::model_of(vp).pmu {
-        PmuKind::Intel { gp, .. } => usize::from(gp).min(GENERAL_PURPOSE),
+        PmuKind::Intel { gp, .. } => {
+            let table = (hal::counter_table(vp) as u32).trailing_ones() as usize;
+            usize::from(gp).min(table).min(GENERAL_PURPOSE)
+        }
         PmuKind::Amd { counters, .. } => usize::from(counters) - 2,
         PmuKind::None => 0,
     };
