@@ -285,6 +285,12 @@ pub fn frequency(block: &AtomicCells, aperf: u64, mperf: u64) {
     MPERF_HUNDREDFOLD.store(block, mperf.wrapping_mul(100));
 }
 
+/// The last APERF and MPERF readings published, as (APERF, MPERF): 0 before the first.
+#[inline(always)]
+pub fn last_frequency(block: &AtomicCells) -> (u64, u64) {
+    (APERF.load(block), MPERF.load(block))
+}
+
 /// Publishes the processor's overflow interrupt count.
 #[inline(always)]
 pub fn overflow_interrupts(block: &AtomicCells, count: u64) {

@@ -7,30 +7,15 @@
 
 use super::msr;
 use super::program::Msrs;
-use core::sync::atomic::{AtomicU64, Ordering};
 
-/// One processor's last APERF and MPERF readings.
-#[derive(Debug, Default)]
-pub struct FrequencyCounters {
-    aperf: AtomicU64,
-    mperf: AtomicU64,
-}
-
-impl FrequencyCounters {
-    /// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles) and
-    /// returns them as (APERF, MPERF).
-    pub fn read(&self, msrs: &impl Msrs) -> (u64, u64) {
-        let mperf = msrs.read(msr::IA32_MPERF);
-        let aperf = msrs.read(msr::IA32_APERF);
-        self.mperf.store(mperf, Ordering::Relaxed);
-        self.aperf.store(aperf, Ordering::Relaxed);
-        (aperf, mperf)
-    }
-
-    /// The last (APERF, MPERF) readings.
-    pub fn last(&self) -> (u64, u64) {
-        (self.aperf.load(Ordering::Relaxed), self.mperf.load(Ordering::Relaxed))
-    }
+/// Reads both MSRs on this processor (MPERF first: the pair is taken within a few cycles) and returns
+/// them as (APERF, MPERF). The last readings are kept where they are published
+/// (`crate::block::publish::frequency`), not a second time beside the processor's counters.
+#[inline(always)]
+pub fn read(msrs: &impl Msrs) -> (u64, u64) {
+    let mperf = msrs.read(msr::IA32_MPERF);
+    let aperf = msrs.read(msr::IA32_APERF);
+    (aperf, mperf)
 }
 
 /// The reference cycles MPERF counted from reading `before` to reading `now`: their difference, or

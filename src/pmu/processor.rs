@@ -1,21 +1,19 @@
 //! One processor's counting state.
 
 use super::fold::ProcessorCounters;
-use super::frequency::FrequencyCounters;
 use super::hybrid::CoreType;
 use super::poll::PollCounters;
 use super::topdown::Remainders;
 use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 /// One processor's PMU state: the overflow counts (or, without an overflow interrupt, the polled
-/// values) and reported values, the last APERF/MPERF readings and the top-down split's remainders
-/// (the top-down totals are kept where they are published, crate::block::publish). All zero is
+/// values) and reported values and the top-down split's remainders (the top-down totals and the last APERF/MPERF
+/// readings are kept where they are published, crate::block::publish). All zero is
 /// "nothing counted yet" (the pool hands it out zeroed).
 #[repr(C)]
 #[derive(Default)]
 pub struct ProcessorPmu {
     pub counters: ProcessorCounters,
-    pub frequency: FrequencyCounters,
     /// Which programming check the next read makes (they take turns: one rdmsr per read; see
     /// [`crate::pmu::program::Programming::intact_in_turn`], which moves it on).
     pub check_turn: AtomicU32,

@@ -28,7 +28,7 @@ use crate::pcw::driver_status::{DriverStatus, PmuOwnership, PmuState, TopdownSou
 use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
-use crate::pmu::frequency::mperf_advance;
+use crate::pmu::frequency::{self, mperf_advance};
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
@@ -275,7 +275,7 @@ impl<P: Platform> PmuClient<P> {
             let previous = previous.get(core_type).copied().flatten();
             carry_over(&processor.pmu, previous.as_ref(), &plan);
             publish::publish_all(&processor.published, &counts_under(processor, Some(&plan), &self.machine));
-            start_counting(&processor.pmu, model.vendor, &plan, msrs);
+            start_counting(processor, model.vendor, &plan, msrs);
         });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
         install(session, ownership, &plans, &self.pmi_owned, self.machine);
@@ -357,8 +357,8 @@ impl<P: Platform> PmuClient<P> {
         let Some(session) = uniform.or_else(|| session.part(processor.core_type())) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
-                let (_, before) = processor.frequency.last();
-                let (aperf, mperf) = processor.frequency.read(msrs);
+                let (aperf, mperf) = frequency::read(msrs);
+                let (_, before) = publish::last_frequency(published);
                 publish::frequency(published, aperf, mperf);
                 if session.plan.reference_from_mperf() {
                     publish::add_to_event(published, Event::ReferenceCycles, mperf_advance(before, mperf));

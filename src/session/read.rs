@@ -388,7 +388,7 @@ pub(super) fn counts_under(
 ) -> EventCounts {
     let pmu = &processor.pmu;
     let model = machine.model_of(usize::from(pmu.core_type()));
-    let (aperf, mperf) = pmu.frequency.last();
+    let (aperf, mperf) = publish::last_frequency(&processor.published);
     let mut counts = EventCounts {
         overflow_interrupts: pmu.counters.overflow_interrupts(),
         aperf,

@@ -2,12 +2,15 @@
 //! the new plan's slots, its counters programmed, and the session installed under the lock.
 
 use super::{Part, Platform, Session};
+use crate::block::publish;
 use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::frequency;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
+use crate::session::processor_state::ProcessorState;
 use crate::session::read::{Reading, TopdownReading};
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -62,11 +65,12 @@ pub(super) fn carry_over(processor: &ProcessorPmu, previous: Option<&CounterPlan
 /// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
 /// reported values carry on) and the plan's counters are programmed, counting from 0.
 pub(super) fn start_counting(
-    processor: &ProcessorPmu,
+    state: &ProcessorState,
     vendor: Vendor,
     plan: &CounterPlan,
     msrs: &mut impl Msrs,
 ) {
+    let processor = &state.pmu;
     processor.counters.acquire();
     processor.restart_checks();
     for (slot, assignment) in plan.iter().enumerate() {
@@ -76,6 +80,7 @@ pub(super) fn start_counting(
     // Reference cycles from MPERF count from here: its advance while nothing was owned is not the
     // session's (as no counter counted then).
     if plan.reference_from_mperf() {
-        let _ = processor.frequency.read(msrs);
+        let (aperf, mperf) = frequency::read(msrs);
+        publish::frequency(&state.published, aperf, mperf);
     }
 }
