@@ -111,38 +111,36 @@ const TOPDOWN_CATEGORIES: [Target; 4] = [
     Target::of(Value::TopdownCategory(Category::BackendBound)),
 ];
 
-/// The fields of each event's count, by [`Event::index`].
-const EVENT_TARGETS: [Target; Event::COUNT] = {
-    let mut targets = [Target(None); Event::COUNT];
-    let mut index = 0;
-    while index < Event::COUNT {
-        targets[index] = Target::of(Value::Count(Event::ALL[index]));
-        index += 1;
-    }
-    targets
-};
+/// Which of an event's fields a per-event table of targets holds.
+#[derive(Clone, Copy)]
+enum EventField {
+    Count,
+    Paired,
+    Hundredfold,
+}
 
-/// The fields of each event's count where the plan counts its ratio partner too, by [`Event::index`].
-const PAIRED_TARGETS: [Target; Event::COUNT] = {
+/// The fields of `field` of each event, by [`Event::index`].
+const fn event_targets(field: EventField) -> [Target; Event::COUNT] {
     let mut targets = [Target(None); Event::COUNT];
     let mut index = 0;
     while index < Event::COUNT {
-        targets[index] = Target::of(Value::Paired(Event::ALL[index]));
+        let event = Event::ALL[index];
+        targets[index] = Target::of(match field {
+            EventField::Count => Value::Count(event),
+            EventField::Paired => Value::Paired(event),
+            EventField::Hundredfold => Value::Hundredfold(event),
+        });
         index += 1;
     }
     targets
-};
+}
 
-/// The fields of 100 x each event's count, by [`Event::index`].
-const HUNDREDFOLD_TARGETS: [Target; Event::COUNT] = {
-    let mut targets = [Target(None); Event::COUNT];
-    let mut index = 0;
-    while index < Event::COUNT {
-        targets[index] = Target::of(Value::Hundredfold(Event::ALL[index]));
-        index += 1;
-    }
-    targets
-};
+/// The fields of each event's count.
+const EVENT_TARGETS: [Target; Event::COUNT] = event_targets(EventField::Count);
+/// The fields of each event's count where the plan counts its ratio partner too.
+const PAIRED_TARGETS: [Target; Event::COUNT] = event_targets(EventField::Paired);
+/// The fields of 100 x each event's count.
+const HUNDREDFOLD_TARGETS: [Target; Event::COUNT] = event_targets(EventField::Hundredfold);
 
 /// Publishes `count`, the total of `event`, counted with its ratio partner where `paired` says so: a
 /// jump to the event's stores, whose cells are constants.
