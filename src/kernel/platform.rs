@@ -160,8 +160,8 @@ impl Platform for KernelPlatform {
 }
 
 /// One HalAllocateHardwareCounters call per list of `form` (each on its core type's processors, and
-/// made from the first of them), or one for the whole PMU: all granted, or the first refusal's status with nothing held (the
-/// allocations already granted are freed as the array drops).
+/// made from the first of them), or one for the whole PMU: all granted, or the first refusal's status
+/// with nothing held (the allocations already granted are freed as the array drops).
 fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; CORE_TYPES], i32> {
     let mut held: [Option<Ownership>; CORE_TYPES] = [const { None }; CORE_TYPES];
     let (lists, overflow_interrupt) = match form {
