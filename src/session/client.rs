@@ -373,7 +373,14 @@ impl<P: Platform> PmuClient<P> {
             // A polled read confirms each wrap against the whole programming: a counter a resume
             // zeroed is not a wrap, even where the register this turn checks looks as programmed.
             if !intact
-                || !session.reading.read(processor, published, &session.plan, &session.programming, msrs)
+                || !session.reading.read(
+                    processor,
+                    published,
+                    &session.plan,
+                    &session.programming,
+                    session.paired,
+                    msrs,
+                )
             {
                 repair(processor, published, vendor, &session.plan, &session.reading, msrs);
                 self.status.record_reprogram();

@@ -3,6 +3,7 @@
 
 use super::super::platform::Platform;
 use super::super::read::{Reading, TopdownReading};
+use crate::block::fields::Paired;
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::placement::CounterPlan;
@@ -99,4 +100,6 @@ pub struct Part {
     pub(super) topdown: TopdownReading,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`crate::pmu::model::PmuModel::aperf_mperf`]).
     pub(super) aperf_mperf: bool,
+    /// The plan's events counted with their ratio partner, whose paired copies the reads store.
+    pub(super) paired: Paired,
 }

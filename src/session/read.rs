@@ -26,9 +26,10 @@ fn read_placed<M: Msrs>(
     msrs: &mut M,
     status_register: u32,
     placements: &[Option<Placement>; TABLE],
+    paired: Paired,
 ) {
     let assignments = plan.as_slice();
-    let slots = PlannedSlots { assignments, placements, paired: paired(plan) };
+    let slots = PlannedSlots { assignments, placements, paired };
     read_held(processor, published, assignments.len(), msrs, status_register, &slots)
 }
 
@@ -48,9 +49,9 @@ fn read_polled<M: Msrs>(
     published: &AtomicCells,
     plan: &CounterPlan,
     programming: &Programming,
+    paired: Paired,
     msrs: &mut M,
 ) -> bool {
-    let paired = paired(plan);
     for (slot, assignment) in plan.iter().enumerate() {
         let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
         let wrap_is_real = || programming.intact(msrs);
@@ -84,6 +85,7 @@ impl Reading {
     /// with an overflow interrupt, every counter (rdpmc), then the global status once, then again any
     /// counter with a wrap pending (the protocol of `crate::pmu::fold`); without one, each counter is
     /// polled.
+    /// `paired`: the plan's events counted with their ratio partner (the session part's, worked out once).
     /// Returns `false` when a polled read found the programming lost (`programming` confirms each
     /// polled wrap), for the caller to repair it; an interrupt-driven read always returns `true`.
     #[inline(always)]
@@ -93,6 +95,7 @@ impl Reading {
         published: &AtomicCells,
         plan: &CounterPlan,
         programming: &Programming,
+        paired: Paired,
         msrs: &mut M,
     ) -> bool {
         match self {
@@ -105,10 +108,10 @@ impl Reading {
                 true
             }
             Reading::Placed { status_register, placements } => {
-                read_placed(processor, published, plan, msrs, *status_register, placements);
+                read_placed(processor, published, plan, msrs, *status_register, placements, paired);
                 true
             }
-            Reading::Polled => read_polled(processor, published, plan, programming, msrs),
+            Reading::Polled => read_polled(processor, published, plan, programming, paired, msrs),
         }
     }
 

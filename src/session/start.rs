@@ -11,7 +11,7 @@ use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::session::processor_state::ProcessorState;
-use crate::session::read::{Reading, TopdownReading};
+use crate::session::read::{Reading, TopdownReading, paired};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Opens the session in `session`, one part per core type with a plan (`owned` holds each type's
@@ -46,6 +46,7 @@ fn install_part(part: &mut Option<Part>, plan: &CounterPlan, owned: OwnedMask, m
         reading: Reading::of(model.vendor, plan, owned),
         topdown: TopdownReading::of(plan),
         aperf_mperf: model.aperf_mperf,
+        paired: paired(plan),
     });
 }
 
