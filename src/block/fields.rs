@@ -227,5 +227,4 @@ impl EventCounts {
 }
 
 #[cfg(test)]
-#[path = "fields_tests.rs"]
 mod tests;

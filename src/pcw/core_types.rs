@@ -74,5 +74,4 @@ impl<S: CountSource> CountersetCallback for CoreTypeCounters<S> {
 }
 
 #[cfg(test)]
-#[path = "core_types_tests.rs"]
 mod tests;

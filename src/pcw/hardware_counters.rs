@@ -171,5 +171,4 @@ pub(super) fn collect_refreshed<S: CountSource, R>(source: &S, collect: impl FnO
 }
 
 #[cfg(test)]
-#[path = "hardware_counters_tests.rs"]
 mod tests;

@@ -124,5 +124,4 @@ pub fn matches_counting(mask: &[u16], name: &[u16], upcase: impl Fn(u16) -> u16)
 }
 
 #[cfg(test)]
-#[path = "wildcard_tests.rs"]
 mod tests;

@@ -541,5 +541,4 @@ pub const fn topdown_width(model: &PmuModel) -> Option<u8> {
 }
 
 #[cfg(test)]
-#[path = "events_tests.rs"]
 mod tests;

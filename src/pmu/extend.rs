@@ -71,5 +71,4 @@ pub const fn advance(previous_raw: u64, raw: u64, width: u8) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "extend_tests.rs"]
 mod tests;

@@ -2,8 +2,8 @@
 //! the hardware into exact 64-bit counts.
 //!
 //! The read runs with interrupts held off, so the handler and the reader never interleave; the tests
-//! (`fold_tests.rs`) place a wrap, and its interrupt, at every point of a read instead. The polling
-//! reader, which runs with interrupts enabled, is model-checked with loom (`poll_loom_tests.rs`).
+//! (`fold/tests.rs`) place a wrap, and its interrupt, at every point of a read instead. The polling
+//! reader, which runs with interrupts enabled, is model-checked with loom (`poll/loom_tests.rs`).
 //!
 //! Who touches what, why the read is exact, the memory orderings and the memory: `docs/pmu.md`.
 
@@ -364,5 +364,4 @@ impl Default for ProcessorCounters {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "fold_tests.rs"]
 mod tests;

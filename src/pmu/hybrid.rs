@@ -210,5 +210,4 @@ fn common_model(left: PmuModel, right: PmuModel) -> PmuModel {
 }
 
 #[cfg(test)]
-#[path = "hybrid_tests.rs"]
 mod tests;

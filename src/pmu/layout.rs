@@ -120,5 +120,4 @@ impl RegisterLayout {
 }
 
 #[cfg(test)]
-#[path = "layout_tests.rs"]
 mod tests;

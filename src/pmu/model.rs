@@ -382,5 +382,4 @@ fn checked(model: PmuModel) -> Detection {
 }
 
 #[cfg(test)]
-#[path = "model_tests.rs"]
 pub(crate) mod tests;

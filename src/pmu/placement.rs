@@ -550,9 +550,7 @@ fn general_purpose(
 }
 
 #[cfg(test)]
-#[path = "placement_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "placement_property_tests.rs"]
 mod property_tests;

@@ -141,9 +141,7 @@ impl<'a> PollCounters<'a> {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "poll_tests.rs"]
 mod tests;
 
 #[cfg(all(test, loom))]
-#[path = "poll_loom_tests.rs"]
 mod loom_tests;

@@ -345,5 +345,4 @@ fn number(units: &[u16], max: u32) -> Result<u32, Rejection> {
 }
 
 #[cfg(test)]
-#[path = "profile_tests.rs"]
 mod tests;

@@ -198,7 +198,7 @@ pub fn counts_as_planned(
 ///
 /// A collect checks one register ([`Self::intact_in_turn`]); the turns go round the checks in order,
 /// so a change to any checked register is found within as many reads of the processor as there are
-/// checks, whatever the phase of the rotation when it was made (`program_tests.rs`).
+/// checks, whatever the phase of the rotation when it was made (`program/tests.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Programming {
     /// Each check's register. The first `len` are the checks; the rest repeat them (check
@@ -286,5 +286,4 @@ impl Programming {
 }
 
 #[cfg(test)]
-#[path = "program_tests.rs"]
 mod tests;

@@ -231,5 +231,4 @@ impl Topdown {
 }
 
 #[cfg(test)]
-#[path = "topdown_tests.rs"]
 mod tests;

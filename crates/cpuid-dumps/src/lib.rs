@@ -1,5 +1,5 @@
 //! CPUID register values of real and synthetic processors, leaf by leaf: the one table that the driver's
-//! PMU detection tests (`src/pmu/model_tests.rs`, which says what each must be detected as) and the
+//! PMU detection tests (`src/pmu/model/tests.rs`, which says what each must be detected as) and the
 //! kernel double's CPU models (`crates/kernel-double/src/cpu/cpuid.rs`) both read.
 //!
 //! Unless marked *synthetic*, every value is copied from an AIDA64 CPUID dump in the InstLatx64

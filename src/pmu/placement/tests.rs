@@ -1,4 +1,4 @@
-//! The plan for every processor of the detection table (`model_tests.rs`), as exact register values.
+//! The plan for every processor of the detection table (`model/tests.rs`), as exact register values.
 
 use super::*;
 use crate::pmu::encoding::{EVTSEL_EDGE, EVTSEL_INT, EVTSEL_INV, FIXED_CTRL_PMI, evtsel};

@@ -2,7 +2,7 @@
 //! poll (IPI_LEVEL, another thread) on the same processor while the counter counts and wraps. Run:
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --lib pmu::poll`
 //!
-//! As in fold_loom_tests.rs, a mutex stands for the processor: the interrupting poll holds it for its
+//! A mutex stands for the processor: the interrupting poll holds it for its
 //! whole run; the timer poll holds it except at the interrupt points its raw-read closure opens (before
 //! and after the read, i.e. between its state load, its raw read and its compare-exchange).
 //! Checked: every poll returns the exact count at its raw read, the state only moves forward and never
