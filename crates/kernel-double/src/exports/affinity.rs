@@ -8,7 +8,7 @@
 //! its IRQL below DISPATCH_LEVEL, as the routines' documentation says. Without a system affinity a
 //! thread may run on any processor of its group and the double never moves it.
 
-use super::enter;
+use super::call::enter;
 use super::ke::ProcessorNumber;
 use crate::cpu::{DISPATCH_LEVEL, HIGH_LEVEL, topology};
 
@@ -39,7 +39,7 @@ fn processors_of(affinity: GroupAffinity) -> Option<Vec<u32>> {
 }
 
 /// Applies `affinity` (already validated into `processors`) to the calling thread.
-fn apply(call: &super::Call, affinity: GroupAffinity, processors: &[u32]) {
+fn apply(call: &super::call::Call, affinity: GroupAffinity, processors: &[u32]) {
     let current = call.kpcr.processor_index();
     let target = (!processors.contains(&current)).then(|| processors[0]);
     call.kpcr.set_system_affinity(affinity.group, affinity.mask, target);

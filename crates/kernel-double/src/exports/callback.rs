@@ -15,7 +15,7 @@
 //!
 //! [`outstanding`]: control::outstanding
 
-use super::{UnicodeString, enter, units_of};
+use super::call::{UnicodeString, enter, units_of};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, pmu};
 use crate::poison::IgnorePoison;
 use crate::status::*;

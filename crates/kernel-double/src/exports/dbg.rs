@@ -1,6 +1,6 @@
 //! DbgPrintEx (captured) and KeBugCheckEx (reported, then the process aborts).
 
-use super::enter;
+use super::call::enter;
 use crate::cpu::{HIGH_LEVEL, MAX_DEVICE_LEVEL};
 use crate::poison::IgnorePoison;
 use std::ffi::CStr;

@@ -16,7 +16,7 @@
 //!
 //! [`pending_in`]: control::pending_in
 
-use super::enter;
+use super::call::enter;
 use super::ke::ProcessorNumber;
 use crate::cpu::{self, DISPATCH_LEVEL, HIGH_LEVEL, PASSIVE_LEVEL, topology};
 use crate::poison::IgnorePoison;
@@ -115,7 +115,7 @@ fn with_queues<R>(f: impl FnOnce(&mut Queues) -> R) -> R {
     f(queues().get_or_insert_with(Queues::default))
 }
 
-fn check_initialised(call: &super::Call, dpc: *mut Kdpc) -> bool {
+fn check_initialised(call: &super::call::Call, dpc: *mut Kdpc) -> bool {
     // SAFETY: read only if non-null; the driver passes its KDPC.
     match unsafe { dpc.as_ref() } {
         Some(object) if object.kind == DPC_OBJECT && object.deferred_routine != 0 => true,

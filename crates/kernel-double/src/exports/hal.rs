@@ -58,7 +58,7 @@
 //! [`counter_table`]: control::counter_table
 //! [`set_interface`]: control::set_interface
 
-use super::enter;
+use super::call::enter;
 use super::faults::FaultPlan;
 use crate::cpu::cpuid;
 use crate::cpu::{HIGH_LEVEL, PASSIVE_LEVEL, msr, pmu, topology};
@@ -154,7 +154,7 @@ type Request = (Option<usize>, Option<u64>);
 ///
 /// # Safety
 /// `list` must be null or point to a PHYSICAL_COUNTER_RESOURCE_LIST with Count descriptors.
-unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Request, i32> {
+unsafe fn validate(list: *const u32, call: &super::call::Call) -> Result<Request, i32> {
     if list.is_null() {
         return Ok((None, None));
     }
@@ -212,7 +212,7 @@ unsafe fn validate(list: *const u32, call: &super::Call) -> Result<Request, i32>
 unsafe fn affinity_processors(
     affinity: usize,
     count: u32,
-    call: &super::Call,
+    call: &super::call::Call,
 ) -> Result<Option<BTreeSet<u32>>, i32> {
     if affinity == 0 {
         return Ok(None);
@@ -378,7 +378,7 @@ pub unsafe extern "win64" fn hal_free_hardware_counters(handle: usize) -> i32 {
 /// modification (observed in decompiled Windows 10/11 HAL builds, `EmonIsModifiedByBadActorInternal`):
 /// a client that leaves one clear stops every later HAL user (WPR/xperf PMC sampling) on that counter
 /// until the processor is reset. Each processor whose enables the client left clear is a violation.
-fn check_enables_given_back(call: &super::Call, allocation: &Allocation) {
+fn check_enables_given_back(call: &super::call::Call, allocation: &Allocation) {
     for vp in (0..topology::processor_count()).filter(|&vp| holds(allocation, vp)) {
         let cleared = pmu::power_on_enables_cleared(vp);
         if cleared != 0 {

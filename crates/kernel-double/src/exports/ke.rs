@@ -4,7 +4,7 @@
 //! Every dispatcher object's state lives in the driver's own memory (DISPATCHER_HEADER.SignalState), as
 //! on Windows; one host mutex serialises all of them and one condition variable wakes waiters.
 
-use super::enter;
+use super::call::enter;
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
@@ -86,7 +86,7 @@ pub unsafe extern "win64" fn ke_initialize_event(event: *mut DispatcherHeader, k
     };
 }
 
-fn check_event(call: &super::Call, event: *mut DispatcherHeader) -> bool {
+fn check_event(call: &super::call::Call, event: *mut DispatcherHeader) -> bool {
     // SAFETY: only read if non-null; the driver passes a KEVENT it initialised.
     let kind = unsafe { event.as_ref() }.map(|header| header.kind);
     match kind {

@@ -2,7 +2,8 @@
 //! from the exports of the kernel the loaded image was bound to, so a routine its build lacks
 //! ([`crate::kernel_build`]) is not found.
 
-use super::{Registry, UnicodeString, enter, units_of};
+use super::Registry;
+use super::call::{UnicodeString, enter, units_of};
 use crate::cpu::PASSIVE_LEVEL;
 use crate::poison::IgnorePoison;
 use std::sync::RwLock;

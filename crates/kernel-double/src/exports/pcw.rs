@@ -21,8 +21,9 @@
 //! [`register_calls`]: control::register_calls
 //! [`create_instance_calls`]: control::create_instance_calls
 
+use super::call::{UnicodeString, enter, units_of};
 use super::faults::FaultPlan;
-use super::{UnicodeString, enter, rtl, units_of};
+use super::rtl;
 use crate::cpu::{self, APC_LEVEL, PASSIVE_LEVEL};
 use crate::poison::IgnorePoison;
 use crate::status::*;

@@ -13,8 +13,8 @@
 //!
 //! [`guard_fault`]: control::guard_fault
 
+use super::call::{Call, enter};
 use super::faults::FaultPlan;
-use super::{Call, enter};
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL};
 use crate::poison::IgnorePoison;
 use crate::status::STATUS_INSUFFICIENT_RESOURCES;

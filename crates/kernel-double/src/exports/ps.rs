@@ -8,7 +8,7 @@
 //! are counted, and the object is freed when the last one goes. The thread object is also the thread's
 //! KTHREAD: `gs:[0x188]` (KeGetCurrentThread) gives it inside the thread.
 
-use super::enter;
+use super::call::enter;
 use super::faults::FaultPlan;
 use super::ke::{DispatcherHeader, THREAD_OBJECT, signal_and};
 use crate::cpu::{self, DISPATCH_LEVEL, PASSIVE_LEVEL, topology};

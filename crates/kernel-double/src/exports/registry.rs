@@ -19,7 +19,7 @@
 //!
 //! [`set_value`]: control::set_value
 
-use super::{UnicodeString, enter, units_of};
+use super::call::{UnicodeString, enter, units_of};
 use crate::cpu::PASSIVE_LEVEL;
 use crate::poison::IgnorePoison;
 use crate::status::*;

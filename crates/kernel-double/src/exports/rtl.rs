@@ -1,6 +1,6 @@
 //! RtlUpcaseUnicodeChar and the C memory routines ntoskrnl exports.
 
-use super::enter;
+use super::call::enter;
 use crate::cpu::{DISPATCH_LEVEL, HIGH_LEVEL};
 
 /// The kernel's upcase of one UTF-16 code unit: a 1:1 table, so characters whose upper case is not a

@@ -17,7 +17,7 @@
 //! Acquiring also raises the IRQL through the KPCR, so Force IRQL Checking (the loader's PAGE
 //! trimming) sees spin lock holders as it sees `mov cr8`.
 
-use super::{Call, enter};
+use super::call::{Call, enter};
 use crate::cpu::DISPATCH_LEVEL;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
