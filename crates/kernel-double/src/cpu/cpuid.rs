@@ -348,7 +348,7 @@ pub fn model_of(vp: u32) -> &'static CpuModel {
 /// CPUID(leaf, subleaf) on the current virtual processor (processor 0 outside one): [EAX, EBX, ECX,
 /// EDX], zeros for a leaf not in its model's table.
 pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
-    let vp = super::current_if_any().map_or(0, super::Kpcr::processor_index);
+    let vp = super::kpcr::current_if_any().map_or(0, super::kpcr::Kpcr::processor_index);
     cpuid_on(vp, leaf, subleaf)
 }
 

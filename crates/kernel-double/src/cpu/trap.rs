@@ -17,8 +17,8 @@
 //! the double's locks, so taking them here cannot deadlock; it may allocate for the same reason (the
 //! driver's code is never inside the host's malloc).
 
-use super::DISPATCH_LEVEL;
-use super::{Kpcr, cpuid, current_if_any, msr, pmu};
+use super::kpcr::{DISPATCH_LEVEL, Kpcr, current_if_any};
+use super::{cpuid, msr, pmu};
 use crate::{image_map, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;
@@ -122,7 +122,7 @@ pub fn set_guard_fault_describer(describe: fn(u64) -> Option<String>) {
 /// a special pool guard page (the fake pool's, which [`set_guard_fault_describer`] names: fatal).
 /// Returns true if the page was paged back in (retry the instruction), false if the fault is neither.
 fn checked_fault(rip: u64, address: u64) -> bool {
-    let irql = current_if_any().map_or(super::PASSIVE_LEVEL, Kpcr::irql);
+    let irql = current_if_any().map_or(super::kpcr::PASSIVE_LEVEL, Kpcr::irql);
     let (at, why) = match image_map::pageable_fault(address, irql, irql >= DISPATCH_LEVEL) {
         image_map::PageableFault::PagedIn => return true,
         image_map::PageableFault::Violation(why) => ("Force IRQL Checking", why),
