@@ -43,7 +43,9 @@ impl Atom {
     /// The workload event (see `super::pmu::RATES`) an event select of this core counts, if one of its
     /// top-down events.
     pub fn event(self, event: u64, umask: u64) -> Option<usize> {
-        use super::pmu::{ATOM_BACKEND_BOUND, ATOM_BAD_SPECULATION, ATOM_FRONTEND_BOUND, ATOM_RETIRING};
+        use super::pmu::workload::{
+            ATOM_BACKEND_BOUND, ATOM_BAD_SPECULATION, ATOM_FRONTEND_BOUND, ATOM_RETIRING,
+        };
         match (event, umask) {
             (0x71, 0) => Some(ATOM_FRONTEND_BOUND),
             (0x74, 0) => Some(ATOM_BACKEND_BOUND),

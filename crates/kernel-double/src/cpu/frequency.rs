@@ -8,7 +8,8 @@
 //! corrupts another user's numbers: the double records any write as a violation. Without the CPUID
 //! bit they do not exist, and an access is a #GP (a violation).
 
-use super::{cpuid, pmu};
+use super::cpuid;
+use super::pmu::workload as pmu;
 use crate::poison::IgnorePoison;
 use std::sync::Mutex;
 
