@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod error;
 mod model;
 mod names;
 mod parse;
@@ -10,8 +11,7 @@ mod rust;
 mod summary;
 mod types;
 
-use std::fmt;
-
+pub use error::{CompileError, ManifestError};
 pub use model::{Counter, CounterSet, DetailLevel, Field, Instances, Layout, Manifest, Provider};
 pub use names::{counter_constant, screaming_snake_case, snake_case};
 pub use parse::{COUNTERS_NAMESPACE, DEFAULT_CULTURE, MAX_COUNTER_ID, is_guid, parse};
@@ -29,53 +29,6 @@ pub use types::{COUNTER_TYPES, CounterType, UNSUPPORTED_SCHEMA_TYPES};
 /// build script writes it next to the generated code, and the driver includes it as its `pcw` module
 /// (or re-exports its items from there). The text is the crate's `contract/pcw.rs`.
 pub const PCW_CONTRACT: &str = include_str!("../contract/pcw.rs");
-
-/// A manifest error at a position: displays as `file:line:column: reason`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ManifestError {
-    /// The manifest as the caller named it.
-    pub file: String,
-    /// 1-based.
-    pub line: u32,
-    /// 1-based, in characters.
-    pub column: u32,
-    /// What is wrong, and where useful what would be right.
-    pub reason: String,
-}
-
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.reason)
-    }
-}
-
-impl std::error::Error for ManifestError {}
-
-/// Why [`compile`] failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CompileError {
-    /// The manifest is malformed or breaks a rule.
-    Manifest(ManifestError),
-    /// The package version cannot be written as VERSIONINFO's four 16-bit numbers.
-    Version(String),
-}
-
-impl fmt::Display for CompileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CompileError::Manifest(error) => error.fmt(f),
-            CompileError::Version(reason) => write!(f, "cannot write the VERSIONINFO resource: {reason}"),
-        }
-    }
-}
-
-impl std::error::Error for CompileError {}
-
-impl From<ManifestError> for CompileError {
-    fn from(error: ManifestError) -> Self {
-        CompileError::Manifest(error)
-    }
-}
 
 /// Everything generated from one manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]

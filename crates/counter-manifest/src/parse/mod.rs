@@ -14,7 +14,7 @@ mod validate;
 
 use roxmltree::{Attribute, Document, Node};
 
-use crate::ManifestError;
+use crate::error::ManifestError;
 use crate::model::Manifest;
 use crate::names::is_c_identifier;
 
