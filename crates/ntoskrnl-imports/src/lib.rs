@@ -1,17 +1,13 @@
-//! Kernel exports that windows-sys binds to the wrong module, bound here to `ntoskrnl.exe`.
+//! Kernel exports that windows-sys binds to the wrong module, bound here to `ntoskrnl.exe`: windows-sys
+//! 0.61 declares `DbgPrintEx` (and most `Rtl*` helpers) as imports from `ntdll.dll`, the user-mode
+//! library, which a driver cannot import (the kernel loader would refuse the image).
 //!
-//! windows-sys 0.61 declares `DbgPrintEx` (and most `Rtl*` helpers) as imports from `ntdll.dll`, the
-//! user-mode library, which a driver cannot import: the kernel loader would refuse the image. These
-//! declarations name the module that really exports them to drivers.
-//!
-//! Why a separate crate: raw-dylib imports of the same symbol from two modules do not conflict at link
-//! time; the linker simply takes the first definition it meets. windows-sys's rlib carries its ntdll
-//! import members and comes before the driver crate's own import library on the link line, so a
-//! declaration in the driver crate loses. rustc places every crate before the crates it depends on, so
-//! this crate, which depends on windows-sys, comes first and its bindings win. The driver's binary
-//! check (tests/binary_checks.rs) fails if an import ever names ntdll.dll again.
-//!
-//! On non-Windows hosts the declarations exist but are never linked.
+//! Why a separate crate: raw-dylib imports of one symbol from two modules do not conflict at link time;
+//! the linker takes the first definition it meets. windows-sys's rlib carries its ntdll import members
+//! and comes before the driver crate's own import library on the link line, so a declaration in the
+//! driver crate loses; rustc places every crate before the crates it depends on, so this crate, which
+//! depends on windows-sys, comes first and its bindings win. The driver's binary check
+//! (tests/binary_checks.rs) fails if an import ever names ntdll.dll again.
 //!
 //! ```text
 //! ULONG  DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)   any IRQL <= DIRQL
@@ -19,13 +15,14 @@
 //! NTSTATUS ZwClose(HANDLE Handle)                                         PASSIVE_LEVEL
 //! NTSTATUS ZwWaitForSingleObject(HANDLE, BOOLEAN, PLARGE_INTEGER)         PASSIVE_LEVEL
 //! NTSTATUS ZwOpenKey(PHANDLE, ACCESS_MASK, POBJECT_ATTRIBUTES)               PASSIVE_LEVEL
-//! NTSTATUS ZwQueryValueKey(HANDLE, PUNICODE_STRING, KEY_VALUE_INFORMATION_CLASS, PVOID, ULONG, PULONG)
-//!                                                                            PASSIVE_LEVEL
+//! NTSTATUS ZwQueryValueKey(HANDLE, PUNICODE_STRING, KEY_VALUE_INFORMATION_CLASS, PVOID, ULONG,
+//!                          PULONG)                                           PASSIVE_LEVEL
 //! ```
 #![no_std]
 
 use core::ffi::{c_char, c_int, c_void};
 
+// On non-Windows hosts the declarations exist but are never linked.
 #[cfg_attr(windows, link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim"))]
 unsafe extern "C" {
     /// `ULONG DbgPrintEx(ULONG ComponentId, ULONG Level, PCSTR Format, ...)`: callable up to DIRQL when

@@ -1,47 +1,12 @@
 //! Builds and reads a driver catalog: a PKCS #7 SignedData whose content is a Microsoft Certificate
 //! Trust List (CTL, 1.3.6.1.4.1.311.10.1) with entries keyed by file hash.
 //!
-//! ```text
-//! ContentInfo { signedData, [0] SignedData {
-//!   version 1, digestAlgorithms {}, contentInfo { szOID_CTL, [0] CertificateTrustList }, signerInfos {} } }
-//! CertificateTrustList ::= SEQUENCE {
-//!   subjectUsage      SEQUENCE { szOID_CATALOG_LIST 1.3.6.1.4.1.311.12.1.1 },
-//!   listIdentifier    OCTET STRING (16 bytes: a GUID in MakeCat, derived from the members here),
-//!   thisUpdate        UTCTime,
-//!   subjectAlgorithm  { szOID_CATALOG_LIST_MEMBER2 1.3.6.1.4.1.311.12.1.3 (version 2) or
-//!                       szOID_CATALOG_LIST_MEMBER 1.3.6.1.4.1.311.12.1.2 (version 1), NULL },
-//!   trustedSubjects   SEQUENCE OF SEQUENCE {        -- sorted by subjectIdentifier
-//!     subjectIdentifier OCTET STRING,
-//!     attributes        SET OF SEQUENCE { type OID, values SET OF ANY } },
-//!   ctlExtensions [0] SEQUENCE OF Extension { CAT_NAMEVALUE, OCTET STRING CatNameValue }
-//!                     -- catalog-level attributes: "OSAttr" = "2:10.0", "OS" = "_v100_X64" }
-//! CatNameValue ::= SEQUENCE { BMPString name, INTEGER 0x10010001, OCTET STRING UTF-16LE value + NUL }
-//! ```
-//!
-//! Version 2 (the default; SHA-256), laid out as MakeCat writes it for `CatalogVersion=2`,
-//! `HashAlgorithms=SHA256`. Checked once, by hand, against such a MakeCat catalog (osslsigncode's test
-//! file tests/files/unsigned.cat and the files it lists): the flat-file entries come out byte for byte
-//! the same, and so do the PE image hashes (SHA-256 and SHA-1); MakeCat's PE entry differs only by the
-//! page hashes it was asked for. Per file one entry with subjectIdentifier = the raw SHA-256 hash and
-//!   CAT_MEMBERINFO2 1.3.6.1.4.1.311.12.2.3: an empty `[0]` for a PE file, `[2]` for a flat file (what
-//!     MakeCat wrote for those kinds; `[1]` was its CAB file);
-//!   CAT_NAMEVALUE 1.3.6.1.4.1.311.12.2.1: "File" = name, "OSAttr" = "2:10.0";
-//!   SPC_INDIRECT_DATA 1.3.6.1.4.1.311.2.1.4: SpcIndirectDataContent {
-//!     data { SPC_PE_IMAGE_DATA 1.3.6.1.4.1.311.2.1.15 (Authenticode image hash) or
-//!            SPC_CAB_DATA 1.3.6.1.4.1.311.2.1.25 (flat hash of the whole file), link },
-//!     messageDigest { { sha256, NULL }, hash } },
-//! and one more entry keyed by the raw SHA-1 hash carrying only CAT_MEMBERINFO2, so that SHA-1
-//! lookups find the file too.
-//!
-//! Version 1 (`CatalogVersion::V1`; SHA-1 only), as CryptCATPersistStore fills the CTL: one entry per
-//! file with subjectIdentifier = the upper-case hex SHA-1 hash as UTF-16LE with a NUL, and the
-//! attributes SPC_INDIRECT_DATA (sha1), CAT_MEMBERINFO 1.3.6.1.4.1.311.12.2.2 { BMPString SIP GUID,
-//! INTEGER 512 } and the same name-values.
-//!
-//! The structures are RustCrypto types encoded by `der` (see [`crate::ctl`], which also says what
-//! stays by hand); `read` parses a catalog back with the same types. The bytes are pinned by
-//! tests/unsigned_bytes.rs and were the same as the earlier hand-written encoder's for the package's
-//! own catalog, versions 1 and 2.
+//! Version 2 (the default; SHA-256) is laid out as MakeCat writes it for `CatalogVersion=2`,
+//! `HashAlgorithms=SHA256`, checked once by hand against such a MakeCat catalog; version 1
+//! (`CatalogVersion::V1`; SHA-1 only) as CryptCATPersistStore fills the CTL. The structures are
+//! RustCrypto types encoded by `der` (see [`crate::ctl`], which also says what stays by hand); `read`
+//! parses a catalog back with the same types. The bytes are pinned by tests/unsigned_bytes.rs. The
+//! ASN.1 layout and every entry's attributes: `docs/catalog.md`.
 
 use std::fmt;
 use std::time::Duration;

@@ -1,57 +1,14 @@
 //! PDH's calculations: a displayed value from two raw samples of one counter (and of its base), per
 //! counter type, and perflib's `_Total` aggregation of raw values ([`Aggregate`]).
 //!
-//! The formulas and the field widths are Microsoft's sample of how a consumer computes each type from
-//! the raw data ("Calculating Counter Values",
-//! <https://learn.microsoft.com/windows/win32/perfctrs/calculating-counter-values>, which reads the
-//! fields as "Retrieving Counter Data" does,
-//! <https://learn.microsoft.com/windows/win32/perfctrs/retrieving-counter-data>), with the types'
-//! formulas of WMI's counter type pages
-//! (<https://learn.microsoft.com/windows/win32/wmisdk/counter-algorithm-counter-types>):
-//!
-//! * `perf_counter_rawcount`, `perf_counter_large_rawcount`: N1.
-//! * `perf_counter_counter`, `perf_counter_bulk_count`: (N1-N0) / ((T1-T0)/F).
-//! * `perf_counter_delta`, `perf_counter_large_delta`: N1-N0.
-//! * `perf_average_bulk`: (N1-N0) / (B1-B0), B the PERF_AVERAGE_BASE counter that follows.
-//! * `perf_average_timer`: ((N1-N0)/F) / (B1-B0).
-//! * `perf_sample_fraction`: 100 (N1-N0) / (B1-B0), B the PERF_SAMPLE_BASE that follows.
-//! * `perf_raw_fraction`, `perf_large_raw_fraction`: 100 N1 / B1 (one sample).
-//! * `perf_100nsec_timer`: 100 (N1-N0) / (T1-T0), T in 100 ns units (the double's clock is 10 MHz).
-//! * `perf_precision_100ns_timer`: 100 (N1-N0) / (D1-D0), D the 64-bit PERF_PRECISION_TIMESTAMP
-//!   (winperf.h: `#define PERF_PRECISION_TIMESTAMP PERF_LARGE_RAW_BASE`) that follows.
-//! * `perf_elapsed_time`: (T1-N1)/F.
-//!
-//! **Widths.** A type's size bits (winperf.h: PERF_SIZE_DWORD, a 32-bit field; PERF_SIZE_LARGE, 64
-//! bits) say how much of the block the consumer reads: the sample reads a PERF_SIZE_DWORD counter as
-//! `(ULONGLONG)(*(DWORD*)pData)` and a DWORD base (PERF_SAMPLE_BASE, PERF_AVERAGE_BASE) as
-//! `(LONGLONG)(*(DWORD*)pData)`, zero-extended, and a PERF_PRECISION_TIMESTAMP as a 64-bit LONGLONG.
-//! So nothing is computed modulo 2^32:
-//!
-//! * a counter whose data went down (a 32-bit counter that wrapped) is dropped ("Check for integer
-//!   overflow or bad data from provider (the data from sample 2 must be greater than the data from
-//!   sample 1)"): here `PDH_CALC_NEGATIVE_VALUE` (pdhmsg.h);
-//! * the denominator is `LONGLONG denominator = pSample2->Time - pSample1->Time`: a 32-bit base that
-//!   wrapped once gives a negative denominator, here `PDH_CALC_NEGATIVE_DENOMINATOR` (pdhmsg.h: "A
-//!   counter with a negative denominator value was detected"); one that wrapped more than once between
-//!   the samples, or wrapped and came back above its old value, gives a positive denominator that is
-//!   wrong by a multiple of 2^32, and a wrong value that nothing flags. A 64-bit base's difference is
-//!   the LONGLONG difference, right modulo 2^64.
-//!
-//! A counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a time delta below
-//! zero is `PDH_CALC_NEGATIVE_TIMEBASE`. A zero denominator shows 0, as PDH does.
-//!
-//! **The cap.** [`format()`] is what PdhGetFormattedCounterValue and PdhGetFormattedCounterArray add to
-//! the calculation: a value above 100 of a percent-display type (winperf.h's PERF_DISPLAY_PERCENT in
-//! the type's display bits: the fractions and timers) is shown as 100 unless the caller passes
-//! PDH_FMT_NOCAP100 ("Counter values greater than 100 ... will not be reset to 100. The default
-//! behavior is that counter values are capped at a value of 100.", Learn,
-//! <https://learn.microsoft.com/windows/win32/api/pdh/nf-pdh-pdhgetformattedcountervalue>). Who passes
-//! it is each consumer's own source: windows_exporter's formatted array path does not
-//! (`internal/pdh/pdh.go` in prometheus-community/windows_exporter: GetFormattedCounterArrayDouble
-//! passes `FmtDouble` alone), and Grafana Alloy embeds that collector; perfmon, Get-Counter,
-//! Telegraf's win_perf_counters, the OpenTelemetry windowsperfcounters receiver and .NET's
-//! CounterSampleCalculator do. Rates and raw counts are never capped (their display is not a
-//! percentage).
+//! The formulas and field widths are Microsoft's sample of how a consumer computes each type from the
+//! raw data ("Calculating Counter Values", Learn), with the types' formulas of WMI's counter type
+//! pages: a 32-bit field is read zero-extended, so nothing is computed modulo 2^32 (a counter that
+//! went down is `PDH_CALC_NEGATIVE_VALUE`, a base that wrapped `PDH_CALC_NEGATIVE_DENOMINATOR`); a
+//! counter that needs two samples shows nothing on the first ([`Value::NoValue`]); a zero denominator
+//! shows 0. [`format()`] adds what PdhGetFormattedCounterValue adds: a percentage above 100 shown as
+//! 100 unless the caller passes PDH_FMT_NOCAP100, which each consumer's own source says whether it
+//! does. Every formula, width and cap with its source: `docs/kernel-double.md`, "PDH's calculations".
 
 use counter_manifest::CounterType;
 

@@ -1,62 +1,15 @@
 //! HalAllocateHardwareCounters / HalFreeHardwareCounters (one owner at a time, resource list
 //! validation) and KeQueryPerformanceCounter (10 MHz, monotonic).
 //!
-//! **Hyper-V.** In a Hyper-V guest without PMU passthrough HalAllocateHardwareCounters still succeeds,
-//! though there are no counters behind the handle: the double does the same whatever CPU model is
-//! presented (with [`crate::cpu::cpuid::PmuKind::None`] any access to a PMU register the model lacks
-//! is then a violation, as it would #GP on the real machine). A driver must decide from CPUID, before
-//! calling the HAL, whether there is a PMU at all; [`allocation_calls`] lets a test check it never asked.
-//!
-//! **Per vendor** (observed in decompiled Windows 10/11 HAL builds, consistent across several builds;
-//! not documented). HalAllocateHardwareCounters first asks the HAL's PMU arbiter, which answers
-//! STATUS_DEVICE_BUSY while another arbiter actor holds the PMU ([`set_arbiter_busy`]). The whole-PMU
-//! form (GroupAffinity and ResourceList NULL) then works for every vendor while nobody holds a counter.
-//! A resource list goes to the profile interface's resource-list entry, which only the Intel
-//! interface implements, and only Intel with architectural perfmon version 2 or later takes an
-//! Overflow descriptor: elsewhere the list form fails with STATUS_INSUFFICIENT_RESOURCES, or, as one
-//! older build does ([`ListRefusal::NullHandle`]), returns STATUS_SUCCESS with the handle left NULL. On
-//! AMD the HAL's PMI handler never calls a client's overflow handler and neither reads nor clears
-//! PerfMonV2's global status (the virtual PMU never delivers a PMI there: no handler is registered).
-//!
-//! **Group affinity.** An allocation holds its counters on the processors its GROUP_AFFINITY array
-//! names, every processor when GroupAffinity is NULL ("a set of GROUP_AFFINITY structures indicating
-//! which processors' counter resources the consumer requests. If this parameter is NULL, then the
-//! request indicates an allocation across all processors in the system": Microsoft Learn,
-//! HalAllocateHardwareCounters). A counter has one holder per processor, so a request is refused
-//! (STATUS_INSUFFICIENT_RESOURCES) only where it names a counter already held on one of its
-//! processors, or where either is the whole PMU; one client may hold several allocations, each freed
-//! by its own handle, and the HAL calls, on the interrupted processor, the overflow handler of the
-//! allocation holding that processor. Decompiled Windows 11 builds agree (nohuto/decompiled-pseudocode,
-//! `11-24H2/ntoskrnl`): `EmonAllocateResources` runs `EmonMarkCountersReserved` on each processor of
-//! the affinity, which fails if one of the counters is already reserved there and records the mask
-//! per processor, and the overflow handler (`EmonOverflowHandlerInternalV2Enhanced`) calls each
-//! reservation's handler with the status bits of its mask on the interrupted processor. Another
-//! client may take a counter the driver leaves free on the same processors
-//! ([`allocate_for_another_client`]). [`allocation_log`] records every allocation granted to the
-//! driver, its processors and counters.
-//!
-//! **The caller's processor.** Before reserving, the Intel interface checks every counter a list names
-//! against a counter table: on Windows 11 24H2 the table of the processor the caller runs on, built
-//! from CPUID leaf 0x23 only where CPUID.(7,1):EAX\[8\] says it is valid, else from leaf 0xA; on
-//! older builds (and with 24H2's Original interface, [`set_interface`]) counts read from leaf 0xA on
-//! processor 0. A counter outside it is
-//! STATUS_INVALID_PARAMETER, whatever the affinity's processors have (`hal/table.rs`, with the sources):
-//! so on an Alder Lake hybrid no list with fixed counter 3 is ever granted, and on a Meteor Lake one
-//! only from a performance core on 24H2. [`counter_table`] gives the table a call on a processor meets.
-//!
-//! **Fault injection.** [`fail_allocation`] makes the call with a given sequence number (see
-//! [`allocation_calls`]) fail with a chosen status and a NULL handle, after the arguments have been
-//! validated and without changing the owner: STATUS_INSUFFICIENT_RESOURCES (another client owns the
-//! counters), STATUS_NOT_SUPPORTED or STATUS_INVALID_PARAMETER (a HAL that does not take the resource
-//! list or its Overflow descriptor), or any other status.
-//!
-//! [`allocation_calls`]: control::allocation_calls
-//! [`set_arbiter_busy`]: control::set_arbiter_busy
-//! [`allocation_log`]: control::allocation_log
-//! [`fail_allocation`]: control::fail_allocation
-//! [`allocate_for_another_client`]: control::allocate_for_another_client
-//! [`counter_table`]: control::counter_table
-//! [`set_interface`]: control::set_interface
+//! HalAllocateHardwareCounters behaves as decompiled Windows 10/11 HAL builds do: the PMU arbiter's
+//! STATUS_DEVICE_BUSY ([`set_arbiter_busy`](control::set_arbiter_busy)), success without counters in a
+//! Hyper-V guest, resource lists and Overflow descriptors taken by the Intel interface alone, counters
+//! held per processor of the allocation's group affinity (so another client may hold what the driver
+//! leaves, [`allocate_for_another_client`](control::allocate_for_another_client)), each list checked
+//! against the counter table of the caller's processor or of processor 0 by Windows build
+//! (`hal/table.rs`), and a chosen call failed on demand ([`fail_allocation`](control::fail_allocation)).
+//! The observations, their sources and what each means for a driver: `docs/kernel-double.md`, "The
+//! fake HAL's counter allocation".
 
 use super::call::enter;
 use super::faults::FaultPlan;

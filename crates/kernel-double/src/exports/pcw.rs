@@ -1,25 +1,18 @@
 //! The kernel Performance Counter Library: registrations, instances made with PcwCreateInstance, and
 //! the callback, which a test (standing in for perflib) calls from any number of threads through
-//! [`add_counter`], [`remove_counter`], [`enumerate`] and [`collect`].
+//! [`control::add_counter`], [`control::remove_counter`], [`control::enumerate`] and
+//! [`control::collect`].
 //!
 //! PcwRegister validates and copies the registration (version, name, descriptors); instances and
 //! PcwAddInstance validate their data blocks against the descriptors, ids and names (unique ignoring
 //! case); PcwUnregister waits for running callbacks and refuses new ones.
 //!
-//! Fault injection: [`fail_register`] and [`fail_create_instance`] make the call with a given sequence
-//! number ([`register_calls`], [`create_instance_calls`]) fail with a chosen status, after the
-//! arguments are validated and with nothing registered or created. PCW's own failures are
-//! STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or the instance) and
-//! STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup on either.
-//!
-//! [`add_counter`]: control::add_counter
-//! [`remove_counter`]: control::remove_counter
-//! [`enumerate`]: control::enumerate
-//! [`collect`]: control::collect
-//! [`fail_register`]: control::fail_register
-//! [`fail_create_instance`]: control::fail_create_instance
-//! [`register_calls`]: control::register_calls
-//! [`create_instance_calls`]: control::create_instance_calls
+//! Fault injection: [`control::fail_register`] and [`control::fail_create_instance`] make the call
+//! with a given sequence number ([`control::register_calls`], [`control::create_instance_calls`]) fail
+//! with a chosen status, after the arguments are validated and with nothing registered or created.
+//! PCW's own failures are STATUS_INSUFFICIENT_RESOURCES (no memory for the copy of the registration or
+//! the instance) and STATUS_INVALID_PARAMETER_n (an argument it refuses); a driver must undo its setup
+//! on either.
 
 use super::call::{UnicodeString, enter, units_of};
 use super::faults::FaultPlan;

@@ -9,7 +9,7 @@
 //! cycles counter by 99% of 2^48 (so it wraps on almost every step) and the other counters by their
 //! fixed ratios. Overflow interrupts are delivered between the emulated instructions of whoever
 //! occupies the processor (a collector's broadcast worker, at IPI_LEVEL, which PROFILE_LEVEL
-//! interrupts on x64) or, when it is free, by the workload thread as that processor (cpu/pmu.rs).
+//! interrupts on x64) or, when it is free, by the workload thread as that processor (cpu/pmu/delivery.rs).
 //! Each 48-bit counter may wrap at most 65535 times before its 64-bit total would itself wrap, which
 //! caps the steps per processor: 16 processors give the 10^6 interrupts. The storm stops at its
 //! interrupt count; one that cannot reach it within its time limit fails.

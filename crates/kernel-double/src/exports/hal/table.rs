@@ -1,30 +1,12 @@
 //! Which counters the HAL's Intel profile interface lets a resource list name, as each Windows build
-//! computes them. Read in decompiled Windows 11 ntoskrnl builds (the HAL is merged into it), in the
-//! public repository nohuto/decompiled-pseudocode (folders `11-22H2/ntoskrnl` and `11-24H2/ntoskrnl`):
-//!
-//! * **Before 24H2** (`EmonReserveProfileResources`, 22H2 and older): every counter a list names must
-//!   lie within `(1 << EmonNumberArchCounters) - 1 | ((1 << EmonNumberFixedCounters) - 1) << 32`,
-//!   else STATUS_INVALID_PARAMETER. Both counts are globals that `EmonInitializeProfiling` sets on
-//!   processor 0 alone, from CPUID.0AH: EAX\[15:8\] general-purpose counters and, with perfmon version
-//!   2 or later, EDX\[3:0\] fixed counters. The caller's processor does not matter. The repository
-//!   holds Windows 11 builds only (21H2 and 22H2 have this same function); the double gives Windows
-//!   10 builds (1903, 2004) the same check, the older of the two that decompiled code shows.
-//! * **24H2** (`EmonReserveProfileResourcesEnhanced`): the list must lie within
-//!   `EmonGetCountersBitmap(KeGetPcr()->Prcb.Number, 1) << 32 | EmonGetCountersBitmap(.., 0)`, the
-//!   counter table of the processor the *caller* runs on, whatever the GroupAffinity names. Each
-//!   processor builds its own table (`EmonInitializeProfilingEnhanced`): from CPUID leaf 0x23 (subleaf
-//!   0 EAX bit 1 valid: subleaf 1 EAX the general-purpose bitmap, EBX the fixed one) only when
-//!   CPUID.(EAX=7,ECX=1):EAX\[8\] is set; else from CPUID.0AH as above, on that processor. On Alder
-//!   and Raptor Lake, whose leaf 0xA reports only the counters every core has (6 + 3 on an i9-12900K:
-//!   Linux commit ee72a94ea4a6), no processor's table has fixed counter 3 or general-purpose 6 and 7.
-//!   24H2 also carries the older interface behind a feature flag (`Feature_Test52061194`, read where
-//!   `HalpProfileInterface` is chosen): `EmonReserveProfileResourcesOriginal` checks the caller's
-//!   table too, but `EmonInitializeProfilingOriginal` fills every processor's table on processor 0,
-//!   from its leaf 0xA counts, so it checks what older builds check. The double presents the
-//!   Enhanced interface unless a test chooses the Original one ([`set_interface`]).
-//!
-//! Reservation itself (`EmonAllocateResources` running `EmonMarkCountersReserved` on each processor
-//! of the affinity) is per processor and per counter: that is [`super::Allocation::conflicts`].
+//! computes them (decompiled Windows 11 ntoskrnl builds, in the public repository
+//! nohuto/decompiled-pseudocode): before 24H2, the general-purpose and fixed counter counts of
+//! processor 0's CPUID leaf 0xA, whatever processor calls; on 24H2, the counter table of the processor
+//! the caller runs on, from CPUID leaf 0x23 where CPUID.(EAX=7,ECX=1):EAX\[8\] says it is valid, else
+//! from that processor's leaf 0xA; or, with 24H2's Original interface ([`set_interface`]), processor
+//! 0's leaf 0xA counts again. Reservation itself is per processor and per counter:
+//! [`super::Allocation::conflicts`]. The decompiled functions and what they compute, build by build:
+//! `docs/kernel-double.md`, "The HAL's counter tables by Windows build".
 
 use crate::cpu::cpuid;
 use crate::kernel_build::{self, WINDOWS_11_24H2};
