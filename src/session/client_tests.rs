@@ -23,7 +23,7 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     assert_eq!(client.state(), PmuState::Active as u32);
     for processor in 0..PROCESSORS {
         for assignment in plan.iter() {
-            if let crate::pmu::placement::Slot::General(_) = assignment.slot {
+            if let crate::pmu::placement::HardwareCounter::General(_) = assignment.hardware {
                 assert_eq!(client.msr(processor, assignment.control_msr), assignment.control);
             }
         }

@@ -9,7 +9,7 @@ use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
-use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS, TABLE};
+use crate::pmu::fold::{COUNTERS, OwnRankPlacements, OwnedMask, Placement, TABLE};
 use crate::pmu::hybrid::Machine;
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{Assignment, CounterPlan};
@@ -18,7 +18,7 @@ use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
 
-/// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
+/// [`read_held`] for a plan with a counter lacking an rdpmc index or a placement.
 fn read_placed<M: Msrs>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
@@ -29,8 +29,8 @@ fn read_placed<M: Msrs>(
     paired: Paired,
 ) {
     let assignments = plan.as_slice();
-    let slots = PlannedSlots { assignments, placements, paired };
-    read_held(processor, published, assignments.len(), msrs, status_register, &slots)
+    let counters = PlannedCounters { assignments, placements, paired };
+    read_held(processor, published, assignments.len(), msrs, status_register, &counters)
 }
 
 /// Polls each counter (no overflow interrupt). A counter below its last value is taken for a wrap
@@ -52,12 +52,12 @@ fn read_polled<M: Msrs>(
     paired: Paired,
     msrs: &mut M,
 ) -> bool {
-    for (slot, assignment) in plan.iter().enumerate() {
+    for (counter, assignment) in plan.iter().enumerate() {
         let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
         let wrap_is_real = || programming.intact(msrs);
-        match processor.poll().poll_unless_reset(slot, assignment.width, read, wrap_is_real) {
+        match processor.poll().poll_unless_reset(counter, assignment.width, read, wrap_is_real) {
             Some(Ok(extended)) => {
-                if let Some(count) = processor.counters.report(slot, extended) {
+                if let Some(count) = processor.counters.report(counter, extended) {
                     publish::event(published, assignment.event, count, paired);
                 }
             }
@@ -70,11 +70,11 @@ fn read_polled<M: Msrs>(
 
 /// How a read takes a session's counters.
 pub(super) enum Reading {
-    /// Interrupts held off, the overflow handler folding wraps, and every slot with an rdpmc index
+    /// Interrupts held off, the overflow handler folding wraps, and every counter with an rdpmc index
     /// and a placement (always on Intel): [`HeldReads`].
-    Held { status_register: u32, slots: HeldReads },
-    /// Interrupts held off, the overflow handler folding the wraps of the placed slots (`None` for a
-    /// slot whose status bit the session does not own, which is not read).
+    Held { status_register: u32, counters: HeldReads },
+    /// Interrupts held off, the overflow handler folding the wraps of the placed counters (`None` for a
+    /// counter whose status bit the session does not own, which is not read).
     Placed { status_register: u32, placements: [Option<Placement>; TABLE] },
     /// No overflow interrupt: each counter is polled (crate::pmu::poll).
     Polled,
@@ -99,11 +99,11 @@ impl Reading {
         msrs: &mut M,
     ) -> bool {
         match self {
-            // Every slot placed and readable with rdpmc: no test per counter.
-            Reading::Held { status_register, slots } => {
-                // At most SLOTS, as the compiler sees: no slot pays a bounds test.
-                let len = usize::from(slots.len).min(SLOTS);
-                read_held(processor, published, len, msrs, *status_register, slots);
+            // Every counter placed and readable with rdpmc: no test per counter.
+            Reading::Held { status_register, counters } => {
+                // At most COUNTERS, as the compiler sees: no counter pays a bounds test.
+                let len = usize::from(counters.len).min(COUNTERS);
+                read_held(processor, published, len, msrs, *status_register, counters);
                 publish::hundredfold_cycles(published);
                 true
             }
@@ -125,7 +125,7 @@ impl Reading {
         }
     }
 
-    /// A repair's report of slot `slot`, whose counter counted its event all along and was stopped at
+    /// A repair's report of counter `counter`, whose counter counted its event all along and was stopped at
     /// `raw` (`status` the global status read after stopping): as a read would, so nothing it counted
     /// is lost. Publishes the count.
     pub(super) fn report_stopped(
@@ -133,33 +133,33 @@ impl Reading {
         processor: &ProcessorPmu,
         published: &AtomicCells,
         plan: &CounterPlan,
-        slot: usize,
+        counter: usize,
         raw: u64,
         status: u64,
     ) {
-        let Some(assignment) = plan.as_slice().get(slot) else { return };
+        let Some(assignment) = plan.as_slice().get(counter) else { return };
         let count = match self {
-            Reading::Held { slots, .. } => slots
-                .placement(slot)
-                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
-            Reading::Placed { placements, .. } => placements[slot & (TABLE - 1)]
-                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
+            Reading::Held { counters, .. } => counters
+                .placement(counter)
+                .and_then(|at| processor.counters.report_held(counter, at, raw, status, || raw)),
+            Reading::Placed { placements, .. } => placements[counter & (TABLE - 1)]
+                .and_then(|at| processor.counters.report_held(counter, at, raw, status, || raw)),
             Reading::Polled => processor
                 .poll()
-                .poll(slot, assignment.width, || raw)
-                .and_then(|extended| processor.counters.report(slot, extended)),
+                .poll(counter, assignment.width, || raw)
+                .and_then(|extended| processor.counters.report(counter, extended)),
         };
         if let Some(count) = count {
             publish::event(published, assignment.event, count, paired(plan));
         }
     }
 
-    /// A repair's restart of slot `slot`'s session cell, its counter stopped at `raw` and going on
+    /// A repair's restart of counter `counter`'s session cell, its counter stopped at `raw` and going on
     /// from there: an overflow count from 0, or a polled value from `raw` (the counter's value, as
     /// crate::pmu::poll requires). The caller has restarted every cell from 0.
-    pub(super) fn restart(&self, processor: &ProcessorPmu, slot: usize, raw: u64, width: u8) {
+    pub(super) fn restart(&self, processor: &ProcessorPmu, counter: usize, raw: u64, width: u8) {
         if let Reading::Polled = self {
-            let _ = processor.poll().start(slot, raw, width);
+            let _ = processor.poll().start(counter, raw, width);
         }
     }
 
@@ -174,7 +174,7 @@ impl Reading {
             *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
         }
         match HeldReads::of(plan, &placements) {
-            Some(slots) => Reading::Held { status_register, slots },
+            Some(counters) => Reading::Held { status_register, counters },
             None => Reading::Placed { status_register, placements },
         }
     }
@@ -187,7 +187,7 @@ pub(super) enum TopdownReading {
     None,
     /// Fixed counter 3 and IA32_PERF_METRICS ([`CounterPlan::topdown_metrics`]).
     PerfMetrics,
-    /// From the topdown profile's events, with this many issue slots per cycle.
+    /// From the topdown profile's events, with this many issue counters per cycle.
     FromEvents(u8),
 }
 
@@ -203,7 +203,7 @@ impl TopdownReading {
         match self {
             TopdownReading::None => {}
             TopdownReading::PerfMetrics => {
-                // Fixed counter 3's wraps are counted in the slot after the plan's (its status bit
+                // Fixed counter 3's wraps are counted in the counter after the plan's (its status bit
                 // is above every assignment's, so that is its rank among the owned bits).
                 let wraps = processor.counters.session_cell(plan.as_slice().len());
                 let read = topdown::read_and_zero(msrs, &processor.topdown_remainders, wraps);
@@ -233,9 +233,9 @@ impl TopdownReading {
     }
 }
 
-/// The interrupts-off read of `len` slots ([`Reading::read`]): each counter, then the global status
+/// The interrupts-off read of `len` counters ([`Reading::read`]): each counter, then the global status
 /// once, then each counter's report (read again where a wrap is pending). Inlined for each kind of
-/// [`HeldSlots`], so that where every slot has an rdpmc index and a placement, no counter pays a test
+/// [`HeldCounters`], so that where every counter has an rdpmc index and a placement, no counter pays a test
 /// for them.
 #[inline(always)]
 fn read_held<M: Msrs>(
@@ -244,103 +244,103 @@ fn read_held<M: Msrs>(
     len: usize,
     msrs: &mut M,
     status_register: u32,
-    slots: &impl HeldSlots,
+    counters: &impl HeldCounters,
 ) {
     // Index loops: the iterator adapters cost several instructions per counter here.
     let mut raws = [0u64; TABLE];
-    for slot in 0..len {
-        raws[slot & (TABLE - 1)] = slots.read(msrs, slot);
+    for counter in 0..len {
+        raws[counter & (TABLE - 1)] = counters.read(msrs, counter);
     }
     let status = msrs.read(status_register);
-    for slot in 0..len {
-        if let Some(at) = slots.placement(slot) {
-            let raw = raws[slot & (TABLE - 1)];
-            let read_again = || slots.read(msrs, slot);
-            if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
-                slots.publish(published, slot, count);
+    for counter in 0..len {
+        if let Some(at) = counters.placement(counter) {
+            let raw = raws[counter & (TABLE - 1)];
+            let read_again = || counters.read(msrs, counter);
+            if let Some(count) = processor.counters.report_held(counter, at, raw, status, read_again) {
+                counters.publish(published, counter, count);
             }
         }
     }
 }
 
-/// What the interrupts-off reader needs per slot.
-trait HeldSlots {
-    /// Reads slot `slot`'s counter.
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64;
-    /// The slot's placement among the owned counters, if it has one.
-    fn placement(&self, slot: usize) -> Option<Placement>;
-    /// Publishes `count`, the slot's event's total.
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64);
+/// What the interrupts-off reader needs per counter.
+trait HeldCounters {
+    /// Reads counter `counter`'s counter.
+    fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64;
+    /// The counter's placement among the owned counters, if it has one.
+    fn placement(&self, counter: usize) -> Option<Placement>;
+    /// Publishes `count`, the counter's event's total.
+    fn publish(&self, published: &AtomicCells, counter: usize, count: u64);
 }
 
-/// Any plan's slots, read from the plan and the session's placements.
-struct PlannedSlots<'a> {
+/// Any plan's counters, read from the plan and the session's placements.
+struct PlannedCounters<'a> {
     assignments: &'a [Assignment],
     placements: &'a [Option<Placement>; TABLE],
     paired: Paired,
 }
 
-impl HeldSlots for PlannedSlots<'_> {
+impl HeldCounters for PlannedCounters<'_> {
     #[inline(always)]
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
-        let assignment = &self.assignments[slot];
+    fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
+        let assignment = &self.assignments[counter];
         msrs.read_counter(assignment.counter_msr, assignment.rdpmc)
     }
     #[inline(always)]
-    fn placement(&self, slot: usize) -> Option<Placement> {
-        self.placements[slot & (TABLE - 1)]
+    fn placement(&self, counter: usize) -> Option<Placement> {
+        self.placements[counter & (TABLE - 1)]
     }
     #[inline(always)]
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        publish::event(published, self.assignments[slot].event, count, self.paired);
+    fn publish(&self, published: &AtomicCells, counter: usize, count: u64) {
+        publish::event(published, self.assignments[counter].event, count, self.paired);
     }
 }
 
-/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement that
-/// is its own overflow slot (always on Intel, and on AMD's first six core counters): per slot, the
+/// How the interrupts-off reader reads a plan whose every counter has an rdpmc index and a placement that
+/// is its own overflow counter (always on Intel, and on AMD's first six core counters): per counter, the
 /// (counter MSR, rdpmc index), the placement and the cell its count is shown in, without an `Option`
 /// each.
 pub(super) struct HeldReads {
-    /// How many slots the plan has.
+    /// How many counters the plan has.
     len: u8,
     reads: [(u32, u32); TABLE],
-    placements: OwnSlotPlacements,
+    placements: OwnRankPlacements,
     cells: [CountCell; TABLE],
 }
 
-impl HeldSlots for HeldReads {
+impl HeldCounters for HeldReads {
     #[inline(always)]
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
-        let (msr, index) = self.reads[slot & (TABLE - 1)];
+    fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
+        let (msr, index) = self.reads[counter & (TABLE - 1)];
         msrs.read_counter(msr, Some(index))
     }
     #[inline(always)]
-    fn placement(&self, slot: usize) -> Option<Placement> {
-        Some(self.placements.get(slot))
+    fn placement(&self, counter: usize) -> Option<Placement> {
+        Some(self.placements.get(counter))
     }
     #[inline(always)]
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        self.cells[slot & (TABLE - 1)].store(published, count);
+    fn publish(&self, published: &AtomicCells, counter: usize, count: u64) {
+        self.cells[counter & (TABLE - 1)].store(published, count);
     }
 }
 
 impl HeldReads {
     fn of(plan: &CounterPlan, placements: &[Option<Placement>; TABLE]) -> Option<HeldReads> {
-        // Places past the plan's slots are never read; they repeat the first slot's.
+        // Places past the plan's counters are never read; they repeat the first counter's.
         let mut held = HeldReads {
             len: plan.as_slice().len() as u8,
             reads: [(0, 0); TABLE],
-            placements: OwnSlotPlacements::filled_with(placements[0]?),
+            placements: OwnRankPlacements::filled_with(placements[0]?),
             cells: [CountCell::of(Event::Instructions, Paired::default()); TABLE],
         };
         let paired = paired(plan);
-        for (slot, assignment) in plan.iter().enumerate() {
-            held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
-            // Each slot is its own overflow slot: the plan orders its slots by status bit.
-            if !held.placements.set(slot, placements[slot]?) {
+        for (counter, assignment) in plan.iter().enumerate() {
+            held.reads[counter] = (assignment.counter_msr, assignment.rdpmc?);
+            // Each counter is its own overflow counter: the plan orders its counters by status bit.
+            if !held.placements.set(counter, placements[counter]?) {
                 return None;
             }
-            held.cells[slot] = CountCell::of(assignment.event, paired);
+            held.cells[counter] = CountCell::of(assignment.event, paired);
         }
         Some(held)
     }
@@ -376,7 +376,7 @@ pub(super) fn topdown_from_events(
         plan.as_slice()
             .iter()
             .position(|assignment| assignment.event == event)
-            .map(|slot| processor.counters.reported(slot))
+            .map(|counter| processor.counters.reported(counter))
     })
 }
 
@@ -403,8 +403,8 @@ pub(super) fn counts_under(
     };
     if let Some(plan) = plan {
         let paired = paired(plan);
-        for (slot, assignment) in plan.as_slice().iter().enumerate() {
-            let count = pmu.counters.reported(slot);
+        for (counter, assignment) in plan.as_slice().iter().enumerate() {
+            let count = pmu.counters.reported(counter);
             counts.events[assignment.event.index()] = count;
             if paired.has(assignment.event) {
                 counts.paired[assignment.event.index()] = count;

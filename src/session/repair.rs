@@ -15,7 +15,7 @@
 use super::read::Reading;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::extend::counter_mask;
-use crate::pmu::fold::SLOTS;
+use crate::pmu::fold::COUNTERS;
 use crate::pmu::model::Vendor;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
@@ -35,28 +35,28 @@ pub(super) fn repair<M: Msrs>(
     reading: &Reading,
     msrs: &mut M,
 ) {
-    let mut kept = [false; SLOTS];
+    let mut kept = [false; COUNTERS];
     for (kept, assignment) in kept.iter_mut().zip(plan.iter()) {
         *kept = program::counts_as_planned(vendor, plan, assignment, msrs);
     }
     // Stopped, the counters hold still while they are read and their status is cleared: no event
     // falls between the read and the restart, and no wrap between the status read and its clear.
     program::stop(vendor, plan, msrs);
-    let mut raws = [0u64; SLOTS];
+    let mut raws = [0u64; COUNTERS];
     for (raw, assignment) in raws.iter_mut().zip(plan.iter()) {
         *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc) & counter_mask(assignment.width);
     }
     let status = reading.status(msrs);
-    for slot in 0..plan.as_slice().len() {
-        if kept[slot] {
-            reading.report_stopped(processor, published, plan, slot, raws[slot], status);
+    for counter in 0..plan.as_slice().len() {
+        if kept[counter] {
+            reading.report_stopped(processor, published, plan, counter, raws[counter], status);
         }
     }
     program::clear_status(vendor, plan, msrs);
     processor.counters.acquire();
-    for (slot, assignment) in plan.iter().enumerate() {
-        reading.restart(processor, slot, raws[slot], assignment.width);
-        processor.counters.rebase_at(slot, raws[slot]);
+    for (counter, assignment) in plan.iter().enumerate() {
+        reading.restart(processor, counter, raws[counter], assignment.width);
+        processor.counters.rebase_at(counter, raws[counter]);
     }
     program::program_controls(vendor, plan, msrs);
 }

@@ -1,9 +1,9 @@
 //! Starting a session, out of [`super::PmuClient::open`]: each processor's counts carried over to
-//! the new plan's slots, its counters programmed, and the session installed under the lock.
+//! the new plan's counters, its counters programmed, and the session installed under the lock.
 
 use super::{Part, Platform, Session};
 use crate::block::publish;
-use crate::pmu::fold::{OwnedMask, SLOTS};
+use crate::pmu::fold::{COUNTERS, OwnedMask};
 use crate::pmu::frequency;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
@@ -50,15 +50,15 @@ fn install_part(part: &mut Option<Part>, plan: &CounterPlan, owned: OwnedMask, m
     });
 }
 
-/// Moves each event's total to the slot `plan` gives it, from the slot `previous` (the last
+/// Moves each event's total to the counter `plan` gives it, from the counter `previous` (the last
 /// session's plan) gave it: a profile change between sessions can place events differently. An
 /// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
 pub(super) fn carry_over(processor: &ProcessorPmu, previous: Option<&CounterPlan>, plan: &CounterPlan) {
     let reported = processor.counters.snapshot().values;
-    let mut totals = [0u64; SLOTS];
+    let mut totals = [0u64; COUNTERS];
     for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
         let before = previous.and_then(|previous| previous.iter().position(|a| a.event == assignment.event));
-        *total = before.map_or(0, |slot| reported[slot]);
+        *total = before.map_or(0, |counter| reported[counter]);
     }
     processor.counters.rebase(totals);
 }
@@ -74,8 +74,8 @@ pub(super) fn start_counting(
     let processor = &state.pmu;
     processor.counters.acquire();
     processor.restart_checks();
-    for (slot, assignment) in plan.iter().enumerate() {
-        let _ = processor.poll().start(slot, 0, assignment.width);
+    for (counter, assignment) in plan.iter().enumerate() {
+        let _ = processor.poll().start(counter, 0, assignment.width);
     }
     program::start(vendor, plan, msrs);
     // Reference cycles from MPERF count from here: its advance while nothing was owned is not the
