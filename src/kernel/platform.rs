@@ -13,8 +13,8 @@ use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
-/// One core type's session part, as the client's `Parts` table holds it (the driver allocates it).
-pub use crate::session::Part;
+/// One core type's session, as the client's `CoreTypeSessions` table holds it (the driver allocates it).
+pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
@@ -113,7 +113,7 @@ impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
-    type Parts = PoolSlice<Option<Part>>;
+    type CoreTypeSessions = PoolSlice<Option<CoreTypeSession>>;
     type Plans = PoolSlice<Option<CounterPlan>>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {

@@ -14,6 +14,7 @@
 //! 40H Intel Core), Intel SDM Vol. 2A, CPUID, "Hybrid Information Enumeration Leaf (EAX = 1AH)".
 
 use super::model::{Detection, PmuModel};
+use core::ops::{Deref, DerefMut};
 use raw_cpuid::CpuIdReader;
 
 /// Which kind of core a logical processor is: the value of the "Core Type" counters.
@@ -111,6 +112,91 @@ impl Machine {
     /// More than one core type: each gets its own HAL allocation, on its own processors.
     pub fn hybrid(&self) -> bool {
         self.models().count() > 1
+    }
+}
+
+/// [`PerCoreType`]'s core type index: [`CORE_TYPES`] rounded up to a power of two, so that a core
+/// type is masked into range (the overflow handler looks its mask up with no bounds test).
+const CORE_TYPE_INDEX: usize = CORE_TYPES.next_power_of_two();
+
+/// One entry per core type the machine has, found by core type: the session's parts, the last
+/// plans and the overflow handler's masks (in the manner of Linux's `hybrid(pmu, field)` accessor,
+/// arch/x86/events/perf_event.h, which finds a hybrid PMU's own copy of a field). `E` holds the
+/// entries in the order of the machine's core types ([`Machine::models`]): an allocation with one
+/// per core type present, or [`Inline`]. A machine of one core type has one entry, which
+/// [`PerCoreType::uniform`] gives without a lookup.
+pub struct PerCoreType<E> {
+    /// Each core type's entry (`u8::MAX`: the machine has no processor of that type).
+    index: [u8; CORE_TYPE_INDEX],
+    /// How many core types the machine has.
+    present: u8,
+    entries: E,
+}
+
+impl<T, E: Deref<Target = [T]>> PerCoreType<E> {
+    /// The table of `machine`'s core types over `entries`, which holds at least one per type.
+    pub fn new(machine: &Machine, entries: E) -> Self {
+        let mut index = [u8::MAX; CORE_TYPE_INDEX];
+        let mut present = 0;
+        for (core_type, _) in machine.models() {
+            index[core_type] = present;
+            present += 1;
+        }
+        debug_assert!(usize::from(present) <= entries.len(), "one entry per core type");
+        PerCoreType { index, present, entries }
+    }
+
+    /// The entry of core type `core_type` (`None` for a type the machine lacks).
+    #[inline(always)]
+    pub fn get(&self, core_type: u8) -> Option<&T> {
+        self.entries.get(usize::from(self.index[usize::from(core_type) & (CORE_TYPE_INDEX - 1)]))
+    }
+
+    /// The entry of every processor, where all are of one core type.
+    pub fn uniform(&self) -> Option<&T> {
+        if self.present == 1 { self.entries.first() } else { None }
+    }
+
+    /// Each core type the machine has, with its entry.
+    pub fn iter<'a>(&'a self) -> impl Iterator<Item = (usize, &'a T)>
+    where
+        T: 'a,
+    {
+        (0..CORE_TYPES).filter_map(|core_type| Some((core_type, self.get(core_type as u8)?)))
+    }
+}
+
+impl<T, E: DerefMut<Target = [T]>> PerCoreType<E> {
+    /// The entry of core type `core_type`, to change.
+    pub fn get_mut(&mut self, core_type: u8) -> Option<&mut T> {
+        let at = usize::from(self.index[usize::from(core_type) & (CORE_TYPE_INDEX - 1)]);
+        self.entries.get_mut(at)
+    }
+
+    /// Every entry, to change.
+    pub fn entries_mut<'a>(&'a mut self) -> impl Iterator<Item = &'a mut T>
+    where
+        T: 'a,
+    {
+        let present = usize::from(self.present);
+        self.entries.iter_mut().take(present)
+    }
+}
+
+/// [`PerCoreType`] entries kept in place, one per core type whether the machine has it or not: for
+/// entries too small to be worth an allocation (the overflow handler's masks).
+pub struct Inline<T>(pub [T; CORE_TYPES]);
+
+impl<T> Deref for Inline<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Inline<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
     }
 }
 

@@ -4,6 +4,7 @@
 //! (`crate::block::publish`); and one processor's values as the reads left them ([`counts_under`]).
 
 use super::processor_state::ProcessorState;
+use super::topdown_source;
 use crate::block::fields::{EventCounts, Paired};
 use crate::block::publish::{self, CountCell};
 use crate::counters::hardware_counters::AtomicCells;
@@ -11,7 +12,7 @@ use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
 use crate::pmu::fold::{COUNTERS, OwnRankPlacements, OwnedMask, Placement, TABLE};
 use crate::pmu::hybrid::Machine;
-use crate::pmu::model::{PmuModel, Vendor};
+use crate::pmu::model::Vendor;
 use crate::pmu::placement::{Assignment, CounterPlan};
 use crate::pmu::poll::NotAWrap;
 use crate::pmu::processor::ProcessorPmu;
@@ -187,7 +188,7 @@ pub(super) enum TopdownReading {
     None,
     /// Fixed counter 3 and IA32_PERF_METRICS ([`CounterPlan::topdown_metrics`]).
     PerfMetrics,
-    /// From the topdown profile's events, with this many issue counters per cycle.
+    /// From the topdown profile's events, with this many issue slots per cycle.
     FromEvents(u8),
 }
 
@@ -351,20 +352,6 @@ pub(super) fn paired(plan: &CounterPlan) -> Paired {
     Paired::of(plan.as_slice().iter().map(|assignment| assignment.event))
 }
 
-/// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
-/// what `plan`, their last session's, counts; before any session, what the PMU has.
-fn topdown_source(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
-    let Some(model) = model else { return TopdownSource::NoPmu };
-    if let Some(source) = plan.and_then(|plan| TopdownReading::of(plan).source()) {
-        return source;
-    }
-    match plan {
-        None if model.topdown_metrics() => TopdownSource::PerfMetrics,
-        _ if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
-        _ => TopdownSource::Unavailable,
-    }
-}
-
 /// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
 /// read publishes, and what the counts assembled whole show.
 pub(super) fn topdown_from_events(
@@ -397,7 +384,7 @@ pub(super) fn counts_under(
         aperf,
         mperf,
         core_type: u64::from(pmu.core_type()),
-        topdown_source: topdown_source(model, plan) as u64,
+        topdown_source: topdown_source::of_core_type(model, plan) as u64,
         processors: 1,
         ..EventCounts::default()
     };

@@ -12,12 +12,11 @@
 //! event), so its events since its last read are not reported. Nothing is invented, nothing goes
 //! backwards, and no reset counter is taken for a wrap.
 
-use super::read::Reading;
+use super::core_type_session::CoreTypeSession;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::extend::counter_mask;
 use crate::pmu::fold::COUNTERS;
 use crate::pmu::model::Vendor;
-use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs};
 
@@ -31,10 +30,10 @@ pub(super) fn repair<M: Msrs>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
     vendor: Vendor,
-    plan: &CounterPlan,
-    reading: &Reading,
+    session: &CoreTypeSession,
     msrs: &mut M,
 ) {
+    let (plan, reading) = (&session.plan, &session.reading);
     let mut kept = [false; COUNTERS];
     for (kept, assignment) in kept.iter_mut().zip(plan.iter()) {
         *kept = program::counts_as_planned(vendor, plan, assignment, msrs);

@@ -114,3 +114,34 @@ fn own_counters_complete_what_leaf_a_leaves_out() {
         assert_eq!((own.gp_counters, own.fixed_counters, own.topdown_slots), expected, "{}", cpu.name);
     }
 }
+
+#[test]
+fn a_per_core_type_table_finds_each_present_core_type_and_only_those() {
+    let performance = ALDER_LAKE_I9_12900K_P.model();
+    let efficient = ALDER_LAKE_I9_12900K_E.model();
+    let hybrid = Machine::of([
+        described(CoreType::Efficient, efficient),
+        described(CoreType::Performance, performance),
+    ]);
+    // One entry per core type present, in core type order: performance (1), then efficient (2).
+    let mut table = PerCoreType::new(&hybrid, vec!["performance", "efficient"]);
+    assert_eq!(table.get(1), Some(&"performance"));
+    assert_eq!(table.get(2), Some(&"efficient"));
+    assert_eq!(table.get(0), None, "no uniform processor here");
+    assert_eq!(table.get(3), None, "masked into range, and absent");
+    assert_eq!(table.get(255), None);
+    assert_eq!(table.uniform(), None, "two core types: each processor looks its own up");
+    assert_eq!(table.iter().collect::<Vec<_>>(), [(1, &"performance"), (2, &"efficient")]);
+    *table.get_mut(2).unwrap() = "changed";
+    assert_eq!(table.entries_mut().map(|entry| *entry).collect::<Vec<_>>(), ["performance", "changed"]);
+
+    let uniform = Machine::from(Detection::Usable(SKYLAKE_I7_6700K.model()));
+    let table = PerCoreType::new(&uniform, Inline([10, 20, 30]));
+    assert_eq!(table.uniform(), Some(&10), "the one core type's entry, without a lookup");
+    assert_eq!((table.get(0), table.get(1), table.get(2)), (Some(&10), None, None));
+    assert_eq!(table.iter().count(), 1, "only the core types present");
+
+    let unusable = Machine::from(Detection::Unusable(Unusable::UnknownVendor));
+    let table = PerCoreType::new(&unusable, Inline([0u8; CORE_TYPES]));
+    assert_eq!((table.uniform(), table.get(0), table.iter().count()), (None, None, 0), "nothing usable");
+}
