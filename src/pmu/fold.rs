@@ -115,6 +115,14 @@ pub struct OwnRankPlacements {
 }
 
 impl OwnRankPlacements {
+    /// No counter's placement set: every place is a 64-bit counter on status bit 0 (for a table
+    /// whose counters have no placement, which nothing reads).
+    pub const UNSET: Self = OwnRankPlacements {
+        status_bits: [NonZeroU64::MIN; TABLE],
+        masks: [u64::MAX; TABLE],
+        wraps: [0; TABLE],
+    };
+
     /// Every counter's placement from `placement` (the places a plan does not fill are never read).
     pub const fn filled_with(placement: Placement) -> Self {
         OwnRankPlacements {
@@ -133,6 +141,21 @@ impl OwnRankPlacements {
         self.masks[counter] = placement.mask;
         self.wraps[counter] = placement.wrap;
         true
+    }
+
+    /// Sets counter `counter`'s width alone, with no placement (a counter polled, or whose status
+    /// bit the session does not own): [`Self::width`] gives it back.
+    pub fn set_width(&mut self, counter: usize, width: u8) {
+        if counter < TABLE {
+            self.masks[counter] = counter_mask(width);
+            self.wraps[counter] = self.masks[counter].wrapping_add(1);
+        }
+    }
+
+    /// Counter `counter`'s width (of its placement, or as [`Self::set_width`] set it), clamped as
+    /// [`crate::pmu::extend::counter_mask`] clamps it.
+    pub fn width(&self, counter: usize) -> u8 {
+        (u64::BITS - self.masks[counter & (TABLE - 1)].leading_zeros()) as u8
     }
 
     /// Counter `counter`'s placement.

@@ -33,7 +33,7 @@ use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::frequency::{self, mperf_advance};
-use crate::pmu::hybrid::{CORE_TYPES, Inline, Machine, PerCoreType};
+use crate::pmu::hybrid::{CORE_TYPE_PLACES, CORE_TYPES, Inline, Machine, PerCoreType};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{Wanted, plan_for};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
@@ -117,7 +117,7 @@ impl<P: Platform> PmuClient<P> {
             processors,
             session: SessionLock::new(Session::closed(&machine, sessions)),
             last_plan: SessionLock::new(PerCoreType::new(&machine, plans)),
-            pmi_owned: PerCoreType::new(&machine, Inline([const { AtomicU64::new(0) }; CORE_TYPES])),
+            pmi_owned: PerCoreType::inline(&machine, [const { AtomicU64::new(0) }; CORE_TYPE_PLACES]),
             schedule: Schedule::new(),
             throttle: Throttle::new(),
             status,
@@ -139,11 +139,9 @@ impl<P: Platform> PmuClient<P> {
     /// Lock-free and call-free once inlined (the handler runs at PROFILE_LEVEL).
     #[inline(always)]
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
-        if let Some(processor) = self.processors.get(processor as usize)
-            && let Some(owned) = self.pmi_owned.get(processor.pmu.core_type())
-        {
-            let owned = OwnedMask::from_bits(owned.load(Ordering::Acquire));
-            processor.pmu.counters.fold(overflow_bits, owned);
+        if let Some(processor) = self.processors.get(processor as usize) {
+            let owned = self.pmi_owned.place(processor.pmu.core_type());
+            processor.pmu.counters.fold(overflow_bits, OwnedMask::from_bits(owned.load(Ordering::Acquire)));
         }
     }
 
@@ -333,7 +331,7 @@ impl<P: Platform> PmuClient<P> {
     /// register in turn ([`Check::OneInTurn`]: one rdmsr per collect; the turns go round every
     /// register). A constant, so that a collect's read tests nothing for it.
     /// `uniform`: the one core type session every processor uses (not a hybrid machine), found once
-    /// per read instead of on every processor.
+    /// per read instead of on every processor ([`Session::uniform`]).
     #[inline(always)]
     fn read_processor<const CHECK_ALL: bool>(
         &self,
@@ -365,14 +363,7 @@ impl<P: Platform> PmuClient<P> {
             // A polled read confirms each wrap against the whole programming: a counter a resume
             // zeroed is not a wrap, even where the register this turn checks looks as programmed.
             if !intact
-                || !session.reading.read(
-                    processor,
-                    published,
-                    &session.plan,
-                    &session.programming,
-                    session.paired,
-                    msrs,
-                )
+                || !session.reading.read(processor, published, &session.counters, &session.programming, msrs)
             {
                 repair(processor, published, vendor, session, msrs);
                 self.status.record_reprogram();

@@ -2,9 +2,9 @@
 //! [`CoreTypeSession`] (its plan, programming and way of reading), installed when a session opens,
 //! found by a processor's core type while it runs ([`PerCoreType`]) and cleared when it closes.
 
+use super::count_table::CountTable;
 use super::platform::Platform;
 use super::read::{Reading, TopdownReading, paired};
-use crate::block::fields::Paired;
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::hybrid::{CORE_TYPES, Machine, PerCoreType};
 use crate::pmu::model::PmuModel;
@@ -35,7 +35,8 @@ impl<P: Platform> Session<P> {
         self.core_types.get(core_type)?.as_ref()
     }
 
-    /// The session of every processor, where all are of one core type.
+    /// The session of every processor, where all are of one core type ([`PerCoreType::uniform`]):
+    /// a read finds it once, instead of on every processor.
     pub(super) fn uniform(&self) -> Option<&CoreTypeSession> {
         self.core_types.uniform()?.as_ref()
     }
@@ -75,9 +76,7 @@ impl<P: Platform> Session<P> {
     /// Closes the session: every core type's session cleared, the ownership returned for the caller
     /// to drop after stopping the counters.
     pub(super) fn clear(&mut self) {
-        for part in self.core_types.entries_mut() {
-            *part = None;
-        }
+        self.core_types.for_each_mut(|part| *part = None);
     }
 }
 
@@ -89,14 +88,14 @@ fn install_core_type(
     owned: OwnedMask,
     model: &PmuModel,
 ) {
+    let counters = CountTable::of(plan, owned, paired(plan));
     *part = Some(CoreTypeSession {
         plan: *plan,
-        owned,
         programming: Programming::of(model.vendor, plan),
-        reading: Reading::of(model.vendor, plan, owned),
+        reading: Reading::of(model.vendor, plan, owned, &counters),
+        counters,
         topdown: TopdownReading::of(plan),
         aperf_mperf: model.aperf_mperf,
-        paired: paired(plan),
     });
 }
 
@@ -104,16 +103,15 @@ fn install_core_type(
 /// hold them: [`Platform::CoreTypeSessions`]).
 pub struct CoreTypeSession {
     pub(super) plan: CounterPlan,
-    /// The plan's global bits when the overflow handler folds them; empty when polled.
-    pub(super) owned: OwnedMask,
     /// What every read checks is still programmed.
     pub(super) programming: Programming,
-    /// How a read takes the counters.
+    /// How a read takes the counters ([`Reading::Polled`] where the overflow handler folds nothing:
+    /// the plan's global bits are what it folds otherwise).
     pub(super) reading: Reading,
+    /// What a read takes each counter with and stores its count in.
+    pub(super) counters: CountTable,
     /// How a read takes the top-down totals.
     pub(super) topdown: TopdownReading,
     /// Every read also takes IA32_APERF and IA32_MPERF ([`crate::pmu::model::PmuModel::aperf_mperf`]).
     pub(super) aperf_mperf: bool,
-    /// The plan's events counted with their ratio partner, whose paired copies the reads store.
-    pub(super) paired: Paired,
 }

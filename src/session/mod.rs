@@ -5,12 +5,14 @@
 //! Policy and mechanics are apart: `client` decides when to own (demand, hysteresis, retries,
 //! deferral, the housekeeping tick), how often to read (`throttle`, `schedule`) and what the status
 //! says; the core PMU's mechanics are its siblings: the HAL request (`request`), the session of each
-//! core type (`core_type_session`), starting, reading and repairing one processor (`start`, `read`,
-//! `repair`) and the Top-down Source rule (`topdown_source`).
+//! core type (`core_type_session`) with its counters' read recipe (`count_table`), starting, reading
+//! and repairing one processor (`start`, `read`, `repair`) and the Top-down Source rule
+//! (`topdown_source`).
 #![deny(unsafe_code)]
 
 mod client;
 mod core_type_session;
+mod count_table;
 mod lock;
 pub mod platform;
 mod processor_state;

@@ -13,6 +13,7 @@
 //! backwards, and no reset counter is taken for a wrap.
 
 use super::core_type_session::CoreTypeSession;
+use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::extend::counter_mask;
 use crate::pmu::fold::COUNTERS;
@@ -33,7 +34,7 @@ pub(super) fn repair<M: Msrs>(
     session: &CoreTypeSession,
     msrs: &mut M,
 ) {
-    let (plan, reading) = (&session.plan, &session.reading);
+    let (plan, reading, table) = (&session.plan, session.reading, &session.counters);
     let mut kept = [false; COUNTERS];
     for (kept, assignment) in kept.iter_mut().zip(plan.iter()) {
         *kept = program::counts_as_planned(vendor, plan, assignment, msrs);
@@ -42,15 +43,16 @@ pub(super) fn repair<M: Msrs>(
     // falls between the read and the restart, and no wrap between the status read and its clear.
     program::stop(vendor, plan, msrs);
     let mut raws = [0u64; COUNTERS];
-    for (raw, assignment) in raws.iter_mut().zip(plan.iter()) {
-        *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc) & counter_mask(assignment.width);
+    for (counter, raw) in raws.iter_mut().enumerate().take(table.len()) {
+        *raw = table.read(msrs, counter) & counter_mask(table.width(counter));
     }
     let status = reading.status(msrs);
     for counter in 0..plan.as_slice().len() {
         if kept[counter] {
-            reading.report_stopped(processor, published, plan, counter, raws[counter], status);
+            reading.report_stopped(processor, published, table, counter, raws[counter], status);
         }
     }
+    publish::hundredfold_cycles(published);
     program::clear_status(vendor, plan, msrs);
     processor.counters.acquire();
     for (counter, assignment) in plan.iter().enumerate() {

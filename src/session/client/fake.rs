@@ -5,6 +5,7 @@ use super::*;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
+use crate::session::CoreTypeSession;
 use crate::session::platform::Form;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};

@@ -3,11 +3,10 @@
 //! gap between two reads of IA32_PERF_METRICS, a release after the activity stops).
 
 use super::{Check, Platform, PmuClient};
-use crate::pmu::fold::OwnedMask;
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::topdown::MAX_READ_GAP_100NS;
 use crate::session::core_type_session::CoreTypeSession;
-use crate::session::read::TopdownReading;
+use crate::session::read::{Reading, TopdownReading};
 
 impl<P: Platform> PmuClient<P> {
     /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
@@ -56,7 +55,7 @@ impl<P: Platform> PmuClient<P> {
 
     /// Whether a core type of the open session has no overflow handler: its counters are polled.
     pub(super) fn polling(&self) -> bool {
-        self.any_core_type(|core_type| core_type.owned == OwnedMask::EMPTY)
+        self.any_core_type(|core_type| core_type.reading == Reading::Polled)
     }
 
     /// Whether a core type of the open session takes top-down from IA32_PERF_METRICS.
