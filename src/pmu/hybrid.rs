@@ -147,7 +147,7 @@ impl<T, E: Deref<Target = [T]>> PerCoreType<E> {
     }
 
     /// The entry of core type `core_type` (`None` for a type the machine lacks).
-    #[inline(always)]
+    #[inline]
     pub fn get(&self, core_type: u8) -> Option<&T> {
         self.entries.get(usize::from(self.index[usize::from(core_type) & (CORE_TYPE_PLACES - 1)]))
     }
@@ -203,7 +203,7 @@ impl<T> PerCoreType<Inline<T>> {
 
     /// The place of core type `core_type`, present or not, for a reader that may not branch (the
     /// overflow handler): a place no core type the machine lacks has ever had written, so it holds
-    /// what the entries were made with.
+    /// what the entries were made with. Always inlined: the overflow handler makes no call.
     #[inline(always)]
     pub fn place(&self, core_type: u8) -> &T {
         &self.entries.0[usize::from(core_type) & (CORE_TYPE_PLACES - 1)]

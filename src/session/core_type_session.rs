@@ -30,7 +30,7 @@ impl<P: Platform> Session<P> {
     }
 
     /// The session of a processor of core type `core_type`.
-    #[inline(always)]
+    #[inline]
     pub(super) fn of_core_type(&self, core_type: u8) -> Option<&CoreTypeSession> {
         self.core_types.get(core_type)?.as_ref()
     }

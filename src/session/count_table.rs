@@ -66,7 +66,7 @@ impl CountTable {
 
     /// How many counters: at most [`COUNTERS`], as the compiler sees, so that no counter of a loop
     /// up to it pays a bounds test.
-    #[inline(always)]
+    #[inline]
     pub(super) fn len(&self) -> usize {
         usize::from(self.len).min(COUNTERS)
     }
@@ -77,14 +77,14 @@ impl CountTable {
     }
 
     /// Reads counter `counter` with rdpmc, which it has ([`Self::all_held`]).
-    #[inline(always)]
+    #[inline]
     pub(super) fn read_rdpmc<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
         let (msr, index) = self.reads[counter & (TABLE - 1)];
         msrs.read_counter(msr, Some(index))
     }
 
     /// Reads counter `counter`: with rdpmc where it has an index, else with rdmsr.
-    #[inline(always)]
+    #[inline]
     pub(super) fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
         let (msr, index) = self.reads[counter & (TABLE - 1)];
         let rdpmc = (self.by_rdmsr >> (counter & (TABLE - 1)) & 1 == 0).then_some(index);
@@ -92,13 +92,13 @@ impl CountTable {
     }
 
     /// Counter `counter`'s placement, which it has ([`Self::all_held`]).
-    #[inline(always)]
+    #[inline]
     pub(super) fn held_placement(&self, counter: usize) -> Placement {
         self.placements.get(counter)
     }
 
     /// Counter `counter`'s placement, if it has its own.
-    #[inline(always)]
+    #[inline]
     pub(super) fn placement(&self, counter: usize) -> Option<Placement> {
         (self.unplaced >> (counter & (TABLE - 1)) & 1 == 0).then(|| self.placements.get(counter))
     }
@@ -110,7 +110,7 @@ impl CountTable {
 
     /// Stores `count`, counter `counter`'s event's total, in its cells of `published` (100 x the
     /// core cycles is left to `crate::block::publish::hundredfold_cycles`, once per read).
-    #[inline(always)]
+    #[inline]
     pub(super) fn store(&self, published: &AtomicCells, counter: usize, count: u64) {
         self.cells[counter & (TABLE - 1)].store(published, count);
     }
