@@ -2,7 +2,7 @@
 //! down in.
 
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
-use crate::kernel::platform::{Client, KernelPlatform, Part, ProcessorState};
+use crate::kernel::platform::{Client, CoreTypeSession, KernelPlatform, ProcessorState};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
 use crate::kernel::power::PowerCallback;
 use crate::kernel::registry::ParametersKey;
@@ -73,10 +73,10 @@ impl Driver {
                 log_info!("{count} processors of core type {core_type:?}");
             }
         }
-        // One session part and one last plan per core type the machine has: one, unless it is hybrid.
+        // One core type session and one last plan per core type the machine has: one, unless it is hybrid.
         let core_types = machine.models().count();
-        let parts: PoolSlice<Option<Part>> =
-            PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("session parts"))?;
+        let sessions: PoolSlice<Option<CoreTypeSession>> =
+            PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("core type sessions"))?;
         let plans: PoolSlice<Option<CounterPlan>> =
             PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("last plans"))?;
         let parameters =
@@ -85,7 +85,7 @@ impl Driver {
             KernelPlatform::new(parameters),
             machine,
             per_processor,
-            parts,
+            sessions,
             plans,
             &STATUS,
         ))

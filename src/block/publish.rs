@@ -2,9 +2,10 @@
 //! the values it changed into the processor's block (atomic cells with the block's layout), and a
 //! collect hands PCW the block as it is, with no per-instance assembly. Which cells a value goes to
 //! comes from the manifest's field names ([`crate::block::fields::SOURCES`]) and the generated cell table
-//! ([`hardware_counters::CELLS`]), at compile time: an event's stores are reached by one jump on the
-//! event ([`Event::visit`]), each to a constant cell; the interrupts-off reader, which stores a count
-//! per counter on every read, looks each counter's cell up once per session instead ([`CountCell`]).
+//! ([`hardware_counters::CELLS`]), at compile time. A count goes to the cells a [`CountCell`] names,
+//! which a session works out once per counter (its count table) so that a read stores each count
+//! with two stores; 100 x the core cycles follows from the block once per read
+//! ([`hundredfold_cycles`]).
 //!
 //! Every counter showing a value reads its one 8-byte field (rates, totals and the ratios alike), so
 //! a read stores each value once, and again where a ratio needs it otherwise: 100 x the core cycles
@@ -13,12 +14,12 @@
 //! A read stores only what it read; whatever else the block shows (the core type, events of the
 //! current plan that are not read by this path) is written whole by [`publish_all`] when a session
 //! starts, so that the block always equals [`crate::block::fields::EventCounts::values`] of the processor's
-//! counts (client_tests checks this after every kind of read).
+//! counts (`src/session/client/tests.rs` checks this after every kind of read).
 
 use crate::block::fields::{EventCounts, Paired, SOURCES, Value};
 use crate::counters::hardware_counters::{self, AtomicCells};
 use crate::pcw::{Cell, CountersetBlock};
-use crate::pmu::events::{Event, EventVisitor};
+use crate::pmu::events::Event;
 use crate::pmu::topdown::{Category, Topdown};
 use core::sync::atomic::Ordering;
 
@@ -142,13 +143,6 @@ const PAIRED_TARGETS: [Target; Event::COUNT] = event_targets(EventField::Paired)
 /// The fields of 100 x each event's count.
 const HUNDREDFOLD_TARGETS: [Target; Event::COUNT] = event_targets(EventField::Hundredfold);
 
-/// Publishes `count`, the total of `event`, counted with its ratio partner where `paired` says so: a
-/// jump to the event's stores, whose cells are constants.
-#[inline(always)]
-pub fn event(block: &AtomicCells, event: Event, count: u64, paired: Paired) {
-    event.visit(StoreCount { block, count, paired });
-}
-
 /// The index of an 8-byte cell of the block, or u8::MAX for none.
 const fn wide_index(target: Target) -> u8 {
     match target.0 {
@@ -170,16 +164,16 @@ pub fn event_count(block: &AtomicCells, event: Event) -> u64 {
 #[inline(always)]
 pub fn add_to_event(block: &AtomicCells, event: Event, advance: u64) {
     let total = event_count(block, event).wrapping_add(advance);
-    // Not one of a ratio's pair (reference cycles are the only such count): no Paired copy.
-    self::event(block, event, total, Paired::default());
+    // Not one of a ratio's pair, nor the core cycles (reference cycles are the only such count):
+    // no Paired copy, no 100-fold one.
+    CountCell::of(event, Paired::default()).store(block, total);
 }
 
 /// Where a read stores one event's count, worked out once per session: the index of the block's
 /// 8-byte cell that shows the event, and of the cell a ratio reads it from (its `Paired` field where
 /// the plan counts its partner); an index past every cell (u8::MAX) for a cell the block does not
-/// have or the count does not go to. A reader that keeps one per counter
-/// stores each count with two bounds-checked stores, where [`event`] costs a jump on the event; 100 x
-/// the core cycles it leaves to [`hundredfold_cycles`].
+/// have or the count does not go to. A reader that keeps one per counter stores each count with two
+/// bounds-checked stores; 100 x the core cycles it leaves to [`hundredfold_cycles`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CountCell {
     cell: u8,
@@ -258,23 +252,6 @@ const _: () = {
     }
 };
 
-struct StoreCount<'a> {
-    block: &'a AtomicCells,
-    count: u64,
-    paired: Paired,
-}
-
-impl EventVisitor for StoreCount<'_> {
-    #[inline(always)]
-    fn visit<const EVENT: usize>(self) {
-        const { EVENT_TARGETS[EVENT] }.store(self.block, self.count);
-        const { HUNDREDFOLD_TARGETS[EVENT] }.store(self.block, self.count.wrapping_mul(100));
-        if const { PAIRED_TARGETS[EVENT].0.is_some() } && self.paired.has(Event::ALL[EVENT]) {
-            const { PAIRED_TARGETS[EVENT] }.store(self.block, self.count);
-        }
-    }
-}
-
 /// Publishes the last APERF and MPERF readings (and 100 x MPERF, relative frequency's base).
 #[inline(always)]
 pub fn frequency(block: &AtomicCells, aperf: u64, mperf: u64) {
@@ -338,13 +315,17 @@ mod tests {
     #[test]
     fn each_value_fills_the_fields_that_name_it() {
         let block = AtomicCells::new();
-        event(&block, Event::CoreCycles, (5 << 40) + 3, Paired::default());
+        let event = |event, count, paired| {
+            CountCell::of(event, paired).store(&block, count);
+            hundredfold_cycles(&block);
+        };
+        event(Event::CoreCycles, (5 << 40) + 3, Paired::default());
         let values = block.values();
         assert_eq!(values.core_cycles, (5 << 40) + 3, "the whole 64-bit count");
         assert_eq!(values.core_cycles_times100, ((5 << 40) + 3) * 100, "instructions per cycle's base");
-        event(&block, Event::LlcMisses, 7, Paired::default());
+        event(Event::LlcMisses, 7, Paired::default());
         assert_eq!((block.values().llc_misses, block.values().llc_misses_paired), (7, 0), "no references");
-        event(&block, Event::LlcMisses, 8, Paired::of([Event::LlcMisses, Event::LlcReferences].into_iter()));
+        event(Event::LlcMisses, 8, Paired::of([Event::LlcMisses, Event::LlcReferences].into_iter()));
         assert_eq!((block.values().llc_misses, block.values().llc_misses_paired), (8, 8));
         frequency(&block, (3 << 40) + 1, (7 << 40) + 2);
         assert_eq!(
@@ -361,16 +342,20 @@ mod tests {
     }
 
     #[test]
-    fn a_count_cell_stores_each_event_where_publishing_the_event_does() {
+    fn a_count_cell_stores_each_event_where_the_whole_block_shows_it() {
         let plans = [Paired::default(), Paired::of(Event::ALL.into_iter())];
         for paired in plans {
-            for (index, &event_) in Event::ALL.iter().enumerate() {
+            for (index, &event) in Event::ALL.iter().enumerate() {
                 let count = ((index as u64) << 40) + 7;
-                let (by_event, by_cell) = (AtomicCells::new(), AtomicCells::new());
-                event(&by_event, event_, count, paired);
-                CountCell::of(event_, paired).store(&by_cell, count);
+                let mut counts = EventCounts::default();
+                counts.events[event.index()] = count;
+                if paired.has(event) {
+                    counts.paired[event.index()] = count;
+                }
+                let by_cell = AtomicCells::new();
+                CountCell::of(event, paired).store(&by_cell, count);
                 hundredfold_cycles(&by_cell);
-                assert_eq!(by_cell.values(), by_event.values(), "{event_:?}");
+                assert_eq!(by_cell.values(), counts.values(), "{event:?}");
             }
         }
     }

@@ -13,8 +13,8 @@ use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
-/// One core type's session part, as the client's `Parts` table holds it (the driver allocates it).
-pub use crate::session::Part;
+/// One core type's session, as the client's `CoreTypeSessions` table holds it (the driver allocates it).
+pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
@@ -113,7 +113,7 @@ impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
-    type Parts = PoolSlice<Option<Part>>;
+    type CoreTypeSessions = PoolSlice<Option<CoreTypeSession>>;
     type Plans = PoolSlice<Option<CounterPlan>>;
 
     fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
@@ -175,7 +175,7 @@ fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; 
     let handler: Option<OverflowHandler> =
         overflow_interrupt.then_some(overflow_handler::<Client> as OverflowHandler);
     let count = client.processor_count();
-    for (list, slot) in lists.iter().zip(held.iter_mut()) {
+    for (list, granted) in lists.iter().zip(held.iter_mut()) {
         let mut entries = [GROUP_AFFINITY { Mask: 0, Group: 0, Reserved: [0; 3] }; processors::MAX_GROUPS];
         let groups = match list.core_type {
             Some(core_type) => processors::group_affinity(
@@ -189,7 +189,7 @@ fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; 
         // SAFETY: the handler is resident code of this image that reads only the published client,
         // which stays valid while the ownership lives (Platform::allocate).
         let allocate = || unsafe { Ownership::allocate(affinity, Some((list.counters, handler))) };
-        *slot = Some(match affinity.first() {
+        *granted = Some(match affinity.first() {
             // The HAL checks a list against the counter table of the processor the call runs on
             // (Windows 11 24H2, EmonReserveProfileResourcesEnhanced): ask from the list's first
             // processor, at PASSIVE_LEVEL as the call requires.

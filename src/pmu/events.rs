@@ -149,24 +149,8 @@ macro_rules! event_table {
             /// How many events there are.
             pub const COUNT: usize = Self::ALL.len();
             const TABLE: [EventInfo; Self::COUNT] = [$($info),*];
-
-            /// Calls `visitor` with this event's [`Event::index`] as a const parameter, so that what
-            /// the visitor looks up per event is a constant in each arm (one jump per call, where a
-            /// table looked up at run time costs a load and a test per entry).
-            #[inline(always)]
-            pub fn visit<V: EventVisitor>(self, visitor: V) {
-                match self {
-                    $(Event::$event => visitor.visit::<{ Event::$event as usize }>(),)*
-                }
-            }
         }
     };
-}
-
-/// Work done per event with the event known at compile time: [`Event::visit`].
-pub trait EventVisitor {
-    /// Called for the event whose [`Event::index`] is `EVENT`.
-    fn visit<const EVENT: usize>(self);
 }
 
 // The event table: adding an event is a row here and a counter (with the row's `field`) in the

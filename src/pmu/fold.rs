@@ -13,18 +13,18 @@ use super::extend::{counter_mask, extend_with};
 use core::num::NonZeroU64;
 
 /// Counters a processor can own at once, and so the number of reported values and bases it keeps:
-/// one per assignment a counter plan can make (a plan's slot index is an index here), and one for
-/// fixed counter 3 (top-down slots), whose wraps the overflow handler counts in the slot after the
-/// plan's (its status bit, 35, is above every assignment's: [`OwnedMask::slot_of`]).
-pub const SLOTS: usize = super::placement::MAX_ASSIGNMENTS + 1;
-/// The size of the tables indexed by slot where a slot is masked rather than bounds-tested (the
-/// overflow counts, which the handler indexes, and a session's read tables): [`SLOTS`] rounded up to
-/// a power of two, so that `slot & (TABLE - 1)` is always in range.
-pub const TABLE: usize = SLOTS.next_power_of_two();
-const _: () = assert!(SLOTS <= 64, "an OwnedMask has one bit per owned counter");
+/// one per assignment a counter plan can make (a plan's assignment index is the counter's index here), and
+/// one for fixed counter 3 (top-down slots), whose wraps the overflow handler counts in the counter
+/// after the plan's (its status bit, 35, is above every assignment's: [`OwnedMask::rank_of`]).
+pub const COUNTERS: usize = super::placement::MAX_ASSIGNMENTS + 1;
+/// The size of the tables indexed by counter where a counter is masked rather than bounds-tested (the
+/// overflow counts, which the handler indexes, and a session's read tables): [`COUNTERS`] rounded up to
+/// a power of two, so that `counter & (TABLE - 1)` is always in range.
+pub const TABLE: usize = COUNTERS.next_power_of_two();
+const _: () = assert!(COUNTERS <= 64, "an OwnedMask has one bit per owned counter");
 
 /// The IA32_PERF_GLOBAL_STATUS bits (GP counter i = bit i, fixed counter j = bit 32 + j; on AMD
-/// PerfMonV2 core counter i = bit i) of the counters this session owns: at most [`SLOTS`] of them.
+/// PerfMonV2 core counter i = bit i) of the counters this session owns: at most [`COUNTERS`] of them.
 /// Fixed for a session; the handler and the readers must use the same mask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OwnedMask(u64);
@@ -33,9 +33,9 @@ impl OwnedMask {
     /// No counters.
     pub const EMPTY: OwnedMask = OwnedMask(0);
 
-    /// The mask of `bits`, or `None` if it has more than [`SLOTS`] bits set.
+    /// The mask of `bits`, or `None` if it has more than [`COUNTERS`] bits set.
     pub const fn new(bits: u64) -> Option<OwnedMask> {
-        if bits.count_ones() as usize <= SLOTS { Some(OwnedMask(bits)) } else { None }
+        if bits.count_ones() as usize <= COUNTERS { Some(OwnedMask(bits)) } else { None }
     }
 
     /// The status bits, to be kept in an atomic and made a mask again with [`OwnedMask::from_bits`].
@@ -44,14 +44,14 @@ impl OwnedMask {
     }
 
     /// The mask whose [`OwnedMask::bits`] these are (the overflow handler's path: no count check,
-    /// since the bits came from a checked mask; a slot is masked into range anyway, `fold`).
+    /// since the bits came from a checked mask; a counter is masked into range anyway, `fold`).
     #[inline(always)]
     pub const fn from_bits(bits: u64) -> OwnedMask {
         OwnedMask(bits)
     }
 
-    /// The overflow slot of status bit `bit`: its rank among the owned bits, or `None` if not owned.
-    pub const fn slot_of(self, bit: u8) -> Option<usize> {
+    /// The overflow rank of status bit `bit`: its rank among the owned bits, or `None` if not owned.
+    pub const fn rank_of(self, bit: u8) -> Option<usize> {
         if bit >= 64 {
             return None;
         }
@@ -61,18 +61,18 @@ impl OwnedMask {
 }
 
 /// The number of owned bits below the single bit `single` (which must be non-zero to mean anything;
-/// 0 gives the count of every owned bit). Always below [`SLOTS`] for an owned bit of an [`OwnedMask`].
+/// 0 gives the count of every owned bit). Always below [`COUNTERS`] for an owned bit of an [`OwnedMask`].
 #[inline(always)]
 const fn rank(owned: u64, single: u64) -> usize {
     (owned & single.wrapping_sub(1)).count_ones() as usize
 }
 
-/// Where a counter is in this session: its overflow slot (its status bit's rank among the session's
-/// owned counters, [`OwnedMask::slot_of`], worked out once per session), its status bit, and its
+/// Where a counter is in this session: its overflow rank (its status bit's rank among the session's
+/// owned counters, [`OwnedMask::rank_of`], worked out once per session), its status bit, and its
 /// width (CPUID.0AH reports GP and fixed counter widths separately).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
-    pub slot: usize,
+    pub rank: usize,
     /// The counter's IA32_PERF_GLOBAL_STATUS bit, as a mask: GP counter i = bit i, fixed counter
     /// j = bit 32 + j. Never zero, which lets an `Option<Placement>` keep its `None` there.
     status_bit: NonZeroU64,
@@ -86,12 +86,12 @@ pub struct Placement {
 impl Placement {
     /// The placement of the counter with status bit `bit` and width `width`, if `owned` has it.
     pub const fn new(owned: OwnedMask, bit: u8, width: u8) -> Option<Placement> {
-        match owned.slot_of(bit) {
-            Some(slot) => {
+        match owned.rank_of(bit) {
+            Some(rank) => {
                 let mask = counter_mask(width);
                 // 1 << n is never zero: the `else` is never taken.
                 let Some(status_bit) = NonZeroU64::new(1u64 << (bit & 63)) else { return None };
-                Some(Placement { slot, status_bit, mask, wrap: mask.wrapping_add(1) })
+                Some(Placement { rank, status_bit, mask, wrap: mask.wrapping_add(1) })
             }
             None => None,
         }
@@ -104,43 +104,66 @@ impl Placement {
     }
 }
 
-/// The placements of a plan whose every slot is its own overflow slot, field by field: a reader
-/// indexes each field by the slot alone (one index register for every array it walks, where a
-/// 32-byte [`Placement`] needs a second one) and keeps no slot numbers.
+/// The placements of a plan whose every counter is its own overflow rank, field by field: a reader
+/// indexes each field by the counter alone (one index register for every array it walks, where a
+/// 32-byte [`Placement`] needs a second one) and keeps no counter numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OwnSlotPlacements {
+pub struct OwnRankPlacements {
     status_bits: [NonZeroU64; TABLE],
     masks: [u64; TABLE],
     wraps: [u64; TABLE],
 }
 
-impl OwnSlotPlacements {
-    /// Every slot's placement from `placement` (the places a plan does not fill are never read).
+impl OwnRankPlacements {
+    /// No counter's placement set: every place is a 64-bit counter on status bit 0 (for a table
+    /// whose counters have no placement, which nothing reads).
+    pub const UNSET: Self = OwnRankPlacements {
+        status_bits: [NonZeroU64::MIN; TABLE],
+        masks: [u64::MAX; TABLE],
+        wraps: [0; TABLE],
+    };
+
+    /// Every counter's placement from `placement` (the places a plan does not fill are never read).
     pub const fn filled_with(placement: Placement) -> Self {
-        OwnSlotPlacements {
+        OwnRankPlacements {
             status_bits: [placement.status_bit; TABLE],
             masks: [placement.mask; TABLE],
             wraps: [placement.wrap; TABLE],
         }
     }
 
-    /// Sets slot `slot`'s placement: `false` (nothing set) if `placement` is another slot's.
-    pub fn set(&mut self, slot: usize, placement: Placement) -> bool {
-        if placement.slot != slot || slot >= TABLE {
+    /// Sets counter `counter`'s placement: `false` (nothing set) if `placement` is another counter's.
+    pub fn set(&mut self, counter: usize, placement: Placement) -> bool {
+        if placement.rank != counter || counter >= TABLE {
             return false;
         }
-        self.status_bits[slot] = placement.status_bit;
-        self.masks[slot] = placement.mask;
-        self.wraps[slot] = placement.wrap;
+        self.status_bits[counter] = placement.status_bit;
+        self.masks[counter] = placement.mask;
+        self.wraps[counter] = placement.wrap;
         true
     }
 
-    /// Slot `slot`'s placement.
+    /// Sets counter `counter`'s width alone, with no placement (a counter polled, or whose status
+    /// bit the session does not own): [`Self::width`] gives it back.
+    pub fn set_width(&mut self, counter: usize, width: u8) {
+        if counter < TABLE {
+            self.masks[counter] = counter_mask(width);
+            self.wraps[counter] = self.masks[counter].wrapping_add(1);
+        }
+    }
+
+    /// Counter `counter`'s width (of its placement, or as [`Self::set_width`] set it), clamped as
+    /// [`crate::pmu::extend::counter_mask`] clamps it.
+    pub fn width(&self, counter: usize) -> u8 {
+        (u64::BITS - self.masks[counter & (TABLE - 1)].leading_zeros()) as u8
+    }
+
+    /// Counter `counter`'s placement.
     #[inline(always)]
-    pub fn get(&self, slot: usize) -> Placement {
-        let index = slot & (TABLE - 1);
+    pub fn get(&self, counter: usize) -> Placement {
+        let index = counter & (TABLE - 1);
         Placement {
-            slot,
+            rank: counter,
             status_bit: self.status_bits[index],
             mask: self.masks[index],
             wrap: self.wraps[index],
@@ -152,7 +175,7 @@ impl OwnSlotPlacements {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// The reported (base + extended, monotonic) value of each logical counter.
-    pub values: [u64; SLOTS],
+    pub values: [u64; COUNTERS],
     /// Overflow handler invocations on this processor, ever.
     pub overflow_interrupts: u64,
 }
@@ -161,16 +184,16 @@ pub struct Snapshot {
 #[repr(C)]
 #[derive(Debug)]
 pub struct ProcessorCounters {
-    /// Wraps delivered by the overflow handler in this session, per slot ([`OwnedMask::slot_of`]); in
+    /// Wraps delivered by the overflow handler in this session, per counter ([`OwnedMask::rank_of`]); in
     /// a polled session (no overflow handler), the polled values ([`Self::session_cells`]). [`TABLE`]
-    /// of them, so that the handler masks a slot into range instead of testing it.
+    /// of them, so that the handler masks a counter into range instead of testing it.
     overflows: [AtomicU64; TABLE],
     /// Overflow handler invocations, ever.
     overflow_interrupts: AtomicU64,
     /// Per logical counter: the total of closed sessions (the last value reported before [`Self::release`]).
-    base: [AtomicU64; SLOTS],
+    base: [AtomicU64; COUNTERS],
     /// Per logical counter: the last value reported, which collectors read.
-    reported: [AtomicU64; SLOTS],
+    reported: [AtomicU64; COUNTERS],
 }
 
 #[cfg(not(loom))]
@@ -183,8 +206,8 @@ impl ProcessorCounters {
         ProcessorCounters {
             overflows: [const { AtomicU64::new(0) }; TABLE],
             overflow_interrupts: AtomicU64::new(0),
-            base: [const { AtomicU64::new(0) }; SLOTS],
-            reported: [const { AtomicU64::new(0) }; SLOTS],
+            base: [const { AtomicU64::new(0) }; COUNTERS],
+            reported: [const { AtomicU64::new(0) }; COUNTERS],
         }
     }
 
@@ -210,9 +233,9 @@ impl ProcessorCounters {
         let mut pending = overflow_bits & owned.0;
         while pending != 0 {
             let lowest = pending & pending.wrapping_neg();
-            // rank < SLOTS for an owned bit; the mask only lets the compiler drop the bounds check.
-            let slot = rank(owned.0, lowest) & (TABLE - 1);
-            self.overflows[slot].fetch_add(1, Ordering::Relaxed);
+            // rank < COUNTERS for an owned bit; the mask only lets the compiler drop the bounds check.
+            let index = rank(owned.0, lowest) & (TABLE - 1);
+            self.overflows[index].fetch_add(1, Ordering::Relaxed);
             pending ^= lowest;
         }
     }
@@ -225,9 +248,9 @@ impl ProcessorCounters {
         }
     }
 
-    /// Before a session starts (counters stopped): each slot's base and reported value become `totals`
+    /// Before a session starts (counters stopped): each counter's base and reported value become `totals`
     /// (the totals of the events the new session places there).
-    pub fn rebase(&self, totals: [u64; SLOTS]) {
+    pub fn rebase(&self, totals: [u64; COUNTERS]) {
         for ((base, reported), total) in self.base.iter().zip(&self.reported).zip(totals) {
             base.store(total, Ordering::Relaxed);
             reported.store(total, Ordering::Relaxed);
@@ -244,7 +267,7 @@ impl ProcessorCounters {
     }
 
     /// A repair's restart of logical counter `counter`, whose hardware counter was stopped at `raw`
-    /// and goes on from there, with the session's per-slot cells restarted (overflow counts from 0,
+    /// and goes on from there, with the session's per-counter cells restarted (overflow counts from 0,
     /// or polled values from `raw`): the base becomes the last report less `raw`, so that the counter
     /// at `raw` reads as the last report and each later event adds one (modulo 2^64, like every
     /// base; see crate::pmu::extend).
@@ -254,7 +277,7 @@ impl ProcessorCounters {
         }
     }
 
-    /// Reports logical counter `counter` (0..[`SLOTS`]), which this session placed `at`, from `raw`, the
+    /// Reports logical counter `counter` (0..[`COUNTERS`]), which this session placed `at`, from `raw`, the
     /// counter read with interrupts held off, and `status`, the global status register read after it;
     /// `read_again` reads the counter again, and is called only when `status` has its bit set (the
     /// protocol of the module comment): base + exact 64-bit value, never below the previous report.
@@ -268,7 +291,7 @@ impl ProcessorCounters {
         status: u64,
         read_again: impl FnOnce() -> u64,
     ) -> Option<u64> {
-        let overflows = self.overflows[at.slot & (TABLE - 1)].load(Ordering::Relaxed);
+        let overflows = self.overflows[at.rank & (TABLE - 1)].load(Ordering::Relaxed);
         let pending = status & at.status_bit.get() != 0;
         let raw = if pending {
             // A wrap pending between the read and the status read: rare, so kept out of the loop's
@@ -317,18 +340,18 @@ impl ProcessorCounters {
 
     /// The reported values, for a reader on any processor: each value one atomic load (never torn).
     pub fn snapshot(&self) -> Snapshot {
-        let mut values = [0; SLOTS];
+        let mut values = [0; COUNTERS];
         for (value, reported) in values.iter_mut().zip(&self.reported) {
             *value = reported.load(Ordering::Relaxed);
         }
         Snapshot { values, overflow_interrupts: self.overflow_interrupts.load(Ordering::Relaxed) }
     }
 
-    /// The published value of logical counter `slot` (0 when out of range): [`Self::snapshot`]'s for
+    /// The published value of logical counter `counter` (0 when out of range): [`Self::snapshot`]'s for
     /// one counter, for a collector that needs only the counters of its plan.
     #[inline]
-    pub fn reported(&self, slot: usize) -> u64 {
-        self.reported.get(slot).map_or(0, |reported| reported.load(Ordering::Relaxed))
+    pub fn reported(&self, counter: usize) -> u64 {
+        self.reported.get(counter).map_or(0, |reported| reported.load(Ordering::Relaxed))
     }
 
     /// Overflow handler invocations on this processor, ever.
@@ -336,24 +359,24 @@ impl ProcessorCounters {
         self.overflow_interrupts.load(Ordering::Relaxed)
     }
 
-    /// The per-slot cells of the session: the overflow counts of an interrupt-driven one, which a
+    /// The per-counter cells of the session: the overflow counts of an interrupt-driven one, which a
     /// polled session (whose overflow handler folds nothing) uses for its polled values instead
     /// (crate::pmu::poll::PollCounters::over). Both start a session at 0 ([`Self::acquire`]).
     pub fn session_cells(&self) -> &[AtomicU64; TABLE] {
         &self.overflows
     }
 
-    /// The session cell of `slot` (masked into range): for fixed counter 3, the slot after the plan's,
+    /// The session cell of `counter` (masked into range): for fixed counter 3, the counter after the plan's,
     /// its wraps the handler delivered since the last read zeroed it (crate::pmu::topdown).
     #[inline(always)]
-    pub fn session_cell(&self, slot: usize) -> &AtomicU64 {
-        &self.overflows[slot & (TABLE - 1)]
+    pub fn session_cell(&self, counter: usize) -> &AtomicU64 {
+        &self.overflows[counter & (TABLE - 1)]
     }
 
-    /// Overflows delivered to `slot` in this session (`None` when out of range).
+    /// Overflows delivered to `counter` in this session (`None` when out of range).
     #[cfg(test)]
-    pub fn overflows(&self, slot: usize) -> Option<u64> {
-        Some(self.overflows.get(slot)?.load(Ordering::Relaxed))
+    pub fn overflows(&self, counter: usize) -> Option<u64> {
+        Some(self.overflows.get(counter)?.load(Ordering::Relaxed))
     }
 }
 

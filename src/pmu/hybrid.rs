@@ -14,6 +14,7 @@
 //! 40H Intel Core), Intel SDM Vol. 2A, CPUID, "Hybrid Information Enumeration Leaf (EAX = 1AH)".
 
 use super::model::{Detection, PmuModel};
+use core::ops::{Deref, DerefMut};
 use raw_cpuid::CpuIdReader;
 
 /// Which kind of core a logical processor is: the value of the "Core Type" counters.
@@ -111,6 +112,114 @@ impl Machine {
     /// More than one core type: each gets its own HAL allocation, on its own processors.
     pub fn hybrid(&self) -> bool {
         self.models().count() > 1
+    }
+}
+
+/// [`PerCoreType`]'s core type index: [`CORE_TYPES`] rounded up to a power of two, so that a core
+/// type is masked into range (the overflow handler looks its mask up with no bounds test).
+pub const CORE_TYPE_PLACES: usize = CORE_TYPES.next_power_of_two();
+
+/// One entry per core type the machine has, found by core type: the session's core type sessions,
+/// the last plans and the overflow handler's masks (in the manner of Linux's `hybrid(pmu, field)`
+/// accessor, arch/x86/events/perf_event.h, which finds a hybrid PMU's own copy of a field). `E`
+/// holds the entries: an allocation with one per core type present, in the order of the machine's
+/// core types ([`Machine::models`]), or [`Inline`], a place for every core type. A machine of one
+/// core type has one entry, which [`PerCoreType::uniform`] gives without a lookup by core type.
+pub struct PerCoreType<E> {
+    /// Each core type's entry (`u8::MAX`: the machine has no processor of that type).
+    index: [u8; CORE_TYPE_PLACES],
+    /// The entry of every processor where all are of one core type, else `u8::MAX`.
+    uniform: u8,
+    entries: E,
+}
+
+impl<T, E: Deref<Target = [T]>> PerCoreType<E> {
+    /// The table of `machine`'s core types over `entries`, one per type present, in order.
+    pub fn new(machine: &Machine, entries: E) -> Self {
+        let mut index = [u8::MAX; CORE_TYPE_PLACES];
+        let mut present = 0;
+        for (core_type, _) in machine.models() {
+            index[core_type] = present;
+            present += 1;
+        }
+        debug_assert!(usize::from(present) <= entries.len(), "one entry per core type");
+        PerCoreType { index, uniform: if present == 1 { 0 } else { u8::MAX }, entries }
+    }
+
+    /// The entry of core type `core_type` (`None` for a type the machine lacks).
+    #[inline]
+    pub fn get(&self, core_type: u8) -> Option<&T> {
+        self.entries.get(usize::from(self.index[usize::from(core_type) & (CORE_TYPE_PLACES - 1)]))
+    }
+
+    /// The entry of every processor, where all are of one core type.
+    pub fn uniform(&self) -> Option<&T> {
+        self.entries.get(usize::from(self.uniform))
+    }
+
+    /// Each core type the machine has, with its entry.
+    pub fn iter<'a>(&'a self) -> impl Iterator<Item = (usize, &'a T)>
+    where
+        T: 'a,
+    {
+        (0..CORE_TYPES).filter_map(|core_type| Some((core_type, self.get(core_type as u8)?)))
+    }
+}
+
+impl<T, E: DerefMut<Target = [T]>> PerCoreType<E> {
+    /// The entry of core type `core_type`, to change.
+    pub fn get_mut(&mut self, core_type: u8) -> Option<&mut T> {
+        let at = usize::from(self.index[usize::from(core_type) & (CORE_TYPE_PLACES - 1)]);
+        self.entries.get_mut(at)
+    }
+
+    /// Calls `change` with each core type's entry.
+    pub fn for_each_mut(&mut self, mut change: impl FnMut(&mut T)) {
+        for core_type in 0..CORE_TYPES {
+            if let Some(entry) = self.get_mut(core_type as u8) {
+                change(entry);
+            }
+        }
+    }
+}
+
+/// [`PerCoreType`] entries kept in place, a place for each core type (and for the one value past
+/// them that a masked core type can take), whether the machine has it or not: for entries too small
+/// to be worth an allocation (the overflow handler's masks).
+pub struct Inline<T>(pub [T; CORE_TYPE_PLACES]);
+
+impl<T> PerCoreType<Inline<T>> {
+    /// The table of `machine`'s core types over `entries`, each core type at its own place.
+    pub fn inline(machine: &Machine, entries: [T; CORE_TYPE_PLACES]) -> Self {
+        let mut index = [u8::MAX; CORE_TYPE_PLACES];
+        let mut present = 0;
+        for (core_type, _) in machine.models() {
+            index[core_type] = core_type as u8;
+            present += 1;
+        }
+        let uniform = if present == 1 { index.into_iter().find(|&at| at != u8::MAX) } else { None };
+        PerCoreType { index, uniform: uniform.unwrap_or(u8::MAX), entries: Inline(entries) }
+    }
+
+    /// The place of core type `core_type`, present or not, for a reader that may not branch (the
+    /// overflow handler): a place no core type the machine lacks has ever had written, so it holds
+    /// what the entries were made with. Always inlined: the overflow handler makes no call.
+    #[inline(always)]
+    pub fn place(&self, core_type: u8) -> &T {
+        &self.entries.0[usize::from(core_type) & (CORE_TYPE_PLACES - 1)]
+    }
+}
+
+impl<T> Deref for Inline<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Inline<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
     }
 }
 

@@ -112,7 +112,7 @@ const fn counter_mask(model: &PmuModel, encoding: Encoding, counters: u8) -> u8 
 
 /// A kind of counter and its number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
+pub enum HardwareCounter {
     /// Intel fixed-function counter j.
     Fixed(u8),
     /// General-purpose counter i (Intel IA32_PMCi, AMD PerfCtr i).
@@ -123,7 +123,7 @@ pub enum Slot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Assignment {
     pub event: Event,
-    pub slot: Slot,
+    pub hardware: HardwareCounter,
     /// The counter to read (and zero).
     pub counter_msr: u32,
     /// The `rdpmc` index that reads the counter, where there is one: Intel general-purpose counter i
@@ -156,7 +156,7 @@ impl Assignment {
     /// A placeholder for the unused places of a [`CounterPlan`]; never iterated.
     const UNUSED: Assignment = Assignment {
         event: Event::Instructions,
-        slot: Slot::General(0),
+        hardware: HardwareCounter::General(0),
         counter_msr: 0,
         rdpmc: None,
         control_msr: 0,
@@ -226,7 +226,7 @@ impl CounterPlan {
         self.as_slice().iter()
     }
 
-    /// The assignments as a slice (slot i is element i).
+    /// The assignments as a slice (counter i is element i).
     #[inline(always)]
     pub fn as_slice(&self) -> &[Assignment] {
         &self.assignments[..self.len.min(MAX_ASSIGNMENTS)]
@@ -302,7 +302,7 @@ impl CounterPlan {
 
     /// The global status bits whose overflows the overflow handler counts: the assignments' and,
     /// where top-down comes from IA32_PERF_METRICS, fixed counter 3's (bit 35, above every
-    /// assignment's, so that its overflow slot is the one after the plan's; the read adds its wraps to
+    /// assignment's, so that its overflow rank is the one after the plan's; the read adds its wraps to
     /// the slots, crate::pmu::topdown::read_and_zero).
     pub fn overflow_bits(&self) -> u64 {
         let topdown =
@@ -326,7 +326,7 @@ impl CounterPlan {
     pub fn fixed_ctrl(&self) -> u64 {
         let topdown = if self.topdown_metrics { fixed_ctrl_field(TOPDOWN_FIXED_COUNTER, false) } else { 0 };
         self.iter()
-            .filter(|assignment| matches!(assignment.slot, Slot::Fixed(_)))
+            .filter(|assignment| matches!(assignment.hardware, HardwareCounter::Fixed(_)))
             .fold(topdown, |value, assignment| value | assignment.control)
     }
 
@@ -334,9 +334,9 @@ impl CounterPlan {
     pub fn fixed_counters(&self) -> impl Iterator<Item = u8> + '_ {
         let topdown = self.topdown_metrics.then_some(TOPDOWN_FIXED_COUNTER);
         self.iter()
-            .filter_map(|assignment| match assignment.slot {
-                Slot::Fixed(index) => Some(index),
-                Slot::General(_) => None,
+            .filter_map(|assignment| match assignment.hardware {
+                HardwareCounter::Fixed(index) => Some(index),
+                HardwareCounter::General(_) => None,
             })
             .chain(topdown)
     }
@@ -399,8 +399,8 @@ fn place(model: &PmuModel, wanted: &Wanted, pmi: bool) -> CounterPlan {
         }
     }
     // Fixed counters are placed first but go in the plan after the general-purpose ones, in counter
-    // order: the plan's slots then follow their global status bits (general-purpose i = bit i, fixed j
-    // = bit 32 + j), so each slot is its counter's overflow slot (crate::pmu::fold's rank of the
+    // order: the plan's counters then follow their global status bits (general-purpose i = bit i, fixed j
+    // = bit 32 + j), so each counter is its own overflow rank (crate::pmu::fold's rank of the
     // status bit among the owned ones).
     let mut fixed_events: [Option<Event>; MAX_FIXED_ASSIGNED] = [None; MAX_FIXED_ASSIGNED];
     if model.vendor == Vendor::Intel {
@@ -516,7 +516,7 @@ fn augment(
 fn intel_fixed(model: &PmuModel, event: Event, fixed: u8, pmi: bool) -> Assignment {
     Assignment {
         event,
-        slot: Slot::Fixed(fixed),
+        hardware: HardwareCounter::Fixed(fixed),
         counter_msr: msr::IA32_FIXED_CTR0 + u32::from(fixed),
         rdpmc: Some(RDPMC_FIXED | u32::from(fixed)),
         control_msr: msr::IA32_FIXED_CTR_CTRL,
@@ -538,7 +538,7 @@ fn general_purpose(
     let (counter_msr, control_msr) = layout.general_purpose_registers(counter);
     Assignment {
         event,
-        slot: Slot::General(counter),
+        hardware: HardwareCounter::General(counter),
         counter_msr,
         rdpmc: layout.rdpmc(counter),
         control_msr,

@@ -71,7 +71,7 @@ pub fn poll_period_100ns(width: u8, max_hz: u64, safety: u32) -> i64 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NotAWrap;
 
-/// One processor's polled counters: each slot's 64-bit value at its last poll (see the module
+/// One processor's polled counters: each counter's 64-bit value at its last poll (see the module
 /// comment), kept in cells the processor's interrupt-driven sessions use for their overflow counts
 /// (crate::pmu::fold::ProcessorCounters::session_cells): a session either polls or takes overflow
 /// interrupts, and each starts its cells from 0.
@@ -86,25 +86,25 @@ impl<'a> PollCounters<'a> {
         PollCounters { extended: cells }
     }
 
-    /// Starts `slot` for a counter just written `written` (0 normally; tests start near the wrap):
+    /// Starts `counter` for a counter just written `written` (0 normally; tests start near the wrap):
     /// its 64-bit value starts at `written mod 2^W`, which must be the value the counter really holds.
-    /// Returns `None` for a slot out of range.
-    pub fn start(&self, slot: usize, written: u64, width: u8) -> Option<()> {
-        self.extended.get(slot)?.store(written & counter_mask(width), Ordering::Relaxed);
+    /// Returns `None` for a counter out of range.
+    pub fn start(&self, counter: usize, written: u64, width: u8) -> Option<()> {
+        self.extended.get(counter)?.store(written & counter_mask(width), Ordering::Relaxed);
         Some(())
     }
 
-    /// Polls `slot`: calls `read_raw` (the counter's MSR) once and returns the counter's 64-bit value
-    /// at that read, exact if the previous poll of the slot was less than 2^W events earlier. The
+    /// Polls `counter`: calls `read_raw` (the counter's MSR) once and returns the counter's 64-bit value
+    /// at that read, exact if the previous poll of the counter was less than 2^W events earlier. The
     /// state advances to it unless another poll interrupted this one (it then holds that poll's
-    /// value, as exact), so it never goes backwards. `None` for a slot out of range (`read_raw` is
+    /// value, as exact), so it never goes backwards. `None` for a counter out of range (`read_raw` is
     /// then not called).
     ///
     /// The order matters: the state is loaded *before* the raw read, so the raw value is never older
     /// than the state it is compared with (Linux's x86_perf_event_update orders them the same way, and
     /// uses the same compare-exchange for the same reason: an NMI may poll in between).
-    pub fn poll<R: FnOnce() -> u64>(&self, slot: usize, width: u8, read_raw: R) -> Option<u64> {
-        self.poll_unless_reset(slot, width, read_raw, || true)?.ok()
+    pub fn poll<R: FnOnce() -> u64>(&self, counter: usize, width: u8, read_raw: R) -> Option<u64> {
+        self.poll_unless_reset(counter, width, read_raw, || true)?.ok()
     }
 
     /// [`Self::poll`], except that a raw value below the last one, a wrap or a counter that was reset
@@ -113,12 +113,12 @@ impl<'a> PollCounters<'a> {
     /// returns `Err(NotAWrap)`, for the caller to repair the programming.
     pub fn poll_unless_reset<R: FnOnce() -> u64, C: FnOnce() -> bool>(
         &self,
-        slot: usize,
+        counter: usize,
         width: u8,
         read_raw: R,
         wrap_is_real: C,
     ) -> Option<Result<u64, NotAWrap>> {
-        let cell = self.extended.get(slot)?;
+        let cell = self.extended.get(counter)?;
         let previous = cell.load(Ordering::Relaxed);
         compiler_fence(core::sync::atomic::Ordering::SeqCst);
         let raw = read_raw();
@@ -133,10 +133,10 @@ impl<'a> PollCounters<'a> {
         Some(Ok(now))
     }
 
-    /// `slot`'s 64-bit value at its last poll (`None` when out of range).
+    /// `counter`'s 64-bit value at its last poll (`None` when out of range).
     #[cfg(test)]
-    pub fn last(&self, slot: usize) -> Option<u64> {
-        Some(self.extended.get(slot)?.load(Ordering::Relaxed))
+    pub fn last(&self, counter: usize) -> Option<u64> {
+        Some(self.extended.get(counter)?.load(Ordering::Relaxed))
     }
 }
 

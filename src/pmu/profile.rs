@@ -167,8 +167,8 @@ pub fn select(
         // Line n (from 0) is Custom Event n, whether the lines before it were taken or not.
         match selection.custom.get_mut(index) {
             None => reject("CustomEvents", index + 1, Rejection::TooManyEvents),
-            Some(slot) => match parse_event(line, vendor, hybrid) {
-                Ok(encoding) => *slot = Some(encoding),
+            Some(place) => match parse_event(line, vendor, hybrid) {
+                Ok(encoding) => *place = Some(encoding),
                 Err(why) => reject("CustomEvents", index + 1, why),
             },
         }

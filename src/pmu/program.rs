@@ -10,7 +10,7 @@ use super::encoding::{EVTSEL_EN, EVTSEL_INT};
 use super::layout::GlobalRegisters;
 use super::model::Vendor;
 use super::msr;
-use super::placement::{Assignment, CounterPlan, Slot};
+use super::placement::{Assignment, CounterPlan, HardwareCounter};
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// MSR and counter access on the current processor.
@@ -68,7 +68,7 @@ pub fn stop(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
         Some(global) => disable_globally(global, plan, msrs),
         None => {
             for assignment in plan.iter() {
-                if let Slot::General(_) = assignment.slot {
+                if let HardwareCounter::General(_) = assignment.hardware {
                     msrs.write(assignment.control_msr, assignment.control & !EVTSEL_EN);
                 }
             }
@@ -95,7 +95,7 @@ pub fn clear_status(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
 /// the values they hold.
 pub fn program_controls(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) {
     for assignment in plan.iter() {
-        if let Slot::General(_) = assignment.slot {
+        if let HardwareCounter::General(_) = assignment.hardware {
             msrs.write(assignment.control_msr, assignment.control);
         }
     }
@@ -120,7 +120,7 @@ pub fn stop_and_clear(vendor: Vendor, plan: &CounterPlan, msrs: &mut impl Msrs) 
         msrs.write(msr::IA32_FIXED_CTR_CTRL, fixed & !fixed_fields(plan));
     }
     for assignment in plan.iter() {
-        if let Slot::General(_) = assignment.slot {
+        if let HardwareCounter::General(_) = assignment.hardware {
             // Disable before writing the counter, so that it does not count between the writes (Linux
             // writes a counter, arch/x86/events/core.c x86_perf_event_set_period, only while stopped).
             msrs.write(assignment.control_msr, 0);
@@ -174,9 +174,9 @@ pub fn counts_as_planned(
     assignment: &Assignment,
     msrs: &impl Msrs,
 ) -> bool {
-    let counting = match assignment.slot {
-        Slot::General(_) => !EVTSEL_NOT_COUNTING,
-        Slot::Fixed(index) => FIXED_FIELD_COUNTING << (4 * u32::from(index)),
+    let counting = match assignment.hardware {
+        HardwareCounter::General(_) => !EVTSEL_NOT_COUNTING,
+        HardwareCounter::Fixed(index) => FIXED_FIELD_COUNTING << (4 * u32::from(index)),
     };
     let control_kept = msrs.read(assignment.control_msr) & counting == assignment.control & counting;
     let enabled = match (global_registers(vendor, plan), assignment.global_bit) {
@@ -229,7 +229,7 @@ impl Programming {
             len += 1;
         };
         for assignment in plan.iter() {
-            if let Slot::General(_) = assignment.slot {
+            if let HardwareCounter::General(_) = assignment.hardware {
                 push((
                     assignment.control_msr,
                     !EVTSEL_NOT_COUNTING,

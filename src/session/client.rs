@@ -13,13 +13,17 @@
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.
 
+use super::core_type_session::{CoreTypeSession, Session};
 use super::lock::SessionLock;
 use super::platform::{Platform, SETTING_HEADER_UNITS};
 use super::processor_state::ProcessorState;
 use super::read::{TopdownReading, counts_under};
 use super::repair::repair;
+use super::request::Requester;
 use super::schedule::Schedule;
+use super::start::{carry_over, start_counting};
 use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
+use super::topdown_source;
 use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
@@ -29,31 +33,14 @@ use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::frequency::{self, mperf_advance};
-use crate::pmu::hybrid::{CORE_TYPES, Machine};
+use crate::pmu::hybrid::{CORE_TYPE_PLACES, CORE_TYPES, Inline, Machine, PerCoreType};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
-use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
+use crate::pmu::placement::{Wanted, plan_for};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use start::{carry_over, install, start_counting};
 
-#[path = "start.rs"]
-mod start;
-
-#[path = "per_core_type.rs"]
-mod per_core_type;
-
-#[path = "parts.rs"]
-mod parts;
-
-#[path = "housekeeping.rs"]
 mod housekeeping;
-pub use parts::Part;
-use parts::{Session, Slots};
-use per_core_type::{expected_topdown, topdown_source};
-
-/// [`PmuClient::pmi_owned`]'s length: the core types, rounded up to a power of two.
-const PMI_OWNED_TYPES: usize = CORE_TYPES.next_power_of_two();
 
 /// Why the counters could not be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,16 +68,12 @@ pub struct PmuClient<P: Platform> {
     machine: Machine,
     processors: P::Processors,
     session: SessionLock<Session<P>>,
-    /// Each core type's plan of the last session (open or closed), one per core type the machine has
-    /// (at its [`Slots`] index): which slot holds which event, so that counts keep their places
-    /// between sessions. Written at each acquisition.
-    last_plan: SessionLock<P::Plans>,
-    /// Where each core type's entry is in `last_plan` and the session's parts.
-    slots: Slots,
+    /// Each core type's plan of the last session (open or closed): which counter holds which event,
+    /// so that counts keep their places between sessions. Written at each acquisition.
+    last_plan: SessionLock<PerCoreType<P::Plans>>,
     /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
-    /// set before the counters are enabled, cleared after they are stopped. A power of two long, so
-    /// that the handler indexes it by core type with a mask instead of a bounds check.
-    pmi_owned: [AtomicU64; PMI_OWNED_TYPES],
+    /// set before the counters are enabled, cleared after they are stopped.
+    pmi_owned: PerCoreType<Inline<AtomicU64>>,
     schedule: Schedule,
     /// Which collects read every processor afresh, and which are served from the last read.
     throttle: Throttle,
@@ -99,19 +82,17 @@ pub struct PmuClient<P: Platform> {
 
 impl<P: Platform> PmuClient<P> {
     /// A client for the PMU `detection` found, with one `processors` entry per processor (all zero)
-    /// and one `parts` and `plans` entry per core type the machine has (all `None`). No MSR is
+    /// and one `sessions` and `plans` entry per core type the machine has (all `None`). No MSR is
     /// touched.
     pub fn new(
         platform: P,
         machine: impl Into<Machine>,
         processors: P::Processors,
-        parts: P::Parts,
+        sessions: P::CoreTypeSessions,
         plans: P::Plans,
         status: &'static DriverStatus,
     ) -> Self {
         let machine: Machine = machine.into();
-        let slots = Slots::of(&machine);
-        debug_assert!(slots.len() <= plans.len(), "one last plan per core type");
         let detection = machine.detection;
         status.set_pmu_state(match detection {
             Detection::Usable(_) => PmuState::Idle,
@@ -123,7 +104,7 @@ impl<P: Platform> PmuClient<P> {
             Detection::Unusable(Unusable::TooFewCounters) => PmuState::UnsupportedTooFewCounters,
         });
         status.set_topdown_source(match detection {
-            Detection::Usable(_) => expected_topdown(machine),
+            Detection::Usable(_) => topdown_source::of_machine(machine, |_| None),
             Detection::Unusable(_) => TopdownSource::NoPmu,
         });
         for processor in processors.iter() {
@@ -134,10 +115,9 @@ impl<P: Platform> PmuClient<P> {
             machine,
             platform,
             processors,
-            session: SessionLock::new(Session::closed(parts, slots)),
-            last_plan: SessionLock::new(plans),
-            slots,
-            pmi_owned: [const { AtomicU64::new(0) }; PMI_OWNED_TYPES],
+            session: SessionLock::new(Session::closed(&machine, sessions)),
+            last_plan: SessionLock::new(PerCoreType::new(&machine, plans)),
+            pmi_owned: PerCoreType::inline(&machine, [const { AtomicU64::new(0) }; CORE_TYPE_PLACES]),
             schedule: Schedule::new(),
             throttle: Throttle::new(),
             status,
@@ -160,9 +140,8 @@ impl<P: Platform> PmuClient<P> {
     #[inline(always)]
     pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
         if let Some(processor) = self.processors.get(processor as usize) {
-            let core_type = usize::from(processor.pmu.core_type()) & (PMI_OWNED_TYPES - 1);
-            let owned = OwnedMask::from_bits(self.pmi_owned[core_type].load(Ordering::Acquire));
-            processor.pmu.counters.fold(overflow_bits, owned);
+            let owned = self.pmi_owned.place(processor.pmu.core_type());
+            processor.pmu.counters.fold(overflow_bits, OwnedMask::from_bits(owned.load(Ordering::Acquire)));
         }
     }
 
@@ -233,7 +212,8 @@ impl<P: Platform> PmuClient<P> {
             plans
         };
         let wanted = plans_with(model.overflow_interrupt);
-        let (ownership, held) = match self.request(model, &wanted) {
+        let requester = Requester { platform: &self.platform, machine: &self.machine, client: self };
+        let (ownership, held) = match requester.request(model, &wanted) {
             Ok(owned) => owned,
             Err(error) => {
                 self.status.record_ownership_failure();
@@ -247,16 +227,23 @@ impl<P: Platform> PmuClient<P> {
         // Without an interrupt (the whole PMU, or no PMI on this model) the counters are polled.
         let interrupt = held.interrupt;
         let plans = if interrupt { wanted } else { plans_with(false) };
+        // The last plans become `plans`, and `previous` the plans they were: swapped in place, not
+        // replaced by value. A swap's two places are never the same, which core::mem::swap states to
+        // the compiler whatever it inlines (ptr::swap_nonoverlapping: copies that LLVM must treat as
+        // non-overlapping, memcpy); a replace by value let the optimiser copy from `plans` straight
+        // into the table with memmove where it could not prove the two apart, and the driver imports
+        // no memmove. `previous` and `plans` are this frame's own, so copying between them is memcpy.
         let mut previous = [None; CORE_TYPES];
         let mut last_plan = self.last_plan.write();
-        for core_type in 0..CORE_TYPES {
-            if let Some(last) = last_plan.get_mut(self.slots.get(core_type)) {
-                previous[core_type] = replace_plan(last, &plans[core_type]);
+        for (core_type, previous) in previous.iter_mut().enumerate() {
+            if let Some(last) = last_plan.get_mut(core_type as u8) {
+                *previous = plans[core_type];
+                core::mem::swap(last, previous);
             }
         }
         drop(last_plan);
-        for (owned, plan) in self.pmi_owned.iter().zip(&plans) {
-            let mask = match plan {
+        for (core_type, owned) in self.pmi_owned.iter() {
+            let mask = match plans[core_type] {
                 Some(plan) if interrupt => OwnedMask::new(plan.overflow_bits()).unwrap_or(OwnedMask::EMPTY),
                 _ => OwnedMask::EMPTY,
             };
@@ -278,14 +265,18 @@ impl<P: Platform> PmuClient<P> {
             start_counting(processor, model.vendor, &plan, msrs);
         });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
-        install(session, ownership, &plans, &self.pmi_owned, self.machine);
+        let owned = |core_type: u8| {
+            let bits = self.pmi_owned.get(core_type).map_or(0, |owned| owned.load(Ordering::Relaxed));
+            OwnedMask::from_bits(bits)
+        };
+        session.install(ownership, &plans, owned, self.machine);
         // Counting from zero: for the gap between reads (crate::pmu::topdown), as good as a read.
         self.schedule.read_at(self.platform.now_100ns());
         let mut opened = Opened {
             counters: held.counters,
             ownership: held.ownership,
             interrupt,
-            topdown: topdown_source(self.machine, &plans),
+            topdown: topdown_source::of_machine(self.machine, |core_type| plans[core_type].as_ref()),
             dropped: EventSet::EMPTY,
             unavailable: EventSet::EMPTY,
         };
@@ -316,18 +307,16 @@ impl<P: Platform> PmuClient<P> {
             self.read_processor::<true>(open, None, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
             if let Some(processor) = self.processors.get(index as usize) {
-                let Some(part) = open.part(processor.pmu.core_type()) else { return };
+                let Some(core_type) = open.of_core_type(processor.pmu.core_type()) else { return };
                 processor.pmu.counters.release();
-                program::release(model.vendor, &part.plan, msrs);
+                program::release(model.vendor, &core_type.plan, msrs);
             }
         });
-        for owned in &self.pmi_owned {
+        for (_, owned) in self.pmi_owned.iter() {
             owned.store(0, Ordering::Release);
         }
         drop(ownership);
-        for part in session.parts.iter_mut() {
-            *part = None;
-        }
+        session.clear();
         self.status.set_counters_owned(0);
         self.status.set_pmu_ownership(PmuOwnership::None);
         self.status.set_pmu_state(PmuState::Idle);
@@ -335,18 +324,19 @@ impl<P: Platform> PmuClient<P> {
     }
 
     /// Reads processor `index`'s counters into its reported values, or repairs their programming if
-    /// it was lost (`super::repair`, which keeps what can be known exactly). Runs inside the all-processor call, on that processor, with interrupts
-    /// held off for the whole read (so the overflow handler runs before or after it, never inside).
+    /// it was lost (`super::repair`, which keeps what can be known exactly). Runs inside the
+    /// all-processor call, on that processor, with interrupts held off for the whole read (so the
+    /// overflow handler runs before or after it, never inside).
     /// `CHECK_ALL` picks how much of the programming to verify: all of it ([`Check::All`]), or one
     /// register in turn ([`Check::OneInTurn`]: one rdmsr per collect; the turns go round every
     /// register). A constant, so that a collect's read tests nothing for it.
-    /// `uniform`: the one part every processor uses (not a hybrid machine), found once per read
-    /// instead of on every processor.
+    /// `uniform`: the one core type session every processor uses (not a hybrid machine), found once
+    /// per read instead of on every processor ([`Session::uniform`]).
     #[inline(always)]
     fn read_processor<const CHECK_ALL: bool>(
         &self,
         session: &Session<P>,
-        uniform: Option<&Part>,
+        uniform: Option<&CoreTypeSession>,
         vendor: Vendor,
         index: u32,
         msrs: &mut P::Msrs,
@@ -354,7 +344,7 @@ impl<P: Platform> PmuClient<P> {
         let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
             return;
         };
-        let Some(session) = uniform.or_else(|| session.part(processor.core_type())) else { return };
+        let Some(session) = uniform.or_else(|| session.of_core_type(processor.core_type())) else { return };
         msrs.with_interrupts_held(|msrs| {
             if session.aperf_mperf {
                 let (aperf, mperf) = frequency::read(msrs);
@@ -373,16 +363,9 @@ impl<P: Platform> PmuClient<P> {
             // A polled read confirms each wrap against the whole programming: a counter a resume
             // zeroed is not a wrap, even where the register this turn checks looks as programmed.
             if !intact
-                || !session.reading.read(
-                    processor,
-                    published,
-                    &session.plan,
-                    &session.programming,
-                    session.paired,
-                    msrs,
-                )
+                || !session.reading.read(processor, published, &session.counters, &session.programming, msrs)
             {
-                repair(processor, published, vendor, &session.plan, &session.reading, msrs);
+                repair(processor, published, vendor, session, msrs);
                 self.status.record_reprogram();
             }
             if session.topdown != TopdownReading::None {
@@ -400,8 +383,8 @@ impl<P: Platform> PmuClient<P> {
         let Some((open, ownership)) = session.open() else { return false };
         // One worker per kind of check, so that a collect's worker tests none (`move`: it gets
         // `vendor` itself, not a reference to it).
-        // On a machine of one core type, every processor's part is found once, here.
-        let uniform = open.uniform_part();
+        // On a machine of one core type, every processor's core type session is found once, here.
+        let uniform = open.uniform();
         match check {
             Check::All => self.platform.on_every_processor(ownership, &move |index, msrs| {
                 self.read_processor::<true>(open, uniform, vendor, index, msrs)
@@ -466,13 +449,6 @@ impl<P: Platform> PmuClient<P> {
     }
 }
 
-/// `last`, replaced with `plan`. Out of line: its arguments cannot overlap, so the plans are copied
-/// with memcpy (inlined, the optimiser may call memmove, which the driver does not import).
-#[inline(never)]
-fn replace_plan(last: &mut Option<CounterPlan>, plan: &Option<CounterPlan>) -> Option<CounterPlan> {
-    core::mem::replace(last, *plan)
-}
-
 /// How much of the programming a read verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Check {
@@ -515,7 +491,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
-        let plan = last_plan.get(self.slots.get(usize::from(core_type))).and_then(Option::as_ref);
+        let plan = last_plan.get(core_type).and_then(Option::as_ref);
         for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
             sum.accumulate(&counts_under(processor, plan, &self.machine));
         }
@@ -536,13 +512,10 @@ impl<P: Platform> Drop for PmuClient<P> {
 }
 
 #[cfg(test)]
-#[path = "client_fake.rs"]
 mod fake;
 
 #[cfg(all(test, not(loom)))]
-#[path = "client_tests.rs"]
 mod tests;
 
 #[cfg(all(test, loom))]
-#[path = "client_loom_tests.rs"]
 mod loom_tests;

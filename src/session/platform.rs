@@ -2,7 +2,7 @@
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
 use super::processor_state::ProcessorState;
-use super::{Part, PmuClient};
+use super::{CoreTypeSession, PmuClient};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
@@ -37,9 +37,9 @@ pub trait Platform: Sync + Sized + 'static {
     type Msrs: Msrs;
     /// The per-processor state, one entry per processor index.
     type Processors: Deref<Target = [ProcessorState]> + Send + Sync;
-    /// The session's parts, one per core type the machine has (all `None`), allocated once with
+    /// The core types' sessions, one per core type the machine has (all `None`), allocated once with
     /// the client: a machine of one core type holds one.
-    type Parts: DerefMut<Target = [Option<Part>]> + Send + Sync;
+    type CoreTypeSessions: DerefMut<Target = [Option<CoreTypeSession>]> + Send + Sync;
     /// Each core type's plan of the last session, one per core type the machine has (all `None`),
     /// allocated once with the client.
     type Plans: DerefMut<Target = [Option<CounterPlan>]> + Send + Sync;

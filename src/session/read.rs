@@ -1,37 +1,25 @@
 //! One processor's read, inside the all-processor call with interrupts held off: how a session reads
-//! its counters ([`Reading`], decided once per session) and its top-down totals ([`TopdownReading`]),
-//! and the read itself, which stores what it reads into the processor's published block
-//! (`crate::block::publish`); and one processor's values as the reads left them ([`counts_under`]).
+//! its counters ([`Reading`], decided once per session, each counter through the session's
+//! [`CountTable`]) and its top-down totals ([`TopdownReading`]), and the read itself, which stores
+//! what it reads into the processor's published block (`crate::block::publish`); and one
+//! processor's values as the reads left them ([`counts_under`]).
 
+use super::count_table::CountTable;
 use super::processor_state::ProcessorState;
+use super::topdown_source;
 use crate::block::fields::{EventCounts, Paired};
-use crate::block::publish::{self, CountCell};
+use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pcw::driver_status::TopdownSource;
 use crate::pmu::events::Event;
-use crate::pmu::fold::{OwnSlotPlacements, OwnedMask, Placement, SLOTS, TABLE};
+use crate::pmu::fold::{OwnedMask, TABLE};
 use crate::pmu::hybrid::Machine;
-use crate::pmu::model::{PmuModel, Vendor};
-use crate::pmu::placement::{Assignment, CounterPlan};
+use crate::pmu::model::Vendor;
+use crate::pmu::placement::CounterPlan;
 use crate::pmu::poll::NotAWrap;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::pmu::topdown;
-
-/// [`read_held`] for a plan with a slot lacking an rdpmc index or a placement.
-fn read_placed<M: Msrs>(
-    processor: &ProcessorPmu,
-    published: &AtomicCells,
-    plan: &CounterPlan,
-    msrs: &mut M,
-    status_register: u32,
-    placements: &[Option<Placement>; TABLE],
-    paired: Paired,
-) {
-    let assignments = plan.as_slice();
-    let slots = PlannedSlots { assignments, placements, paired };
-    read_held(processor, published, assignments.len(), msrs, status_register, &slots)
-}
 
 /// Polls each counter (no overflow interrupt). A counter below its last value is taken for a wrap
 /// only while the programming is intact: a resume's reset zeroes the counters (and AMD PerfMonV2's
@@ -47,135 +35,127 @@ fn read_placed<M: Msrs>(
 fn read_polled<M: Msrs>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
-    plan: &CounterPlan,
+    table: &CountTable,
     programming: &Programming,
-    paired: Paired,
     msrs: &mut M,
 ) -> bool {
-    for (slot, assignment) in plan.iter().enumerate() {
-        let read = || msrs.read_counter(assignment.counter_msr, assignment.rdpmc);
+    for counter in 0..table.len() {
+        let read = || table.read(msrs, counter);
         let wrap_is_real = || programming.intact(msrs);
-        match processor.poll().poll_unless_reset(slot, assignment.width, read, wrap_is_real) {
+        match processor.poll().poll_unless_reset(counter, table.width(counter), read, wrap_is_real) {
             Some(Ok(extended)) => {
-                if let Some(count) = processor.counters.report(slot, extended) {
-                    publish::event(published, assignment.event, count, paired);
+                if let Some(count) = processor.counters.report(counter, extended) {
+                    table.store(published, counter, count);
                 }
             }
-            Some(Err(NotAWrap)) => return false,
+            Some(Err(NotAWrap)) => {
+                publish::hundredfold_cycles(published);
+                return false;
+            }
             None => {}
         }
     }
+    publish::hundredfold_cycles(published);
     true
 }
 
-/// How a read takes a session's counters.
+/// How a read takes a session's counters, each through the session's [`CountTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Reading {
-    /// Interrupts held off, the overflow handler folding wraps, and every slot with an rdpmc index
-    /// and a placement (always on Intel): [`HeldReads`].
-    Held { status_register: u32, slots: HeldReads },
-    /// Interrupts held off, the overflow handler folding the wraps of the placed slots (`None` for a
-    /// slot whose status bit the session does not own, which is not read).
-    Placed { status_register: u32, placements: [Option<Placement>; TABLE] },
+    /// Interrupts held off, the overflow handler folding wraps, and every counter with an rdpmc index
+    /// and its own placement (always on Intel; AMD's first six core counters): no test per counter.
+    Held { status_register: u32 },
+    /// Interrupts held off, the overflow handler folding the wraps of the placed counters; a counter
+    /// without an rdpmc index is read with rdmsr, and one without a placement is not reported.
+    Placed { status_register: u32 },
     /// No overflow interrupt: each counter is polled (crate::pmu::poll).
     Polled,
 }
 
 impl Reading {
-    /// Reads the plan's counters on this processor, interrupts held off, and publishes their totals:
-    /// with an overflow interrupt, every counter (rdpmc), then the global status once, then again any
-    /// counter with a wrap pending (the protocol of `crate::pmu::fold`); without one, each counter is
-    /// polled.
-    /// `paired`: the plan's events counted with their ratio partner (the session part's, worked out once).
-    /// Returns `false` when a polled read found the programming lost (`programming` confirms each
-    /// polled wrap), for the caller to repair it; an interrupt-driven read always returns `true`.
+    /// Reads the table's counters on this processor, interrupts held off, and publishes their
+    /// totals: with an overflow interrupt, every counter, then the global status once, then again
+    /// any counter with a wrap pending (the protocol of `crate::pmu::fold`); without one, each
+    /// counter is polled. Returns `false` when a polled read found the programming lost
+    /// (`programming` confirms each polled wrap), for the caller to repair it; an interrupt-driven
+    /// read always returns `true`.
     #[inline(always)]
     pub(super) fn read<M: Msrs>(
-        &self,
+        self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
-        plan: &CounterPlan,
+        table: &CountTable,
         programming: &Programming,
-        paired: Paired,
         msrs: &mut M,
     ) -> bool {
         match self {
-            // Every slot placed and readable with rdpmc: no test per counter.
-            Reading::Held { status_register, slots } => {
-                // At most SLOTS, as the compiler sees: no slot pays a bounds test.
-                let len = usize::from(slots.len).min(SLOTS);
-                read_held(processor, published, len, msrs, *status_register, slots);
-                publish::hundredfold_cycles(published);
+            Reading::Held { status_register } => {
+                read_held::<M, true>(processor, published, table, msrs, status_register);
                 true
             }
-            Reading::Placed { status_register, placements } => {
-                read_placed(processor, published, plan, msrs, *status_register, placements, paired);
+            Reading::Placed { status_register } => {
+                read_held::<M, false>(processor, published, table, msrs, status_register);
                 true
             }
-            Reading::Polled => read_polled(processor, published, plan, programming, paired, msrs),
+            Reading::Polled => read_polled(processor, published, table, programming, msrs),
         }
     }
 
     /// The global overflow status, for a repair's read of stopped counters (0 when polled).
-    pub(super) fn status<M: Msrs>(&self, msrs: &M) -> u64 {
+    pub(super) fn status<M: Msrs>(self, msrs: &M) -> u64 {
         match self {
-            Reading::Held { status_register, .. } | Reading::Placed { status_register, .. } => {
-                msrs.read(*status_register)
+            Reading::Held { status_register } | Reading::Placed { status_register } => {
+                msrs.read(status_register)
             }
             Reading::Polled => 0,
         }
     }
 
-    /// A repair's report of slot `slot`, whose counter counted its event all along and was stopped at
-    /// `raw` (`status` the global status read after stopping): as a read would, so nothing it counted
-    /// is lost. Publishes the count.
+    /// A repair's report of counter `counter`, which counted its event all along and was stopped
+    /// at `raw` (`status` the global status read after stopping): as a read would, so nothing it
+    /// counted is lost. Publishes the count (100 x the core cycles is the caller's, once).
     pub(super) fn report_stopped(
-        &self,
+        self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
-        plan: &CounterPlan,
-        slot: usize,
+        table: &CountTable,
+        counter: usize,
         raw: u64,
         status: u64,
     ) {
-        let Some(assignment) = plan.as_slice().get(slot) else { return };
+        if counter >= table.len() {
+            return;
+        }
         let count = match self {
-            Reading::Held { slots, .. } => slots
-                .placement(slot)
-                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
-            Reading::Placed { placements, .. } => placements[slot & (TABLE - 1)]
-                .and_then(|at| processor.counters.report_held(slot, at, raw, status, || raw)),
+            Reading::Held { .. } | Reading::Placed { .. } => table
+                .placement(counter)
+                .and_then(|at| processor.counters.report_held(counter, at, raw, status, || raw)),
             Reading::Polled => processor
                 .poll()
-                .poll(slot, assignment.width, || raw)
-                .and_then(|extended| processor.counters.report(slot, extended)),
+                .poll(counter, table.width(counter), || raw)
+                .and_then(|extended| processor.counters.report(counter, extended)),
         };
         if let Some(count) = count {
-            publish::event(published, assignment.event, count, paired(plan));
+            table.store(published, counter, count);
         }
     }
 
-    /// A repair's restart of slot `slot`'s session cell, its counter stopped at `raw` and going on
-    /// from there: an overflow count from 0, or a polled value from `raw` (the counter's value, as
-    /// crate::pmu::poll requires). The caller has restarted every cell from 0.
-    pub(super) fn restart(&self, processor: &ProcessorPmu, slot: usize, raw: u64, width: u8) {
+    /// A repair's restart of counter `counter`'s session cell, the counter stopped at `raw` and
+    /// going on from there: an overflow count from 0, or a polled value from `raw` (the counter's
+    /// value, as crate::pmu::poll requires). The caller has restarted every cell from 0.
+    pub(super) fn restart(self, processor: &ProcessorPmu, counter: usize, raw: u64, width: u8) {
         if let Reading::Polled = self {
-            let _ = processor.poll().start(slot, raw, width);
+            let _ = processor.poll().start(counter, raw, width);
         }
     }
 
-    pub(super) fn of(vendor: Vendor, plan: &CounterPlan, owned: OwnedMask) -> Reading {
-        let Some(status_register) =
-            program::global_status_register(vendor, plan).filter(|_| owned != OwnedMask::EMPTY)
-        else {
-            return Reading::Polled;
-        };
-        let mut placements = [None; TABLE];
-        for (placement, assignment) in placements.iter_mut().zip(plan.iter()) {
-            *placement = assignment.global_bit.and_then(|bit| Placement::new(owned, bit, assignment.width));
-        }
-        match HeldReads::of(plan, &placements) {
-            Some(slots) => Reading::Held { status_register, slots },
-            None => Reading::Placed { status_register, placements },
+    /// How `table`'s counters are read, for `plan` whose status bits `owned` the overflow handler
+    /// folds (empty when polled).
+    pub(super) fn of(vendor: Vendor, plan: &CounterPlan, owned: OwnedMask, table: &CountTable) -> Reading {
+        match program::global_status_register(vendor, plan).filter(|_| owned != OwnedMask::EMPTY) {
+            None => Reading::Polled,
+            Some(status_register) if table.all_held() => Reading::Held { status_register },
+            Some(status_register) => Reading::Placed { status_register },
         }
     }
 }
@@ -203,7 +183,7 @@ impl TopdownReading {
         match self {
             TopdownReading::None => {}
             TopdownReading::PerfMetrics => {
-                // Fixed counter 3's wraps are counted in the slot after the plan's (its status bit
+                // Fixed counter 3's wraps are counted in the counter after the plan's (its status bit
                 // is above every assignment's, so that is its rank among the owned bits).
                 let wraps = processor.counters.session_cell(plan.as_slice().len());
                 let read = topdown::read_and_zero(msrs, &processor.topdown_remainders, wraps);
@@ -233,136 +213,42 @@ impl TopdownReading {
     }
 }
 
-/// The interrupts-off read of `len` slots ([`Reading::read`]): each counter, then the global status
-/// once, then each counter's report (read again where a wrap is pending). Inlined for each kind of
-/// [`HeldSlots`], so that where every slot has an rdpmc index and a placement, no counter pays a test
-/// for them.
+/// The interrupts-off read ([`Reading::read`]): each counter, then the global status once, then
+/// each counter's report (read again where a wrap is pending). `HELD`: every counter has an rdpmc
+/// index and its own placement ([`CountTable::all_held`]), so that no counter pays a test for them.
 #[inline(always)]
-fn read_held<M: Msrs>(
+fn read_held<M: Msrs, const HELD: bool>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
-    len: usize,
+    table: &CountTable,
     msrs: &mut M,
     status_register: u32,
-    slots: &impl HeldSlots,
 ) {
+    let len = table.len();
+    let read =
+        |msrs: &M, counter| if HELD { table.read_rdpmc(msrs, counter) } else { table.read(msrs, counter) };
     // Index loops: the iterator adapters cost several instructions per counter here.
     let mut raws = [0u64; TABLE];
-    for slot in 0..len {
-        raws[slot & (TABLE - 1)] = slots.read(msrs, slot);
+    for counter in 0..len {
+        raws[counter & (TABLE - 1)] = read(msrs, counter);
     }
     let status = msrs.read(status_register);
-    for slot in 0..len {
-        if let Some(at) = slots.placement(slot) {
-            let raw = raws[slot & (TABLE - 1)];
-            let read_again = || slots.read(msrs, slot);
-            if let Some(count) = processor.counters.report_held(slot, at, raw, status, read_again) {
-                slots.publish(published, slot, count);
+    for counter in 0..len {
+        let at = if HELD { Some(table.held_placement(counter)) } else { table.placement(counter) };
+        if let Some(at) = at {
+            let raw = raws[counter & (TABLE - 1)];
+            let read_again = || read(msrs, counter);
+            if let Some(count) = processor.counters.report_held(counter, at, raw, status, read_again) {
+                table.store(published, counter, count);
             }
         }
     }
-}
-
-/// What the interrupts-off reader needs per slot.
-trait HeldSlots {
-    /// Reads slot `slot`'s counter.
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64;
-    /// The slot's placement among the owned counters, if it has one.
-    fn placement(&self, slot: usize) -> Option<Placement>;
-    /// Publishes `count`, the slot's event's total.
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64);
-}
-
-/// Any plan's slots, read from the plan and the session's placements.
-struct PlannedSlots<'a> {
-    assignments: &'a [Assignment],
-    placements: &'a [Option<Placement>; TABLE],
-    paired: Paired,
-}
-
-impl HeldSlots for PlannedSlots<'_> {
-    #[inline(always)]
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
-        let assignment = &self.assignments[slot];
-        msrs.read_counter(assignment.counter_msr, assignment.rdpmc)
-    }
-    #[inline(always)]
-    fn placement(&self, slot: usize) -> Option<Placement> {
-        self.placements[slot & (TABLE - 1)]
-    }
-    #[inline(always)]
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        publish::event(published, self.assignments[slot].event, count, self.paired);
-    }
-}
-
-/// How the interrupts-off reader reads a plan whose every slot has an rdpmc index and a placement that
-/// is its own overflow slot (always on Intel, and on AMD's first six core counters): per slot, the
-/// (counter MSR, rdpmc index), the placement and the cell its count is shown in, without an `Option`
-/// each.
-pub(super) struct HeldReads {
-    /// How many slots the plan has.
-    len: u8,
-    reads: [(u32, u32); TABLE],
-    placements: OwnSlotPlacements,
-    cells: [CountCell; TABLE],
-}
-
-impl HeldSlots for HeldReads {
-    #[inline(always)]
-    fn read<M: Msrs>(&self, msrs: &M, slot: usize) -> u64 {
-        let (msr, index) = self.reads[slot & (TABLE - 1)];
-        msrs.read_counter(msr, Some(index))
-    }
-    #[inline(always)]
-    fn placement(&self, slot: usize) -> Option<Placement> {
-        Some(self.placements.get(slot))
-    }
-    #[inline(always)]
-    fn publish(&self, published: &AtomicCells, slot: usize, count: u64) {
-        self.cells[slot & (TABLE - 1)].store(published, count);
-    }
-}
-
-impl HeldReads {
-    fn of(plan: &CounterPlan, placements: &[Option<Placement>; TABLE]) -> Option<HeldReads> {
-        // Places past the plan's slots are never read; they repeat the first slot's.
-        let mut held = HeldReads {
-            len: plan.as_slice().len() as u8,
-            reads: [(0, 0); TABLE],
-            placements: OwnSlotPlacements::filled_with(placements[0]?),
-            cells: [CountCell::of(Event::Instructions, Paired::default()); TABLE],
-        };
-        let paired = paired(plan);
-        for (slot, assignment) in plan.iter().enumerate() {
-            held.reads[slot] = (assignment.counter_msr, assignment.rdpmc?);
-            // Each slot is its own overflow slot: the plan orders its slots by status bit.
-            if !held.placements.set(slot, placements[slot]?) {
-                return None;
-            }
-            held.cells[slot] = CountCell::of(assignment.event, paired);
-        }
-        Some(held)
-    }
+    publish::hundredfold_cycles(published);
 }
 
 /// Which of `plan`'s events it counts with their ratio partner.
 pub(super) fn paired(plan: &CounterPlan) -> Paired {
     Paired::of(plan.as_slice().iter().map(|assignment| assignment.event))
-}
-
-/// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
-/// what `plan`, their last session's, counts; before any session, what the PMU has.
-fn topdown_source(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
-    let Some(model) = model else { return TopdownSource::NoPmu };
-    if let Some(source) = plan.and_then(|plan| TopdownReading::of(plan).source()) {
-        return source;
-    }
-    match plan {
-        None if model.topdown_metrics() => TopdownSource::PerfMetrics,
-        _ if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
-        _ => TopdownSource::Unavailable,
-    }
 }
 
 /// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
@@ -376,7 +262,7 @@ pub(super) fn topdown_from_events(
         plan.as_slice()
             .iter()
             .position(|assignment| assignment.event == event)
-            .map(|slot| processor.counters.reported(slot))
+            .map(|counter| processor.counters.reported(counter))
     })
 }
 
@@ -397,14 +283,14 @@ pub(super) fn counts_under(
         aperf,
         mperf,
         core_type: u64::from(pmu.core_type()),
-        topdown_source: topdown_source(model, plan) as u64,
+        topdown_source: topdown_source::of_core_type(model, plan) as u64,
         processors: 1,
         ..EventCounts::default()
     };
     if let Some(plan) = plan {
         let paired = paired(plan);
-        for (slot, assignment) in plan.as_slice().iter().enumerate() {
-            let count = pmu.counters.reported(slot);
+        for (counter, assignment) in plan.as_slice().iter().enumerate() {
+            let count = pmu.counters.reported(counter);
             counts.events[assignment.event.index()] = count;
             if paired.has(assignment.event) {
                 counts.paired[assignment.event.index()] = count;

@@ -12,12 +12,12 @@
 //! event), so its events since its last read are not reported. Nothing is invented, nothing goes
 //! backwards, and no reset counter is taken for a wrap.
 
-use super::read::Reading;
+use super::core_type_session::CoreTypeSession;
+use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::pmu::extend::counter_mask;
-use crate::pmu::fold::SLOTS;
+use crate::pmu::fold::COUNTERS;
 use crate::pmu::model::Vendor;
-use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs};
 
@@ -31,32 +31,33 @@ pub(super) fn repair<M: Msrs>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
     vendor: Vendor,
-    plan: &CounterPlan,
-    reading: &Reading,
+    session: &CoreTypeSession,
     msrs: &mut M,
 ) {
-    let mut kept = [false; SLOTS];
+    let (plan, reading, table) = (&session.plan, session.reading, &session.counters);
+    let mut kept = [false; COUNTERS];
     for (kept, assignment) in kept.iter_mut().zip(plan.iter()) {
         *kept = program::counts_as_planned(vendor, plan, assignment, msrs);
     }
     // Stopped, the counters hold still while they are read and their status is cleared: no event
     // falls between the read and the restart, and no wrap between the status read and its clear.
     program::stop(vendor, plan, msrs);
-    let mut raws = [0u64; SLOTS];
-    for (raw, assignment) in raws.iter_mut().zip(plan.iter()) {
-        *raw = msrs.read_counter(assignment.counter_msr, assignment.rdpmc) & counter_mask(assignment.width);
+    let mut raws = [0u64; COUNTERS];
+    for (counter, raw) in raws.iter_mut().enumerate().take(table.len()) {
+        *raw = table.read(msrs, counter) & counter_mask(table.width(counter));
     }
     let status = reading.status(msrs);
-    for slot in 0..plan.as_slice().len() {
-        if kept[slot] {
-            reading.report_stopped(processor, published, plan, slot, raws[slot], status);
+    for counter in 0..plan.as_slice().len() {
+        if kept[counter] {
+            reading.report_stopped(processor, published, table, counter, raws[counter], status);
         }
     }
+    publish::hundredfold_cycles(published);
     program::clear_status(vendor, plan, msrs);
     processor.counters.acquire();
-    for (slot, assignment) in plan.iter().enumerate() {
-        reading.restart(processor, slot, raws[slot], assignment.width);
-        processor.counters.rebase_at(slot, raws[slot]);
+    for (counter, assignment) in plan.iter().enumerate() {
+        reading.restart(processor, counter, raws[counter], assignment.width);
+        processor.counters.rebase_at(counter, raws[counter]);
     }
     program::program_controls(vendor, plan, msrs);
 }

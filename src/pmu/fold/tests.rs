@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// GP counters 0..3 and fixed counters 0..2, the usual Intel session: slots 0..3 and 4..6.
+/// GP counters 0..3 and fixed counters 0..2, the usual Intel session: counters (overflow ranks) 0..3 and 4..6.
 const INTEL_OWNED: u64 = 0b1111 | (0b111 << 32);
 
 fn owned(bits: u64) -> OwnedMask {
@@ -20,45 +20,45 @@ fn at(owned: OwnedMask, bit: u8) -> Placement {
 }
 
 #[test]
-fn owned_mask_slots_are_ranks() {
+fn owned_mask_ranks_count_the_owned_bits_below() {
     let mask = owned(INTEL_OWNED);
-    assert_eq!(mask.slot_of(0), Some(0));
-    assert_eq!(mask.slot_of(3), Some(3));
-    assert_eq!(mask.slot_of(32), Some(4));
-    assert_eq!(mask.slot_of(34), Some(6));
-    assert_eq!(mask.slot_of(4), None);
-    assert_eq!(mask.slot_of(35), None);
-    assert_eq!(mask.slot_of(63), None);
-    assert_eq!(mask.slot_of(64), None);
-    assert_eq!(mask.slot_of(255), None);
-    assert_eq!(owned(1 << 63).slot_of(63), Some(0));
-    // Every counter a plan can use (8 general-purpose, fixed 0-2) and fixed counter 3: 12 slots.
+    assert_eq!(mask.rank_of(0), Some(0));
+    assert_eq!(mask.rank_of(3), Some(3));
+    assert_eq!(mask.rank_of(32), Some(4));
+    assert_eq!(mask.rank_of(34), Some(6));
+    assert_eq!(mask.rank_of(4), None);
+    assert_eq!(mask.rank_of(35), None);
+    assert_eq!(mask.rank_of(63), None);
+    assert_eq!(mask.rank_of(64), None);
+    assert_eq!(mask.rank_of(255), None);
+    assert_eq!(owned(1 << 63).rank_of(63), Some(0));
+    // Every counter a plan can use (8 general-purpose, fixed 0-2) and fixed counter 3: 12 ranks.
     let full = owned(0xFF | (0xF << 32));
     let bits = (0..8).chain(32..36);
     assert_eq!(
-        bits.map(|bit| full.slot_of(bit).unwrap()).collect::<Vec<_>>(),
-        (0..SLOTS).collect::<Vec<_>>()
+        bits.map(|bit| full.rank_of(bit).unwrap()).collect::<Vec<_>>(),
+        (0..COUNTERS).collect::<Vec<_>>()
     );
     assert_eq!(OwnedMask::new(0x1FFF), None);
     assert_eq!(OwnedMask::new(u64::MAX), None);
-    assert_eq!(OwnedMask::EMPTY.slot_of(0), None);
+    assert_eq!(OwnedMask::EMPTY.rank_of(0), None);
 }
 
 #[test]
 fn fold_counts_owned_bits_and_ignores_the_rest() {
     let counters = ProcessorCounters::new();
     let mask = owned(INTEL_OWNED);
-    // Fixed counter 1 (bit 33, slot 5) plus bits the driver does not own: GP 5, the uncore (61),
+    // Fixed counter 1 (bit 33, rank 5) plus bits the driver does not own: GP 5, the uncore (61),
     // OvfBuf (62) and CondChgd (63) bits of IA32_PERF_GLOBAL_STATUS.
     counters.fold((1 << 33) | (1 << 5) | (0b111 << 61), mask);
-    let slots: Vec<u64> = (0..8).map(|slot| counters.overflows(slot).unwrap()).collect();
-    assert_eq!(slots, [0, 0, 0, 0, 0, 1, 0, 0]);
+    let by_rank: Vec<u64> = (0..8).map(|rank| counters.overflows(rank).unwrap()).collect();
+    assert_eq!(by_rank, [0, 0, 0, 0, 0, 1, 0, 0]);
     assert_eq!(counters.overflow_interrupts(), 1);
     // Every owned bit at once, then an interrupt with nothing owned (still counted).
     counters.fold(u64::MAX, mask);
     counters.fold(1 << 40, mask);
-    let slots: Vec<u64> = (0..8).map(|slot| counters.overflows(slot).unwrap()).collect();
-    assert_eq!(slots, [1, 1, 1, 1, 1, 2, 1, 0]);
+    let by_rank: Vec<u64> = (0..8).map(|rank| counters.overflows(rank).unwrap()).collect();
+    assert_eq!(by_rank, [1, 1, 1, 1, 1, 2, 1, 0]);
     assert_eq!(counters.overflow_interrupts(), 3);
     assert_eq!(counters.overflows(TABLE), None);
     // An empty mask ignores everything.
@@ -270,8 +270,8 @@ fn an_unowned_bit_or_counter_out_of_range_reports_nothing() {
     let never = || -> u64 { panic!("read again without a pending wrap") };
     assert_eq!(counters.report_held(0, at(mask, 0), 500, 0, never), Some(500));
     assert_eq!(Placement::new(mask, 8, 48), None, "bit 8 is not owned");
-    assert_eq!(counters.report_held(SLOTS, at(mask, 0), 700, 0, never), None);
-    assert_eq!(counters.report(SLOTS, 1), None);
+    assert_eq!(counters.report_held(COUNTERS, at(mask, 0), 700, 0, never), None);
+    assert_eq!(counters.report(COUNTERS, 1), None);
     assert_eq!(counters.snapshot().values[0], 500);
 }
 
@@ -350,7 +350,7 @@ fn collectors_on_other_processors_see_values_only_grow() {
             let mut looks = 0u64;
             while !done.load(Ordering::Acquire) || looks == 0 {
                 let now = counters.snapshot();
-                for counter in 0..SLOTS {
+                for counter in 0..COUNTERS {
                     assert!(now.values[counter] >= last.values[counter]);
                 }
                 last = now;
@@ -359,7 +359,7 @@ fn collectors_on_other_processors_see_values_only_grow() {
         })
     };
     for generation in 1..=20_000u64 {
-        for counter in 0..SLOTS {
+        for counter in 0..COUNTERS {
             counters.report(counter, generation * counter as u64);
         }
     }
@@ -387,17 +387,17 @@ fn a_placements_extension_is_extend() {
 }
 
 #[test]
-fn own_slot_placements_give_back_what_was_set_and_refuse_another_slots() {
+fn own_rank_placements_give_back_what_was_set_and_refuse_another_ranks() {
     let intel = owned(INTEL_OWNED);
-    let mut placements = OwnSlotPlacements::filled_with(at(intel, 0));
-    for (slot, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
-        assert!(placements.set(slot, at(intel, bit)), "slot {slot} is bit {bit}'s own");
+    let mut placements = OwnRankPlacements::filled_with(at(intel, 0));
+    for (counter, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
+        assert!(placements.set(counter, at(intel, bit)), "counter {counter} is bit {bit}'s own");
     }
-    for (slot, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
-        assert_eq!(placements.get(slot), at(intel, bit));
+    for (counter, bit) in [0, 1, 2, 3, 32, 33, 34].into_iter().enumerate() {
+        assert_eq!(placements.get(counter), at(intel, bit));
     }
-    // Owning bits 0 and 2, bit 2's placement is slot 1's: set as slot 0, it is refused.
+    // Owning bits 0 and 2, bit 2's placement is rank 1's: set as counter 0, it is refused.
     assert!(!placements.set(0, at(owned(0b101), 2)));
     assert_eq!(placements.get(0), at(intel, 0), "nothing set");
-    assert!(!placements.set(SLOTS, at(intel, 0)), "past the slots");
+    assert!(!placements.set(COUNTERS, at(intel, 0)), "past the counters");
 }

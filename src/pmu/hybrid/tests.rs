@@ -114,3 +114,54 @@ fn own_counters_complete_what_leaf_a_leaves_out() {
         assert_eq!((own.gp_counters, own.fixed_counters, own.topdown_slots), expected, "{}", cpu.name);
     }
 }
+
+#[test]
+fn a_per_core_type_table_finds_each_present_core_type_and_only_those() {
+    let performance = ALDER_LAKE_I9_12900K_P.model();
+    let efficient = ALDER_LAKE_I9_12900K_E.model();
+    let hybrid = Machine::of([
+        described(CoreType::Efficient, efficient),
+        described(CoreType::Performance, performance),
+    ]);
+    // One entry per core type present, in core type order: performance (1), then efficient (2).
+    let mut table = PerCoreType::new(&hybrid, vec!["performance", "efficient"]);
+    assert_eq!(table.get(1), Some(&"performance"));
+    assert_eq!(table.get(2), Some(&"efficient"));
+    assert_eq!(table.get(0), None, "no uniform processor here");
+    assert_eq!(table.get(3), None, "masked into range, and absent");
+    assert_eq!(table.get(255), None);
+    assert_eq!(table.uniform(), None, "two core types: each processor looks its own up");
+    assert_eq!(table.iter().collect::<Vec<_>>(), [(1, &"performance"), (2, &"efficient")]);
+    *table.get_mut(2).unwrap() = "changed";
+    let mut seen = Vec::new();
+    table.for_each_mut(|entry| seen.push(*entry));
+    assert_eq!(seen, ["performance", "changed"]);
+
+    let uniform = Machine::from(Detection::Usable(SKYLAKE_I7_6700K.model()));
+    let table = PerCoreType::new(&uniform, vec![10]);
+    assert_eq!(table.uniform(), Some(&10), "the one core type's entry, without a lookup");
+    assert_eq!((table.get(0), table.get(1), table.get(2)), (Some(&10), None, None));
+    assert_eq!(table.iter().count(), 1, "only the core types present");
+
+    let unusable = Machine::from(Detection::Unusable(Unusable::UnknownVendor));
+    let table = PerCoreType::new(&unusable, vec![0u8]);
+    assert_eq!((table.uniform(), table.get(0), table.iter().count()), (None, None, 0), "nothing usable");
+}
+
+#[test]
+fn an_inline_table_keeps_each_core_type_at_its_own_place() {
+    let performance_only = Machine::of([described(CoreType::Performance, ALDER_LAKE_I9_12900K_P.model())]);
+    let table = PerCoreType::inline(&performance_only, [10, 11, 12, 13]);
+    assert_eq!(table.uniform(), Some(&11), "one core type, at its own place");
+    assert_eq!((table.get(0), table.get(1), table.get(2)), (None, Some(&11), None));
+    // The overflow handler's lookup: every value of a core type byte lands on a place, the machine's
+    // types on their own, the others on places nothing writes.
+    assert_eq!([0, 1, 2, 3, 4, 255].map(|core_type| *table.place(core_type)), [10, 11, 12, 13, 10, 13]);
+    let hybrid = Machine::of([
+        described(CoreType::Performance, ALDER_LAKE_I9_12900K_P.model()),
+        described(CoreType::Efficient, ALDER_LAKE_I9_12900K_E.model()),
+    ]);
+    let table = PerCoreType::inline(&hybrid, [10, 11, 12, 13]);
+    assert_eq!(table.uniform(), None);
+    assert_eq!(table.iter().collect::<Vec<_>>(), [(1, &11), (2, &12)]);
+}

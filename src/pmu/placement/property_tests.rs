@@ -49,7 +49,7 @@ fn check(model: &PmuModel, wanted: &Wanted, pmi: bool) -> Result<(), String> {
     }
     for (i, x) in all.iter().enumerate() {
         for y in &all[i + 1..] {
-            if x.slot == y.slot
+            if x.hardware == y.hardware
                 || x.event == y.event
                 || x.counter_msr == y.counter_msr
                 || x.hal_index == y.hal_index
@@ -57,18 +57,18 @@ fn check(model: &PmuModel, wanted: &Wanted, pmi: bool) -> Result<(), String> {
                 return Err(format!("{x:?} and {y:?} share a counter or an event"));
             }
         }
-        let interrupt = match x.slot {
-            Slot::Fixed(j) if j >= fixed => return Err(format!("{x:?}: no such fixed counter")),
-            Slot::Fixed(j) => {
+        let interrupt = match x.hardware {
+            HardwareCounter::Fixed(j) if j >= fixed => return Err(format!("{x:?}: no such fixed counter")),
+            HardwareCounter::Fixed(j) => {
                 if x.counter_msr != 0x309 + u32::from(j) || x.control_msr != 0x38D {
                     return Err(format!("{x:?}: not fixed counter {j}'s registers"));
                 }
                 x.control & FIXED_CTRL_PMI << (4 * j) != 0
             }
-            Slot::General(i) if i >= general => {
+            HardwareCounter::General(i) if i >= general => {
                 return Err(format!("{x:?}: no such general-purpose counter"));
             }
-            Slot::General(i) => {
+            HardwareCounter::General(i) => {
                 if (x.counter_msr, x.control_msr) != general_purpose_msrs(model, i) {
                     return Err(format!("{x:?}: not general-purpose counter {i}'s registers"));
                 }
@@ -87,7 +87,7 @@ fn check(model: &PmuModel, wanted: &Wanted, pmi: bool) -> Result<(), String> {
     }
     let bits: Vec<u8> = all.iter().filter_map(|x| x.global_bit).collect();
     if !bits.windows(2).all(|pair| pair[0] < pair[1]) {
-        return Err(format!("slots not in status bit order: {bits:?}"));
+        return Err(format!("counters not in status bit order: {bits:?}"));
     }
     for event in wanted.events.iter() {
         let states =
@@ -117,8 +117,8 @@ fn every_profile() -> Vec<Wanted> {
     for count in 0..=CUSTOM_EVENTS {
         for restricted in [0xFF, 0x0F, 0x01] {
             let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
-            for (n, slot) in selection.custom.iter_mut().take(count).enumerate() {
-                *slot = Some(custom(0x10 + n as u16, if n % 2 == 0 { restricted } else { 0xFF }));
+            for (n, place) in selection.custom.iter_mut().take(count).enumerate() {
+                *place = Some(custom(0x10 + n as u16, if n % 2 == 0 { restricted } else { 0xFF }));
             }
             wanted.push(Wanted::of(&selection));
         }

@@ -10,7 +10,7 @@ use Event::*;
 #[allow(clippy::too_many_arguments)]
 const fn a(
     event: Event,
-    slot: Slot,
+    hardware: HardwareCounter,
     counter_msr: u32,
     control_msr: u32,
     control: u64,
@@ -19,12 +19,12 @@ const fn a(
     width: u8,
 ) -> Assignment {
     // RDPMC: Intel fixed j is 2^30 + j and GP i is i; AMD core counters only below 6.
-    let rdpmc = match slot {
-        Slot::Fixed(j) => Some(RDPMC_FIXED | j as u32),
-        Slot::General(i) if counter_msr >= 0xC001_0000 && i >= 6 => None,
-        Slot::General(i) => Some(i as u32),
+    let rdpmc = match hardware {
+        HardwareCounter::Fixed(j) => Some(RDPMC_FIXED | j as u32),
+        HardwareCounter::General(i) if counter_msr >= 0xC001_0000 && i >= 6 => None,
+        HardwareCounter::General(i) => Some(i as u32),
     };
-    Assignment { event, slot, counter_msr, rdpmc, control_msr, control, global_bit, hal_index, width }
+    Assignment { event, hardware, counter_msr, rdpmc, control_msr, control, global_bit, hal_index, width }
 }
 
 fn set(events: &[Event]) -> EventSet {
@@ -38,21 +38,21 @@ fn assignments(plan: &CounterPlan) -> Vec<Assignment> {
 /// Intel plan with the three fixed counters and architectural events on the first GP counters.
 fn intel_fixed_three(width: u8) -> [Assignment; 3] {
     [
-        a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, width),
-        a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, width),
-        a(ReferenceCycles, Slot::Fixed(2), 0x30B, 0x38D, 0xB00, Some(34), 34, width),
+        a(Instructions, HardwareCounter::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, width),
+        a(CoreCycles, HardwareCounter::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, width),
+        a(ReferenceCycles, HardwareCounter::Fixed(2), 0x30B, 0x38D, 0xB00, Some(34), 34, width),
     ]
 }
 
 #[test]
 fn skylake_plan() {
     let plan = plan(&cpus::SKYLAKE_I7_6700K.model());
-    // General-purpose counters first, then the fixed ones: slots in status bit order.
+    // General-purpose counters first, then the fixed ones: counters in status bit order.
     let mut expected = vec![
-        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
-        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
-        a(BranchMispredicts, Slot::General(2), 0xC3, 0x188, 0x0053_00C5, Some(2), 2, 48),
-        a(Branches, Slot::General(3), 0xC4, 0x189, 0x0053_00C4, Some(3), 3, 48),
+        a(LlcMisses, HardwareCounter::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+        a(LlcReferences, HardwareCounter::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+        a(BranchMispredicts, HardwareCounter::General(2), 0xC3, 0x188, 0x0053_00C5, Some(2), 2, 48),
+        a(Branches, HardwareCounter::General(3), 0xC4, 0x189, 0x0053_00C4, Some(3), 3, 48),
     ];
     expected.extend(intel_fixed_three(48));
     assert_eq!(assignments(&plan), expected);
@@ -69,9 +69,9 @@ fn skylake_plan_without_pmi_has_no_interrupt_bits() {
     assert_eq!(plan.fixed_ctrl(), 0x333);
     assert_eq!(plan.get(LlcMisses).map(|a| a.control), Some(0x0043_412E));
     for a in plan.iter() {
-        let interrupt_bits = match a.slot {
-            Slot::Fixed(j) => FIXED_CTRL_PMI << (4 * j),
-            Slot::General(_) => EVTSEL_INT,
+        let interrupt_bits = match a.hardware {
+            HardwareCounter::Fixed(j) => FIXED_CTRL_PMI << (4 * j),
+            HardwareCounter::General(_) => EVTSEL_INT,
         };
         assert_eq!(a.control & interrupt_bits, 0, "{:?}", a.event);
     }
@@ -94,11 +94,11 @@ fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
     assert_eq!(
         assignments(&plan),
         [
-            a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
-            a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
-            a(Branches, Slot::General(2), 0xC3, 0x188, 0x0053_00C4, Some(2), 2, 48),
-            a(Instructions, Slot::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
-            a(CoreCycles, Slot::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
+            a(LlcMisses, HardwareCounter::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 48),
+            a(LlcReferences, HardwareCounter::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 48),
+            a(Branches, HardwareCounter::General(2), 0xC3, 0x188, 0x0053_00C4, Some(2), 2, 48),
+            a(Instructions, HardwareCounter::Fixed(0), 0x309, 0x38D, 0x00B, Some(32), 32, 48),
+            a(CoreCycles, HardwareCounter::Fixed(1), 0x30A, 0x38D, 0x0B0, Some(33), 33, 48),
         ]
     );
     assert_eq!(plan.unavailable(), set(&[ReferenceCycles, BranchMispredicts]));
@@ -111,8 +111,8 @@ fn lynnfield_plan_skips_the_events_cpuid_marks_unavailable() {
 fn conroe_plan_uses_the_assumed_fixed_counters_and_drops_the_branch_pair() {
     let plan = plan(&cpus::CONROE_X6800.model());
     let mut expected = vec![
-        a(LlcMisses, Slot::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 40),
-        a(LlcReferences, Slot::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 40),
+        a(LlcMisses, HardwareCounter::General(0), 0xC1, 0x186, 0x0053_412E, Some(0), 0, 40),
+        a(LlcReferences, HardwareCounter::General(1), 0xC2, 0x187, 0x0053_4F2E, Some(1), 1, 40),
     ];
     expected.extend(intel_fixed_three(40));
     assert_eq!(assignments(&plan), expected);
@@ -127,8 +127,8 @@ fn intel_without_fixed_counters_puts_everything_on_general_purpose_counters_by_p
     assert_eq!(
         assignments(&plan),
         [
-            a(Instructions, Slot::General(0), 0xC1, 0x186, 0x0053_00C0, Some(0), 0, 40),
-            a(CoreCycles, Slot::General(1), 0xC2, 0x187, 0x0053_003C, Some(1), 1, 40),
+            a(Instructions, HardwareCounter::General(0), 0xC1, 0x186, 0x0053_00C0, Some(0), 0, 40),
+            a(CoreCycles, HardwareCounter::General(1), 0xC2, 0x187, 0x0053_003C, Some(1), 1, 40),
         ]
     );
     assert_eq!(
@@ -142,12 +142,48 @@ fn zen_core_plan(pmi: bool, global: bool) -> Vec<Assignment> {
     let int = if pmi { EVTSEL_INT } else { 0 };
     let bit = |i: u8| global.then_some(i);
     vec![
-        a(Instructions, Slot::General(0), 0xC001_0201, 0xC001_0200, 0x0043_00C0 | int, bit(0), 0, 48),
-        a(CoreCycles, Slot::General(1), 0xC001_0203, 0xC001_0202, 0x0043_0076 | int, bit(1), 1, 48),
-        a(LlcMisses, Slot::General(2), 0xC001_0205, 0xC001_0204, 0x0043_0964 | int, bit(2), 2, 48),
-        a(LlcReferences, Slot::General(3), 0xC001_0207, 0xC001_0206, 0x0043_FF60 | int, bit(3), 3, 48),
-        a(BranchMispredicts, Slot::General(4), 0xC001_0209, 0xC001_0208, 0x0043_00C3 | int, bit(4), 4, 48),
-        a(Branches, Slot::General(5), 0xC001_020B, 0xC001_020A, 0x0043_00C2 | int, bit(5), 5, 48),
+        a(
+            Instructions,
+            HardwareCounter::General(0),
+            0xC001_0201,
+            0xC001_0200,
+            0x0043_00C0 | int,
+            bit(0),
+            0,
+            48,
+        ),
+        a(
+            CoreCycles,
+            HardwareCounter::General(1),
+            0xC001_0203,
+            0xC001_0202,
+            0x0043_0076 | int,
+            bit(1),
+            1,
+            48,
+        ),
+        a(LlcMisses, HardwareCounter::General(2), 0xC001_0205, 0xC001_0204, 0x0043_0964 | int, bit(2), 2, 48),
+        a(
+            LlcReferences,
+            HardwareCounter::General(3),
+            0xC001_0207,
+            0xC001_0206,
+            0x0043_FF60 | int,
+            bit(3),
+            3,
+            48,
+        ),
+        a(
+            BranchMispredicts,
+            HardwareCounter::General(4),
+            0xC001_0209,
+            0xC001_0208,
+            0x0043_00C3 | int,
+            bit(4),
+            4,
+            48,
+        ),
+        a(Branches, HardwareCounter::General(5), 0xC001_020B, 0xC001_020A, 0x0043_00C2 | int, bit(5), 5, 48),
     ]
 }
 
@@ -197,7 +233,7 @@ fn zen4_without_mperf_counts_reference_cycles_on_event_120h_only_with_a_seventh_
         plan.get(ReferenceCycles),
         Some(&a(
             ReferenceCycles,
-            Slot::General(6),
+            HardwareCounter::General(6),
             0xC001_020D,
             0xC001_020C,
             0x0001_0043_0020,
@@ -218,10 +254,10 @@ fn amd_legacy_counters_before_perfctr_core() {
     assert_eq!(
         assignments(&plan),
         [
-            a(Instructions, Slot::General(0), 0xC001_0004, 0xC001_0000, 0x0043_00C0, None, 0, 48),
-            a(CoreCycles, Slot::General(1), 0xC001_0005, 0xC001_0001, 0x0043_0076, None, 1, 48),
-            a(LlcMisses, Slot::General(2), 0xC001_0006, 0xC001_0002, 0x0043_077E, None, 2, 48),
-            a(LlcReferences, Slot::General(3), 0xC001_0007, 0xC001_0003, 0x0043_077D, None, 3, 48),
+            a(Instructions, HardwareCounter::General(0), 0xC001_0004, 0xC001_0000, 0x0043_00C0, None, 0, 48),
+            a(CoreCycles, HardwareCounter::General(1), 0xC001_0005, 0xC001_0001, 0x0043_0076, None, 1, 48),
+            a(LlcMisses, HardwareCounter::General(2), 0xC001_0006, 0xC001_0002, 0x0043_077E, None, 2, 48),
+            a(LlcReferences, HardwareCounter::General(3), 0xC001_0007, 0xC001_0003, 0x0043_077D, None, 3, 48),
         ]
     );
     assert_eq!(plan.unavailable(), set(&[ReferenceCycles]));
@@ -233,16 +269,17 @@ fn amd_family_15h_puts_its_constrained_events_on_counters_0_to_2() {
     // *Synthetic*: a family 15h (Piledriver) model with PerfCtrExtCore.
     let model = PmuModel { family: 0x15, model: 0x02, ..cpus::ZEN2_MODEL };
     let plan = plan(&model);
-    let placed: Vec<(Event, Slot, u64)> = plan.iter().map(|a| (a.event, a.slot, a.control)).collect();
+    let placed: Vec<(Event, HardwareCounter, u64)> =
+        plan.iter().map(|a| (a.event, a.hardware, a.control)).collect();
     assert_eq!(
         placed,
         [
-            (CoreCycles, Slot::General(0), 0x0043_0076),
-            (LlcMisses, Slot::General(1), 0x0043_077E),
-            (LlcReferences, Slot::General(2), 0x0043_077D),
-            (Instructions, Slot::General(3), 0x0043_00C0),
-            (BranchMispredicts, Slot::General(4), 0x0043_00C3),
-            (Branches, Slot::General(5), 0x0043_00C2),
+            (CoreCycles, HardwareCounter::General(0), 0x0043_0076),
+            (LlcMisses, HardwareCounter::General(1), 0x0043_077E),
+            (LlcReferences, HardwareCounter::General(2), 0x0043_077D),
+            (Instructions, HardwareCounter::General(3), 0x0043_00C0),
+            (BranchMispredicts, HardwareCounter::General(4), 0x0043_00C3),
+            (Branches, HardwareCounter::General(5), 0x0043_00C2),
         ]
     );
 }
@@ -271,8 +308,8 @@ fn a_custom_event_restricted_to_some_counters_is_placed_there_or_dropped() {
     selection.custom[1] = Some(Encoding { counters: 0b0100, ..Encoding::new(0x48, 0x01) });
     selection.custom[2] = Some(Encoding { counters: 0b0100, ..Encoding::new(0x48, 0x02) });
     let plan = plan_for(&model, &Wanted::of(&selection), true);
-    assert_eq!(plan.get(Custom1).map(|a| a.slot), Some(Slot::General(2)));
-    assert_eq!(plan.get(Custom0).map(|a| a.slot), Some(Slot::General(0)));
+    assert_eq!(plan.get(Custom1).map(|a| a.hardware), Some(HardwareCounter::General(2)));
+    assert_eq!(plan.get(Custom0).map(|a| a.hardware), Some(HardwareCounter::General(0)));
     assert!(plan.dropped().contains(Custom2), "counter 2 is taken");
 }
 
@@ -288,18 +325,23 @@ fn an_eight_counter_core_counts_eight_custom_events_beside_its_fixed_counters() 
         let model = cpu.model().with_perf_capabilities(|| PERF_CAPABILITIES_PERF_METRICS);
         assert_eq!((model.gp_counters, model.fixed_counters), (8, 4), "{}", cpu.name);
         let mut selection = Selection { profile: Profile::Custom, ..Selection::default() };
-        for (n, slot) in selection.custom.iter_mut().enumerate() {
-            *slot = Some(Encoding::new(0x10 + n as u16, 0x01));
+        for (n, place) in selection.custom.iter_mut().enumerate() {
+            *place = Some(Encoding::new(0x10 + n as u16, 0x01));
         }
         let plan = plan_for(&model, &Wanted::of(&selection), true);
         assert_eq!(plan.len(), MAX_ASSIGNMENTS, "{}", cpu.name);
         for (n, &event) in Event::CUSTOM.iter().enumerate() {
-            assert_eq!(plan.get(event).map(|a| a.slot), Some(Slot::General(n as u8)), "{}", cpu.name);
+            assert_eq!(
+                plan.get(event).map(|a| a.hardware),
+                Some(HardwareCounter::General(n as u8)),
+                "{}",
+                cpu.name
+            );
         }
         assert_eq!(plan.dropped(), EventSet::EMPTY, "{}", cpu.name);
-        // The overflow handler's bits: the 11 assignments' and fixed counter 3's, its slot the 12th.
-        let owned = OwnedMask::new(plan.overflow_bits()).expect("within the slots");
-        assert_eq!(owned.slot_of(35), Some(MAX_ASSIGNMENTS), "{}", cpu.name);
+        // The overflow handler's bits: the 11 assignments' and fixed counter 3's, its rank the 12th.
+        let owned = OwnedMask::new(plan.overflow_bits()).expect("within the counters");
+        assert_eq!(owned.rank_of(35), Some(MAX_ASSIGNMENTS), "{}", cpu.name);
     }
 }
 
@@ -313,24 +355,27 @@ fn every_plan_of_the_table_is_consistent() {
             assert!(!plan.is_empty() && plan.len() == all.len(), "{}", cpu.name);
             for (i, x) in all.iter().enumerate() {
                 for y in &all[i + 1..] {
-                    assert_ne!(x.slot, y.slot, "{}: shared slot", cpu.name);
+                    assert_ne!(x.hardware, y.hardware, "{}: shared counter", cpu.name);
                     assert_ne!(x.event, y.event, "{}: event counted twice", cpu.name);
                     assert_ne!(x.counter_msr, y.counter_msr, "{}: shared counter", cpu.name);
                     assert_ne!(x.hal_index, y.hal_index, "{}: shared HAL index", cpu.name);
                     if x.global_bit.is_some() {
                         assert_ne!(x.global_bit, y.global_bit, "{}: shared global bit", cpu.name);
                     }
-                    if !matches!((x.slot, y.slot), (Slot::Fixed(_), Slot::Fixed(_))) {
+                    if !matches!(
+                        (x.hardware, y.hardware),
+                        (HardwareCounter::Fixed(_), HardwareCounter::Fixed(_))
+                    ) {
                         assert_ne!(x.control_msr, y.control_msr, "{}: shared event select", cpu.name);
                     }
                 }
-                match x.slot {
-                    Slot::Fixed(j) => assert!(j < model.fixed_counters, "{}", cpu.name),
-                    Slot::General(i) => assert!(i < model.gp_counters, "{}", cpu.name),
+                match x.hardware {
+                    HardwareCounter::Fixed(j) => assert!(j < model.fixed_counters, "{}", cpu.name),
+                    HardwareCounter::General(i) => assert!(i < model.gp_counters, "{}", cpu.name),
                 }
-                let interrupt = match x.slot {
-                    Slot::Fixed(j) => x.control & FIXED_CTRL_PMI << (4 * j) != 0,
-                    Slot::General(_) => x.control & EVTSEL_INT != 0,
+                let interrupt = match x.hardware {
+                    HardwareCounter::Fixed(j) => x.control & FIXED_CTRL_PMI << (4 * j) != 0,
+                    HardwareCounter::General(_) => x.control & EVTSEL_INT != 0,
                 };
                 assert_eq!(interrupt, pmi, "{}", cpu.name);
             }
@@ -345,11 +390,11 @@ fn every_plan_of_the_table_is_consistent() {
             }
             // Instructions and core cycles are always counted on a usable model.
             assert!(counted.contains(Instructions) && counted.contains(CoreCycles), "{}", cpu.name);
-            // Slots follow their status bits, so that each slot is its counter's overflow slot.
+            // Counters follow their status bits, so that each is its own overflow rank.
             let bits: Vec<u8> = all.iter().filter_map(|x| x.global_bit).collect();
             assert!(
                 bits.windows(2).all(|pair| pair[0] < pair[1]),
-                "{}: slots not in status bit order",
+                "{}: counters not in status bit order",
                 cpu.name
             );
         }
@@ -363,7 +408,7 @@ fn topdown_profile_on_skylake_takes_every_general_purpose_counter() {
     assert_eq!(plan.topdown_width(), Some(4));
     let general: Vec<Event> = plan
         .iter()
-        .filter(|assignment| matches!(assignment.slot, Slot::General(_)))
+        .filter(|assignment| matches!(assignment.hardware, HardwareCounter::General(_)))
         .map(|assignment| assignment.event)
         .collect();
     assert_eq!(general, [SlotsNotDelivered, SlotsIssued, SlotsRetired, RecoveryCycles]);

@@ -45,7 +45,7 @@ struct Machine {
 }
 
 impl Machine {
-    /// Polls slot 0, checking the value against the count at the raw read.
+    /// Polls counter 0, checking the value against the count at the raw read.
     fn poll(&self, mut interrupt_point: impl FnMut()) -> u64 {
         let mut count_at_raw = 0;
         let polled = PollCounters::over(&self.cells);

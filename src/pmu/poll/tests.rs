@@ -83,7 +83,7 @@ fn polling_extends_across_wraps() {
 }
 
 #[test]
-fn slots_out_of_range_are_refused() {
+fn counters_out_of_range_are_refused() {
     let cells = cells();
     let counters = PollCounters::over(&cells);
     assert_eq!(counters.start(TABLE, 0, 48), None);

@@ -110,7 +110,7 @@ fn valid_lines_become_custom_events_in_order() {
 }
 
 #[test]
-fn custom_event_n_is_line_n_and_a_rejected_line_leaves_its_slot_empty() {
+fn custom_event_n_is_line_n_and_a_rejected_line_leaves_its_place_empty() {
     // An administrator reads "Custom Event 2" as the third line: a rejected second line must not move
     // the third into its place (counts would then be published under another event's name).
     let lines = ["event=0xC0", "event=0x1C0", "event=0xC5", "umask=1", "event=0xC4"];
@@ -148,7 +148,7 @@ fn malformed_lines_are_rejected_and_the_rest_kept() {
     );
     assert_eq!(selection.rejected, 6);
     assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
-    assert!(selection.custom[1..7].iter().all(Option::is_none), "a rejected line's slot stays empty");
+    assert!(selection.custom[1..7].iter().all(Option::is_none), "a rejected line's place stays empty");
     assert_eq!(selection.custom[7].map(|e| e.event), Some(0xC5), "the other lines are kept, in place");
     let second = [
         "event=C4",                                             // 1: hex without 0x

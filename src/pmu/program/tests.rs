@@ -46,7 +46,7 @@ fn start_enables_exactly_the_planned_counters_and_keeps_foreign_bits() {
     assert_eq!(msrs.values[&msr::IA32_FIXED_CTR_CTRL], plan.fixed_ctrl());
     for assignment in plan.iter() {
         assert_eq!(msrs.values[&assignment.counter_msr], 0, "{:?} starts from 0", assignment.event);
-        if let Slot::General(_) = assignment.slot {
+        if let HardwareCounter::General(_) = assignment.hardware {
             assert_eq!(msrs.values[&assignment.control_msr], assignment.control);
         }
     }
@@ -60,7 +60,7 @@ fn counters_are_disabled_before_they_are_written() {
     let plan = plan(&model);
     let mut msrs = MsrFile::default();
     stop_and_clear(model.vendor, &plan, &mut msrs);
-    for assignment in plan.iter().filter(|a| matches!(a.slot, Slot::General(_))) {
+    for assignment in plan.iter().filter(|a| matches!(a.hardware, HardwareCounter::General(_))) {
         let control_zeroed = msrs.writes.iter().position(|&w| w == (assignment.control_msr, 0)).unwrap();
         let counter_zeroed = msrs.writes.iter().position(|&w| w == (assignment.counter_msr, 0)).unwrap();
         assert!(control_zeroed < counter_zeroed);
@@ -128,7 +128,7 @@ fn intact_until_a_reset_or_a_foreign_write() {
             model.vendor
         );
 
-        let general = plan.iter().find(|a| matches!(a.slot, Slot::General(_))).unwrap();
+        let general = plan.iter().find(|a| matches!(a.hardware, HardwareCounter::General(_))).unwrap();
         msrs.values.insert(general.control_msr, 0);
         assert!(
             !Programming::of(model.vendor, &plan).intact(&msrs),
@@ -220,7 +220,7 @@ fn bits_that_do_not_change_what_is_counted_are_not_lost_programming() {
         let programming = Programming::of(model.vendor, &plan);
         let mut msrs = MsrFile::default();
         start(model.vendor, &plan, &mut msrs);
-        for assignment in plan.iter().filter(|a| matches!(a.slot, Slot::General(_))) {
+        for assignment in plan.iter().filter(|a| matches!(a.hardware, HardwareCounter::General(_))) {
             let select = msrs.read(assignment.control_msr);
             msrs.values.insert(assignment.control_msr, select ^ EVTSEL_INT ^ EVTSEL_PC);
         }
@@ -252,7 +252,7 @@ fn a_repair_writes_control_registers_only_and_tells_which_counters_kept_counting
         for (n, assignment) in plan.iter().enumerate() {
             msrs.values.insert(assignment.counter_msr, 1000 + n as u64);
         }
-        let first = plan.iter().find(|a| matches!(a.slot, Slot::General(_))).unwrap();
+        let first = plan.iter().find(|a| matches!(a.hardware, HardwareCounter::General(_))).unwrap();
         msrs.values.insert(first.control_msr, 0x43_01D1);
         for assignment in plan.iter() {
             let kept = counts_as_planned(model.vendor, &plan, assignment, &msrs);
@@ -301,7 +301,7 @@ fn release_gives_back_the_power_on_enables_and_only_the_plans() {
     assert_eq!(msrs.values[&msr::IA32_FIXED_CTR_CTRL], 0);
     for assignment in plan.iter() {
         assert_eq!(msrs.values[&assignment.counter_msr], 0);
-        if let Slot::General(_) = assignment.slot {
+        if let HardwareCounter::General(_) = assignment.hardware {
             assert_eq!(msrs.values[&assignment.control_msr], 0, "{:?} stopped", assignment.event);
         }
     }

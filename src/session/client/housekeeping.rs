@@ -2,11 +2,11 @@
 //! deferred acquisition, a poll of counters without an overflow interrupt, a read that bounds the
 //! gap between two reads of IA32_PERF_METRICS, a release after the activity stops).
 
-use super::{Check, Part, Platform, PmuClient};
-use crate::pmu::fold::OwnedMask;
+use super::{Check, Platform, PmuClient};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::topdown::MAX_READ_GAP_100NS;
-use crate::session::read::TopdownReading;
+use crate::session::core_type_session::CoreTypeSession;
+use crate::session::read::{Reading, TopdownReading};
 
 impl<P: Platform> PmuClient<P> {
     /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
@@ -53,20 +53,20 @@ impl<P: Platform> PmuClient<P> {
         }
     }
 
-    /// Whether a part of the open session has no overflow handler: its counters are polled.
+    /// Whether a core type of the open session has no overflow handler: its counters are polled.
     pub(super) fn polling(&self) -> bool {
-        self.any_part(|part| part.owned == OwnedMask::EMPTY)
+        self.any_core_type(|core_type| core_type.reading == Reading::Polled)
     }
 
-    /// Whether a part of the open session takes top-down from IA32_PERF_METRICS.
+    /// Whether a core type of the open session takes top-down from IA32_PERF_METRICS.
     fn reads_perf_metrics(&self) -> bool {
-        self.any_part(|part| part.topdown == TopdownReading::PerfMetrics)
+        self.any_core_type(|core_type| core_type.topdown == TopdownReading::PerfMetrics)
     }
 
-    fn any_part(&self, test: impl Fn(&Part) -> bool) -> bool {
+    fn any_core_type(&self, test: impl Fn(&CoreTypeSession) -> bool) -> bool {
         self.session
             .try_read()
-            .is_some_and(|session| session.open().is_some_and(|(s, _)| s.parts.iter().flatten().any(&test)))
+            .is_some_and(|session| session.open().is_some_and(|(open, _)| open.each().any(&test)))
     }
 
     /// The narrowest counter of the open session's plans, if a session is open.
@@ -74,10 +74,8 @@ impl<P: Platform> PmuClient<P> {
         self.session.try_read().and_then(|session| {
             session.open().map(|(session, _)| {
                 session
-                    .parts
-                    .iter()
-                    .flatten()
-                    .flat_map(|part| part.plan.iter())
+                    .each()
+                    .flat_map(|core_type| core_type.plan.iter())
                     .map(|a| a.width)
                     .min()
                     .unwrap_or(u8::MAX)

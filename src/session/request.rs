@@ -1,14 +1,15 @@
-//! What a session asks of the HAL and reports, core type by core type, out of
-//! [`super::PmuClient`]: one resource list per core type (on that type's processors), and the
-//! Top-down Source of a machine whose core types count top-down differently (`docs/hybrid.md`).
+//! What a session asks of the HAL, core type by core type: one resource list per core type (on
+//! that type's processors), asked again without fixed counter 3, then the whole PMU
+//! (`docs/hybrid.md`). Mechanics of the core PMU's ownership, apart from the client's policy of
+//! when to own.
 
-use super::{AcquireError, Platform, PmuClient};
-use crate::pcw::driver_status::{PmuOwnership, TopdownSource};
+use super::client::AcquireError;
+use super::{Platform, PmuClient};
+use crate::pcw::driver_status::PmuOwnership;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
-use crate::pmu::model::{Detection, PmuModel, Vendor};
+use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS};
 use crate::session::platform::{Form, List};
-use crate::session::read::TopdownReading;
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 /// What a granted request holds, for the status counters and the debug output.
@@ -22,7 +23,14 @@ pub(super) struct Held {
     pub counters: u32,
 }
 
-impl<P: Platform> PmuClient<P> {
+/// Who asks: the platform, the machine, and the client the overflow handler folds into.
+pub(super) struct Requester<'a, P: Platform> {
+    pub platform: &'a P,
+    pub machine: &'a Machine,
+    pub client: &'a PmuClient<P>,
+}
+
+impl<P: Platform> Requester<'_, P> {
     /// Asks the HAL for the plans' counters: on Intel one resource list per core type (with an
     /// Overflow descriptor if the model interrupts), each on that type's processors (no GroupAffinity
     /// on a machine with one core type), the whole PMU elsewhere. Only the Intel HAL implements
@@ -97,14 +105,14 @@ impl<P: Platform> PmuClient<P> {
             counters += count as u32;
         }
         let form = Form::Listed { lists: &lists[..len], overflow_interrupt: model.overflow_interrupt };
-        let ownership = self.platform.allocate(form, self)?;
+        let ownership = self.platform.allocate(form, self.client)?;
         let interrupt = model.overflow_interrupt;
         Ok((ownership, Held { interrupt, ownership: PmuOwnership::ResourceLists, counters }))
     }
 
     /// The whole PMU, polled: every counter of every processor.
     fn whole_pmu(&self) -> Result<(P::Ownership, Held), AcquireError> {
-        match self.platform.allocate(Form::WholePmu, self) {
+        match self.platform.allocate(Form::WholePmu, self.client) {
             Ok(ownership) => {
                 let counters = self
                     .machine
@@ -116,30 +124,5 @@ impl<P: Platform> PmuClient<P> {
             Err(STATUS_INSUFFICIENT_RESOURCES | STATUS_DEVICE_BUSY) => Err(AcquireError::Busy),
             Err(status) => Err(AcquireError::Failed(status)),
         }
-    }
-}
-
-/// The Top-down Source of a machine before any session: what its core types' PMUs promise.
-pub(super) fn expected_topdown(machine: Machine) -> TopdownSource {
-    let with_metrics = machine.models().filter(|(_, model)| model.topdown_metrics()).count();
-    match machine.detection {
-        _ if with_metrics > 0 && with_metrics == machine.models().count() => TopdownSource::PerfMetrics,
-        _ if with_metrics > 0 => TopdownSource::PerCoreType,
-        Detection::Usable(model) if model.perf_metrics_withheld() => TopdownSource::NotUnderHypervisor,
-        _ => TopdownSource::Unavailable,
-    }
-}
-
-/// The Top-down Source of a session with `plans`: the same on every core type, or per core type.
-pub(super) fn topdown_source(machine: Machine, plans: &[Option<CounterPlan>; CORE_TYPES]) -> TopdownSource {
-    let source = |plan: &CounterPlan| TopdownReading::of(plan).source().unwrap_or(TopdownSource::Unavailable);
-    let mut sources = plans.iter().flatten().map(source);
-    let first = sources.next().unwrap_or(TopdownSource::Unavailable);
-    if sources.any(|other| other != first) {
-        TopdownSource::PerCoreType
-    } else if first == TopdownSource::Unavailable {
-        expected_topdown(machine)
-    } else {
-        first
     }
 }

@@ -23,7 +23,7 @@ fn the_first_collect_takes_the_planned_counters_with_a_resource_list_on_intel() 
     assert_eq!(client.state(), PmuState::Active as u32);
     for processor in 0..PROCESSORS {
         for assignment in plan.iter() {
-            if let crate::pmu::placement::Slot::General(_) = assignment.slot {
+            if let crate::pmu::placement::HardwareCounter::General(_) = assignment.hardware {
                 assert_eq!(client.msr(processor, assignment.control_msr), assignment.control);
             }
         }
@@ -308,8 +308,8 @@ fn a_hybrid_machine_plans_asks_and_programs_each_core_type_and_sums_each() {
         ProcessorDescription { core_type: core_type(index), detection: Detection::Usable(model) }
     }));
     let status = Box::leak(Box::new(DriverStatus::new()));
-    let (parts, plans) = tables_for(machine);
-    let client = PmuClient::new(fake_platform(&[]), machine, processors, parts, plans, status);
+    let (sessions, plans) = tables_for(machine);
+    let client = PmuClient::new(fake_platform(&[]), machine, processors, sessions, plans, status);
     let topdown_source = || status.block().topdown_source.load(Ordering::Relaxed);
     assert_eq!(topdown_source(), TopdownSource::PerCoreType as u32);
     client.collect();
@@ -347,9 +347,9 @@ fn perf_metrics_under_a_hypervisor_are_not_used_and_the_status_says_why() {
         .with_perf_capabilities(|| crate::pmu::model::PERF_CAPABILITIES_PERF_METRICS);
     let status = Box::leak(Box::new(DriverStatus::new()));
     let processors: Vec<ProcessorState> = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
-    let (parts, plans) = tables_for(Detection::Usable(model));
+    let (sessions, plans) = tables_for(Detection::Usable(model));
     let client =
-        PmuClient::new(fake_platform(&[]), Detection::Usable(model), processors, parts, plans, status);
+        PmuClient::new(fake_platform(&[]), Detection::Usable(model), processors, sessions, plans, status);
     let topdown_source = || status.block().topdown_source.load(Ordering::Relaxed);
     assert_eq!(topdown_source(), TopdownSource::NotUnderHypervisor as u32);
     client.collect();
@@ -367,8 +367,8 @@ fn a_processor_added_after_load_is_left_alone_and_counted() {
     let status = Box::leak(Box::new(DriverStatus::new()));
     let processors: Vec<ProcessorState> = (0..PROCESSORS - 1).map(|_| ProcessorState::default()).collect();
     let detection = Detection::Usable(SKYLAKE_I7_6700K.model());
-    let (parts, plans) = tables_for(detection);
-    let client = PmuClient::new(fake_platform(&[]), detection, processors, parts, plans, status);
+    let (sessions, plans) = tables_for(detection);
+    let client = PmuClient::new(fake_platform(&[]), detection, processors, sessions, plans, status);
     client.collect();
     assert!(client.owns());
     assert_eq!(status.block().processors_not_monitored.load(Ordering::Relaxed), 1);

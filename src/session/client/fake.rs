@@ -5,6 +5,7 @@ use super::*;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::profile::Setting;
+use crate::session::CoreTypeSession;
 use crate::session::platform::Form;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -70,7 +71,7 @@ impl Platform for FakePlatform {
     type Ownership = FakeOwnership;
     type Msrs = FakeMsrs;
     type Processors = Vec<ProcessorState>;
-    type Parts = Vec<Option<Part>>;
+    type CoreTypeSessions = Vec<Option<CoreTypeSession>>;
     type Plans = Vec<Option<CounterPlan>>;
 
     fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
@@ -130,12 +131,14 @@ pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<
     let detection = model.map_or(Detection::Unusable(Unusable::UnknownVendor), Detection::Usable);
     let status = Box::leak(Box::new(DriverStatus::new()));
     let processors = (0..PROCESSORS).map(|_| ProcessorState::default()).collect();
-    let (parts, plans) = tables_for(detection);
-    PmuClient::new(fake_platform(answers), detection, processors, parts, plans, status)
+    let (sessions, plans) = tables_for(detection);
+    PmuClient::new(fake_platform(answers), detection, processors, sessions, plans, status)
 }
 
-/// The session parts and last plans of `machine`: one each per core type it has.
-pub(super) fn tables_for(machine: impl Into<Machine>) -> (Vec<Option<Part>>, Vec<Option<CounterPlan>>) {
+/// The core type sessions and last plans of `machine`: one each per core type it has.
+pub(super) fn tables_for(
+    machine: impl Into<Machine>,
+) -> (Vec<Option<CoreTypeSession>>, Vec<Option<CounterPlan>>) {
     let machine = machine.into();
     (machine.models().map(|_| None).collect(), machine.models().map(|_| None).collect())
 }
@@ -179,9 +182,7 @@ impl PmuClient<FakePlatform> {
     pub(super) fn assert_published(&self) {
         let last_plan = self.last_plan.read();
         for (index, processor) in self.processors.iter().enumerate() {
-            let plan = last_plan
-                .get(self.slots.get(usize::from(processor.pmu.core_type())))
-                .and_then(Option::as_ref);
+            let plan = last_plan.get(processor.pmu.core_type()).and_then(Option::as_ref);
             let whole = counts_under(processor, plan, &self.machine).values();
             assert_eq!(self.values(index as u32), whole, "processor {index}'s published block");
         }
