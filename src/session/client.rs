@@ -13,8 +13,7 @@
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.
 
-use super::lock::SessionLock;
-use super::platform::{Platform, SETTING_HEADER_UNITS};
+use super::platform::Platform;
 use super::processor_state::ProcessorState;
 use super::read::{TopdownReading, counts_under};
 use super::repair::repair;
@@ -34,7 +33,10 @@ use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::settings::HEADER_UNITS;
+use crate::sync::Ordering;
+use crate::sync::SessionLock;
+use crate::sync::unmodelled::{AtomicU32, AtomicU64};
 use start::{carry_over, install, start_counting};
 
 #[path = "start.rs"]
@@ -421,8 +423,8 @@ impl<P: Platform> PmuClient<P> {
     /// session is opened.
     #[inline(never)]
     fn read_selection(&self, vendor: Vendor) -> Selection {
-        let mut profile = [0u16; SETTING_HEADER_UNITS + MAX_PROFILE_BYTES / 2];
-        let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
+        let mut profile = [0u16; HEADER_UNITS + MAX_PROFILE_BYTES / 2];
+        let mut custom_events = [0u16; HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
         let profile = self.platform.read_setting("Profile", &mut profile);
         let custom_events = self.platform.read_setting("CustomEvents", &mut custom_events);
         profile::select(vendor, self.machine.hybrid(), profile, custom_events, |value, line, why| {

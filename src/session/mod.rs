@@ -4,7 +4,6 @@
 #![deny(unsafe_code)]
 
 mod client;
-mod lock;
 pub mod platform;
 mod processor_state;
 mod read;

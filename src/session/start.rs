@@ -12,7 +12,8 @@ use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs, Programming};
 use crate::session::processor_state::ProcessorState;
 use crate::session::read::{Reading, TopdownReading, paired};
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::Ordering;
+use crate::sync::unmodelled::AtomicU64;
 
 /// Opens the session in `session`, one part per core type with a plan (`owned` holds each type's
 /// overflow-handler bits): out of line, so that its parts are built only after
