@@ -86,8 +86,10 @@ pub fn string(setting: Setting<'_>) -> Result<Option<&[u16]>, Rejection> {
     Ok(checked(setting, REG_SZ)?.map(without_terminators))
 }
 
-/// A REG_MULTI_SZ's lines (none when missing). A value whose terminators are missing is read as if
-/// they were there, as RegGetValue adds them (Microsoft Learn, "RegGetValueW function").
+/// A REG_MULTI_SZ's lines (none when missing). The registry stores a string value's data as its
+/// writer sized it, terminators or not (The Old New Thing, 2004-08-24, on REG_SZ data without its
+/// null); a value without them is read as if they were there, as RegGetValue returns strings
+/// terminated (Microsoft Learn, "RegGetValueW function").
 pub fn lines(setting: Setting<'_>) -> Result<Lines<'_>, Rejection> {
     let units = checked(setting, REG_MULTI_SZ)?.map_or(&[][..], without_terminators);
     Ok(Lines { units: Some(units), index: 0, ended: false })
