@@ -21,6 +21,8 @@ mod kernel;
 
 pub(crate) mod pmu;
 pub(crate) mod session;
+pub(crate) mod settings;
+pub(crate) mod sync;
 
 #[cfg(target_os = "windows")]
 mod driver;

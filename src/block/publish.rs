@@ -21,7 +21,7 @@ use crate::counters::hardware_counters::{self, AtomicCells};
 use crate::pcw::{Cell, CountersetBlock};
 use crate::pmu::events::Event;
 use crate::pmu::topdown::{Category, Topdown};
-use core::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 /// The field a value is stored to (none, if the manifest shows it nowhere): a value fills at most one
 /// field, which every counter showing it reads (a count's rate, total and ratio counters share it).

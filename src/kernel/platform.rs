@@ -11,13 +11,13 @@ use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr, processors};
 use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::placement::CounterPlan;
-use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
 /// One core type's session, as the client's `CoreTypeSessions` table holds it (the driver allocates it).
 pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
 use crate::session::{Form, Platform, PmuClient};
+use crate::settings::Setting;
 use core::fmt;
 use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
 

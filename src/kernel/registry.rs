@@ -3,10 +3,12 @@
 //! PASSIVE_LEVEL (Microsoft Learn, "ZwOpenKey function" and "ZwQueryValueKey function").
 
 use super::pool::PoolSlice;
-use crate::pmu::profile::Setting;
+use crate::settings::{self, DATA_LENGTH_UNIT, HEADER_UNITS, Setting, TYPE_UNIT};
 use core::ffi::c_void;
+use core::mem::offset_of;
 use core::ptr;
 use windows_sys::Wdk::Foundation::OBJECT_ATTRIBUTES;
+use windows_sys::Wdk::System::SystemServices::KEY_VALUE_PARTIAL_INFORMATION;
 use windows_sys::Win32::Foundation::{STATUS_BUFFER_OVERFLOW, STATUS_OBJECT_NAME_NOT_FOUND, UNICODE_STRING};
 
 /// KEY_READ (winnt.h).
@@ -16,9 +18,11 @@ const KEY_READ: u32 = 0x2_0019;
 const ATTRIBUTES: u32 = 0x40 | 0x200;
 /// KeyValuePartialInformation (wdm.h KEY_VALUE_INFORMATION_CLASS).
 const KEY_VALUE_PARTIAL_INFORMATION: i32 = 2;
-/// The fixed part of KEY_VALUE_PARTIAL_INFORMATION: TitleIndex, Type, DataLength (ULONG each), in
-/// UTF-16 units.
-pub const HEADER_UNITS: usize = 6;
+// The settings room reads the header ZwQueryValueKey writes by these offsets, in UTF-16 units: they
+// are wdm.h's KEY_VALUE_PARTIAL_INFORMATION's, or the driver does not build.
+const _: () = assert!(offset_of!(KEY_VALUE_PARTIAL_INFORMATION, Type) == TYPE_UNIT * 2);
+const _: () = assert!(offset_of!(KEY_VALUE_PARTIAL_INFORMATION, DataLength) == DATA_LENGTH_UNIT * 2);
+const _: () = assert!(offset_of!(KEY_VALUE_PARTIAL_INFORMATION, Data) == HEADER_UNITS * 2);
 const SUFFIX: &str = "\\Parameters";
 
 /// `<RegistryPath>\Parameters`, in pool memory.
@@ -38,7 +42,8 @@ impl ParametersKey {
         Some(ParametersKey { path })
     }
 
-    /// Reads value `name` into `buffer`, whose first [`HEADER_UNITS`] units hold the value's header.
+    /// Reads value `name` into `buffer`, whose first [`HEADER_UNITS`] units hold the value's header
+    /// (KEY_VALUE_PARTIAL_INFORMATION up to its data).
     /// PASSIVE_LEVEL.
     pub fn read<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b> {
         let mut name_units = [0u16; 32];
@@ -72,14 +77,7 @@ impl ParametersKey {
             }
             failed => return Setting::Failed(failed),
         }
-        let kind = u32::from(buffer[2]) | (u32::from(buffer[3]) << 16);
-        let data_length = (u32::from(buffer[4]) | (u32::from(buffer[5]) << 16)) as usize;
-        let units = (data_length / 2).min(buffer.len() - HEADER_UNITS);
-        Setting::Value {
-            kind,
-            units: &buffer[HEADER_UNITS..HEADER_UNITS + units],
-            odd: !data_length.is_multiple_of(2),
-        }
+        settings::received(buffer)
     }
 
     fn open(&self) -> Option<KeyHandle> {

@@ -2,7 +2,7 @@
 //! resident block that PCW reads directly while the driver updates it with atomic operations.
 
 use crate::counters::driver_status::AtomicValues;
-use core::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 /// The PMU State counter's values (documented in the manifest). The unsupported states say why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

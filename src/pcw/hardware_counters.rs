@@ -10,8 +10,9 @@ use super::query::{AddInstanceFailed, CountersetCallback, InstanceSink, Query};
 use crate::counters::hardware_counters::{AtomicCells, Counterset, DESCRIPTORS};
 use crate::counters::hardware_counters_by_core_type;
 use crate::pcw::CountersetBlock;
+use crate::sync::Ordering;
+use crate::sync::unmodelled::AtomicU32;
 use core::ops::Deref;
-use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the per-processor counter blocks come from: the PMU client's published blocks in the driver.
 pub trait CountSource: Sync {

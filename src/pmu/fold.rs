@@ -7,7 +7,7 @@
 //!
 //! Who touches what, why the read is exact, the memory orderings and the memory: `docs/pmu.md`.
 
-use super::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 use super::extend::{counter_mask, extend_with};
 use core::num::NonZeroU64;

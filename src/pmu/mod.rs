@@ -9,7 +9,6 @@
 //! ownership session (`crate::session`) drives them.
 #![deny(unsafe_code)]
 
-mod atomic;
 pub mod encoding;
 pub mod events;
 pub mod extend;

@@ -17,9 +17,7 @@
 //!
 //! The state, one word per counter, and why: `docs/pmu.md`.
 
-use super::atomic::{AtomicU64, Ordering};
-
-use core::sync::atomic::compiler_fence;
+use crate::sync::{AtomicU64, Ordering, compiler_fence};
 
 use super::extend::{advance, counter_mask};
 use super::fold::TABLE;
@@ -120,9 +118,9 @@ impl<'a> PollCounters<'a> {
     ) -> Option<Result<u64, NotAWrap>> {
         let cell = self.extended.get(counter)?;
         let previous = cell.load(Ordering::Relaxed);
-        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        compiler_fence(Ordering::SeqCst);
         let raw = read_raw();
-        compiler_fence(core::sync::atomic::Ordering::SeqCst);
+        compiler_fence(Ordering::SeqCst);
         let mask = counter_mask(width);
         if raw & mask < previous & mask && !wrap_is_real() {
             return Some(Err(NotAWrap));

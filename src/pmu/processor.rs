@@ -4,7 +4,8 @@ use super::fold::ProcessorCounters;
 use super::hybrid::CoreType;
 use super::poll::PollCounters;
 use super::topdown::Remainders;
-use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use crate::sync::Ordering;
+use crate::sync::unmodelled::{AtomicU8, AtomicU32};
 
 /// One processor's PMU state: the overflow counts (or, without an overflow interrupt, the polled
 /// values) and reported values and the top-down split's remainders (the top-down totals and the last APERF/MPERF

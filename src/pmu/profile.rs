@@ -13,16 +13,17 @@
 //!   event-select bit (a #GP: Intel SDM Vol. 3B "IA32_PERFEVTSELx MSRs", AMD APM Vol. 2
 //!   "PerfEvtSeln"); AMD events that need a merged counter pair are refused.
 //!
-//! The list ends at its first empty string, as REG_MULTI_SZ does. Line *i* (from 0) counts as "Custom
-//! Event *i*"; a rejected line is counted and explained, its Custom Event reads 0, and the others keep
-//! their numbers and work. Lines
-//! the counters left after instructions and cycles cannot hold are planned, find no counter and read 0
-//! (the plan's dropped set).
+//! The list ends at its first empty string, as REG_MULTI_SZ does (its lines: `crate::settings`). Line
+//! *i* (from 0) counts as "Custom Event *i*"; a rejected line is counted and explained, its Custom
+//! Event reads 0, and the others keep their numbers and work. Lines the counters left after
+//! instructions and cycles cannot hold are planned, find no counter and read 0 (the plan's dropped set).
 
 use super::encoding::Encoding;
 use super::events::{CUSTOM_EVENTS, Event, IntelEncoding};
 use super::hybrid::CoreType;
 use super::model::Vendor;
+use crate::settings::{self, Setting};
+use core::fmt;
 
 /// The longest `CustomEvents` value read, in bytes (UTF-16, terminators included); longer values are
 /// rejected whole.
@@ -31,10 +32,6 @@ pub const MAX_CUSTOM_EVENTS_BYTES: usize = 2048;
 pub const MAX_PROFILE_BYTES: usize = 64;
 /// The longest `name`, in characters.
 const MAX_NAME: usize = 32;
-
-/// REG_SZ and REG_MULTI_SZ (winnt.h).
-pub const REG_SZ: u32 = 1;
-pub const REG_MULTI_SZ: u32 = 7;
 
 /// Which events the general-purpose counters count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,31 +43,12 @@ pub enum Profile {
     Custom = 2,
 }
 
-/// A registry value as the platform read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Setting<'a> {
-    /// No such value (or no Parameters key).
-    Missing,
-    /// The value's registry type and data as UTF-16 units (registry strings are little-endian UTF-16;
-    /// `odd` when the data had an odd number of bytes, which no string has).
-    Value { kind: u32, units: &'a [u16], odd: bool },
-    /// Longer than the buffer the driver reads it into.
-    TooLong,
-    /// Reading it failed with this NTSTATUS.
-    Failed(i32),
-}
-
 /// Why a value or a line was not taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
-    /// The value has the wrong registry type.
-    WrongType { kind: u32 },
-    /// The value is longer than the driver reads.
-    TooLong,
-    /// Reading the value failed.
-    ReadFailed(i32),
-    /// Not valid UTF-16, or not terminated as its type requires.
-    Malformed,
+    /// Refused as a registry value, whatever it says: wrong type, too long, unreadable, malformed,
+    /// after the end of the list.
+    Value(settings::Rejection),
     /// `Profile` names no profile.
     UnknownProfile,
     /// A line has no `event=`.
@@ -94,9 +72,30 @@ pub enum Rejection {
     /// `core=`: its encoding means one thing on the performance cores and another, or nothing, on the
     /// efficient cores (their event lists differ: intel/perfmon's per-core-type JSON files).
     ModelSpecificNeedsCore,
-    /// A line after the empty string that ends a REG_MULTI_SZ list (Microsoft Learn, "Registry value
-    /// types": the list ends at the first empty string): not part of the value, so not counted.
-    AfterEndOfList,
+}
+
+impl From<settings::Rejection> for Rejection {
+    fn from(why: settings::Rejection) -> Self {
+        Rejection::Value(why)
+    }
+}
+
+/// As the debug output names it: a value's rejection by its own name (`TooLong`, not `Value(TooLong)`).
+impl fmt::Debug for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rejection::Value(why) => return why.fmt(f),
+            Rejection::UnknownProfile => "UnknownProfile",
+            Rejection::MissingEvent => "MissingEvent",
+            Rejection::UnknownKey => "UnknownKey",
+            Rejection::DuplicateKey => "DuplicateKey",
+            Rejection::OutOfRange => "OutOfRange",
+            Rejection::TooManyEvents => "TooManyEvents",
+            Rejection::CountsNothing => "CountsNothing",
+            Rejection::NeedsCounterPair => "NeedsCounterPair",
+            Rejection::ModelSpecificNeedsCore => "ModelSpecificNeedsCore",
+        })
+    }
 }
 
 /// What the `Parameters` key selects.
@@ -129,7 +128,7 @@ pub fn select(
         selection.rejected += 1;
         explain(value, line, why);
     };
-    selection.profile = match text(profile, REG_SZ) {
+    selection.profile = match settings::string(profile) {
         Ok(None) => Profile::Default,
         Ok(Some(units)) => match parse_profile(units) {
             Some(profile) => profile,
@@ -139,60 +138,36 @@ pub fn select(
             }
         },
         Err(why) => {
-            reject("Profile", 0, why);
+            reject("Profile", 0, why.into());
             Profile::Default
         }
     };
     if selection.profile != Profile::Custom {
         return selection;
     }
-    let units = match text(custom_events, REG_MULTI_SZ) {
-        Ok(units) => units.unwrap_or(&[]),
+    let lines = match settings::lines(custom_events) {
+        Ok(lines) => Some(lines),
         Err(why) => {
-            reject("CustomEvents", 0, why);
-            &[]
+            reject("CustomEvents", 0, why.into());
+            None
         }
     };
-    let mut ended = false;
-    for (index, line) in units.split(|&unit| unit == 0).enumerate() {
-        // The empty string ends the list: what follows is reported once and not read.
-        if line.is_empty() {
-            ended = true;
-            continue;
-        }
-        if ended {
-            reject("CustomEvents", index + 1, Rejection::AfterEndOfList);
-            break;
-        }
+    for (index, line) in lines.into_iter().flatten() {
         // Line n (from 0) is Custom Event n, whether the lines before it were taken or not.
-        match selection.custom.get_mut(index) {
-            None => reject("CustomEvents", index + 1, Rejection::TooManyEvents),
-            Some(place) => match parse_event(line, vendor, hybrid) {
-                Ok(encoding) => *place = Some(encoding),
-                Err(why) => reject("CustomEvents", index + 1, why),
+        let why = match (line, selection.custom.get_mut(index)) {
+            (Err(why), _) => why.into(),
+            (Ok(_), None) => Rejection::TooManyEvents,
+            (Ok(line), Some(custom)) => match parse_event(line, vendor, hybrid) {
+                Ok(encoding) => {
+                    *custom = Some(encoding);
+                    continue;
+                }
+                Err(why) => why,
             },
-        }
+        };
+        reject("CustomEvents", index + 1, why);
     }
     selection
-}
-
-/// The value's UTF-16 units without trailing terminators (`None` when missing), if it has `kind`.
-fn text(setting: Setting<'_>, kind: u32) -> Result<Option<&[u16]>, Rejection> {
-    let units = match setting {
-        Setting::Missing => return Ok(None),
-        Setting::TooLong => return Err(Rejection::TooLong),
-        Setting::Failed(status) => return Err(Rejection::ReadFailed(status)),
-        Setting::Value { kind: found, .. } if found != kind => {
-            return Err(Rejection::WrongType { kind: found });
-        }
-        Setting::Value { odd: true, .. } => return Err(Rejection::Malformed),
-        Setting::Value { units, .. } => units,
-    };
-    let mut end = units.len();
-    while end > 0 && units[end - 1] == 0 {
-        end -= 1;
-    }
-    Ok(Some(&units[..end]))
 }
 
 /// `default`, `topdown` or `custom`, in any case, with surrounding spaces.

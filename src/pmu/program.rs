@@ -11,7 +11,8 @@ use super::layout::GlobalRegisters;
 use super::model::Vendor;
 use super::msr;
 use super::placement::{Assignment, CounterPlan, HardwareCounter};
-use core::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::Ordering;
+use crate::sync::unmodelled::AtomicU32;
 
 /// MSR and counter access on the current processor.
 pub trait Msrs {

@@ -12,12 +12,12 @@
 //! The register's semantics, why and how the read stops the counter, the remainder's bound and the
 //! wrap arithmetic, with their sources: `docs/pmu.md`.
 
-use super::atomic::AtomicU64;
 use super::events::Event;
 use super::msr;
 use super::placement::{RDPMC_FIXED, RDPMC_PERF_METRICS};
 use super::program::Msrs;
-use core::sync::atomic::{AtomicI16, Ordering};
+use crate::sync::unmodelled::AtomicI16;
+use crate::sync::{AtomicU64, Ordering};
 
 /// The four level-1 categories, in IA32_PERF_METRICS byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

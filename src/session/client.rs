@@ -14,8 +14,7 @@
 //!   it ends) or by its overflow handler.
 
 use super::core_type_session::{CoreTypeSession, Session};
-use super::lock::SessionLock;
-use super::platform::{Platform, SETTING_HEADER_UNITS};
+use super::platform::Platform;
 use super::processor_state::ProcessorState;
 use super::read::{TopdownReading, counts_under};
 use super::repair::repair;
@@ -38,7 +37,10 @@ use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
 use crate::pmu::placement::{Wanted, plan_for};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::settings::HEADER_UNITS;
+use crate::sync::Ordering;
+use crate::sync::SessionLock;
+use crate::sync::unmodelled::{AtomicU32, AtomicU64};
 
 mod housekeeping;
 
@@ -404,8 +406,8 @@ impl<P: Platform> PmuClient<P> {
     /// session is opened.
     #[inline(never)]
     fn read_selection(&self, vendor: Vendor) -> Selection {
-        let mut profile = [0u16; SETTING_HEADER_UNITS + MAX_PROFILE_BYTES / 2];
-        let mut custom_events = [0u16; SETTING_HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
+        let mut profile = [0u16; HEADER_UNITS + MAX_PROFILE_BYTES / 2];
+        let mut custom_events = [0u16; HEADER_UNITS + MAX_CUSTOM_EVENTS_BYTES / 2];
         let profile = self.platform.read_setting("Profile", &mut profile);
         let custom_events = self.platform.read_setting("CustomEvents", &mut custom_events);
         profile::select(vendor, self.machine.hybrid(), profile, custom_events, |value, line, why| {

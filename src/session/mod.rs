@@ -13,7 +13,6 @@
 mod client;
 mod core_type_session;
 mod count_table;
-mod lock;
 pub mod platform;
 mod processor_state;
 mod read;

@@ -4,8 +4,8 @@
 use super::processor_state::ProcessorState;
 use super::{CoreTypeSession, PmuClient};
 use crate::pmu::placement::CounterPlan;
-use crate::pmu::profile::Setting;
 use crate::pmu::program::Msrs;
+use crate::settings::Setting;
 use core::fmt;
 use core::ops::{Deref, DerefMut};
 
@@ -69,10 +69,7 @@ pub trait Platform: Sync + Sized + 'static {
     fn log(&self, line: fmt::Arguments<'_>);
 
     /// Reads value `name` of the service's `Parameters` key into `buffer`, whose first
-    /// [`SETTING_HEADER_UNITS`] units the platform may use for the value's header. PASSIVE_LEVEL.
+    /// [`HEADER_UNITS`](crate::settings::HEADER_UNITS) units the platform may use for the value's
+    /// header. PASSIVE_LEVEL.
     fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b>;
 }
-
-/// Units at the start of a [`Platform::read_setting`] buffer that hold no data (the kernel's
-/// KEY_VALUE_PARTIAL_INFORMATION header).
-pub const SETTING_HEADER_UNITS: usize = 6;

@@ -1,7 +1,7 @@
 //! When to own the counters: on activity, released after it stops, busy PMUs retried at a bounded
 //! rate. Times are in 100 ns units from the platform's monotonic clock.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// How long the counters stay owned with no query activity (CollectData or AddCounter), at least
 /// (2 s): a consumer that restarts its query (perfmon changing views, typeperf in a loop) does not
@@ -38,7 +38,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         Schedule {
             last_activity: AtomicU64::new(0),
             last_collect: AtomicU64::new(0),
@@ -206,3 +206,6 @@ mod tests {
         assert!(!schedule.take_deferred());
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

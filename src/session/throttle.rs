@@ -7,9 +7,9 @@
 //! two samples from one read: PDH would show that sample's ratios as 0 with a valid status. Why, and
 //! the choice of 10 ms: docs/security.md.
 
-use super::platform::{Platform, SETTING_HEADER_UNITS};
-use crate::pmu::profile::{Rejection, Setting};
-use core::sync::atomic::{AtomicU64, Ordering};
+use super::platform::Platform;
+use crate::settings::{self, HEADER_UNITS, Rejection, Setting};
+use crate::sync::{AtomicU64, Ordering};
 
 /// The default minimum interval between two fresh reads, in milliseconds.
 pub const DEFAULT_INTERVAL_MS: u32 = 10;
@@ -17,8 +17,6 @@ pub const DEFAULT_INTERVAL_MS: u32 = 10;
 /// perfmon and typeperf (1 s), so that two of their samples come from one read only if the second
 /// comes 900 ms early.
 pub const INTERVAL_RANGE_MS: core::ops::RangeInclusive<u32> = 1..=100;
-/// REG_DWORD (winnt.h).
-const REG_DWORD: u32 = 4;
 const HUNDRED_NS_PER_MS: u64 = 10_000;
 
 /// When the last fresh read began, and how far apart fresh reads must be. Lock-free: every collect
@@ -31,7 +29,7 @@ pub struct Throttle {
 }
 
 impl Throttle {
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         Throttle {
             interval_100ns: AtomicU64::new(DEFAULT_INTERVAL_MS as u64 * HUNDRED_NS_PER_MS),
             last_fresh: AtomicU64::new(0),
@@ -64,28 +62,14 @@ impl Throttle {
 /// rejected (then the caller uses [`DEFAULT_INTERVAL_MS`] and logs the reason). A missing value is
 /// the default, not a rejection.
 pub fn interval_from(setting: Setting<'_>) -> Result<u32, Rejection> {
-    match setting {
-        Setting::Missing => Ok(DEFAULT_INTERVAL_MS),
-        Setting::TooLong => Err(Rejection::TooLong),
-        Setting::Failed(status) => Err(Rejection::ReadFailed(status)),
-        Setting::Value { kind, .. } if kind != REG_DWORD => Err(Rejection::WrongType { kind }),
-        Setting::Value { units: &[low, high], odd: false, .. } => {
-            let milliseconds = u32::from(low) | (u32::from(high) << 16);
-            if INTERVAL_RANGE_MS.contains(&milliseconds) {
-                Ok(milliseconds)
-            } else {
-                Err(Rejection::OutOfRange)
-            }
-        }
-        Setting::Value { .. } => Err(Rejection::Malformed),
-    }
+    Ok(settings::dword(setting, INTERVAL_RANGE_MS)?.unwrap_or(DEFAULT_INTERVAL_MS))
 }
 
 /// The interval the service's Parameters key sets now, in milliseconds; a rejected value is logged
 /// and the default used. PASSIVE_LEVEL.
 pub fn read_interval_ms<P: Platform>(platform: &P) -> u32 {
     // Room for a DWORD and then some: anything longer is rejected as too long.
-    let mut buffer = [0u16; SETTING_HEADER_UNITS + 8];
+    let mut buffer = [0u16; HEADER_UNITS + 8];
     interval_from(platform.read_setting("MinimumCollectIntervalMs", &mut buffer)).unwrap_or_else(|why| {
         platform.log(format_args!(
             "Parameters\\MinimumCollectIntervalMs rejected ({why:?}): {DEFAULT_INTERVAL_MS} ms is used"
@@ -97,6 +81,7 @@ pub fn read_interval_ms<P: Platform>(platform: &P) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::REG_DWORD;
 
     const MS: u64 = HUNDRED_NS_PER_MS;
 
@@ -155,3 +140,6 @@ mod tests {
         assert_eq!(interval_from(Setting::Failed(-1)), Err(Rejection::ReadFailed(-1)));
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

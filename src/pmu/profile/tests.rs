@@ -1,5 +1,6 @@
 use super::*;
 use crate::pmu::encoding::{EVTSEL_OS, EVTSEL_USR, evtsel_for};
+use crate::settings::{REG_MULTI_SZ, REG_SZ, Rejection as Value};
 use proptest::prelude::*;
 
 fn units(text: &str) -> Vec<u16> {
@@ -77,10 +78,10 @@ fn a_bad_profile_value_falls_back_to_default_and_is_counted() {
     let dword = [1u16, 0];
     let cases = [
         (value(REG_SZ, &unknown), Rejection::UnknownProfile),
-        (value(4, &dword), Rejection::WrongType { kind: 4 }),
-        (Setting::TooLong, Rejection::TooLong),
-        (Setting::Failed(-1), Rejection::ReadFailed(-1)),
-        (Setting::Value { kind: REG_SZ, units: &unknown, odd: true }, Rejection::Malformed),
+        (value(4, &dword), Rejection::Value(Value::WrongType { kind: 4 })),
+        (Setting::TooLong, Rejection::Value(Value::TooLong)),
+        (Setting::Failed(-1), Rejection::Value(Value::ReadFailed(-1))),
+        (Setting::Value { kind: REG_SZ, units: &unknown, odd: true }, Rejection::Value(Value::Malformed)),
     ];
     for (setting, why) in cases {
         let (selection, rejections) = select_all(Vendor::Intel, setting, Setting::Missing);
@@ -240,7 +241,7 @@ fn the_list_ends_at_its_first_empty_string() {
         select_all(Vendor::Intel, value(REG_SZ, &profile), value(REG_MULTI_SZ, &units));
     assert_eq!(selection.custom[0].map(|e| e.event), Some(0xC0));
     assert_eq!(selection.custom[1], None, "a line past the end of the list is not programmed");
-    assert_eq!(rejections, [(3, Rejection::AfterEndOfList)]);
+    assert_eq!(rejections, [(3, Rejection::Value(Value::AfterEndOfList))]);
 }
 
 #[test]
@@ -257,8 +258,8 @@ fn custom_events_of_the_wrong_type_or_length_are_rejected_whole() {
     let profile = sz("custom");
     let single = sz("event=0xC0");
     for (events, why) in [
-        (value(REG_SZ, &single), Rejection::WrongType { kind: REG_SZ }),
-        (Setting::TooLong, Rejection::TooLong),
+        (value(REG_SZ, &single), Rejection::Value(Value::WrongType { kind: REG_SZ })),
+        (Setting::TooLong, Rejection::Value(Value::TooLong)),
     ] {
         let (selection, rejections) = select_all(Vendor::Intel, value(REG_SZ, &profile), events);
         assert_eq!(selection.profile, Profile::Custom);
@@ -339,4 +340,14 @@ fn a_hybrid_processor_takes_model_specific_events_only_for_a_named_core_type() {
         select_on(Vendor::Intel, false, value(REG_SZ, &profile), value(REG_MULTI_SZ, &events));
     assert_eq!(rejections, [(5, Rejection::OutOfRange), (6, Rejection::DuplicateKey)]);
     assert_eq!(selection.custom.iter().flatten().count(), 4);
+}
+
+#[test]
+fn the_debug_output_names_a_value_rejection_by_its_own_name() {
+    // The debug output's "Parameters\Profile rejected (...): WrongType { kind: 4 }" reads as before
+    // the value-level rejections moved to crate::settings.
+    assert_eq!(format!("{:?}", Rejection::Value(Value::WrongType { kind: 4 })), "WrongType { kind: 4 }");
+    assert_eq!(format!("{:?}", Rejection::Value(Value::ReadFailed(-1))), "ReadFailed(-1)");
+    assert_eq!(format!("{:?}", Rejection::Value(Value::AfterEndOfList)), "AfterEndOfList");
+    assert_eq!(format!("{:?}", Rejection::NeedsCounterPair), "NeedsCounterPair");
 }

@@ -4,9 +4,9 @@
 use super::*;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
 use crate::pmu::placement::CounterPlan;
-use crate::pmu::profile::Setting;
 use crate::session::CoreTypeSession;
 use crate::session::platform::Form;
+use crate::settings::{HEADER_UNITS, Setting};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -118,7 +118,7 @@ impl Platform for FakePlatform {
         let Some((_, kind, data)) = settings.iter().find(|(key, _, _)| key.eq_ignore_ascii_case(name)) else {
             return Setting::Missing;
         };
-        let room = &mut buffer[SETTING_HEADER_UNITS..];
+        let room = &mut buffer[HEADER_UNITS..];
         if data.len() > room.len() {
             return Setting::TooLong;
         }
@@ -215,7 +215,7 @@ impl PmuClient<FakePlatform> {
             data.extend(string.encode_utf16());
             data.push(0);
         }
-        if kind == crate::pmu::profile::REG_MULTI_SZ {
+        if kind == crate::settings::REG_MULTI_SZ {
             data.push(0);
         }
         let mut settings = self.platform.settings.lock().unwrap();

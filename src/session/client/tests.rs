@@ -245,7 +245,7 @@ fn idle_time_counts_from_the_end_of_a_collect() {
 fn each_acquisition_reads_the_profile_and_a_change_applies_at_the_next() {
     use crate::pmu::events::Event;
     use crate::pmu::msr;
-    use crate::pmu::profile::{REG_MULTI_SZ, REG_SZ};
+    use crate::settings::{REG_MULTI_SZ, REG_SZ};
     let client = skylake(&[]);
     client.set_setting("Profile", REG_SZ, &["custom"]);
     client.set_setting(
