@@ -16,7 +16,7 @@ use crate::pmu::program::Msrs;
 pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
-use crate::session::{Form, Platform, PmuClient};
+use crate::session::{Form, OverflowTarget, Platform, PmuClient};
 use crate::settings::Setting;
 use core::fmt;
 use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
@@ -24,17 +24,20 @@ use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
 /// The driver's PMU client.
 pub type Client = PmuClient<KernelPlatform>;
 
-/// The client the overflow handler folds into, while counters are owned with an interrupt.
-static PMI_TARGET: Target<Client> = Target::new();
+/// What the overflow handler folds into: the client's processors and overflow bits.
+pub type ClientTarget = OverflowTarget<PoolSlice<ProcessorState>>;
 
-impl OverflowSink for Client {
+/// The client's overflow target, while counters are owned with an interrupt.
+static PMI_TARGET: Target<ClientTarget> = Target::new();
+
+impl OverflowSink for ClientTarget {
     fn target() -> &'static Target<Self> {
         &PMI_TARGET
     }
 
     #[inline(always)]
     fn fold(&self, processor: u32, overflow_bits: u64) {
-        self.fold_overflow(processor, overflow_bits);
+        OverflowTarget::fold(self, processor, overflow_bits);
     }
 }
 
@@ -116,15 +119,15 @@ impl Platform for KernelPlatform {
     type CoreTypeSessions = PoolSlice<Option<CoreTypeSession>>;
     type Plans = PoolSlice<Option<CounterPlan>>;
 
-    fn allocate(&self, form: Form<'_>, client: &Client) -> Result<KernelOwnership, i32> {
+    fn allocate(&self, form: Form<'_>, target: &ClientTarget) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });
         if overflow_interrupt {
             // SAFETY: withdrawn below if the HAL refuses, else by the returned ownership's Drop after
-            // the counters are freed; the client keeps that ownership inside itself (its Drop releases
+            // the counters are freed; the client keeps that ownership, and this target, inside itself (its Drop releases
             // it), so the client outlives the publication.
-            unsafe { PMI_TARGET.publish(client) };
+            unsafe { PMI_TARGET.publish(target) };
         }
-        let result = allocate_each(form, client);
+        let result = allocate_each(form, target);
         if result.is_err() && overflow_interrupt {
             PMI_TARGET.withdraw();
         }
@@ -162,7 +165,7 @@ impl Platform for KernelPlatform {
 /// One HalAllocateHardwareCounters call per list of `form` (each on its core type's processors, and
 /// made from the first of them), or one for the whole PMU: all granted, or the first refusal's status
 /// with nothing held (the allocations already granted are freed as the array drops).
-fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; CORE_TYPES], i32> {
+fn allocate_each(form: Form<'_>, target: &ClientTarget) -> Result<[Option<Ownership>; CORE_TYPES], i32> {
     let mut held: [Option<Ownership>; CORE_TYPES] = [const { None }; CORE_TYPES];
     let (lists, overflow_interrupt) = match form {
         Form::WholePmu => {
@@ -173,14 +176,14 @@ fn allocate_each(form: Form<'_>, client: &Client) -> Result<[Option<Ownership>; 
         Form::Listed { lists, overflow_interrupt } => (lists, overflow_interrupt),
     };
     let handler: Option<OverflowHandler> =
-        overflow_interrupt.then_some(overflow_handler::<Client> as OverflowHandler);
-    let count = client.processor_count();
+        overflow_interrupt.then_some(overflow_handler::<ClientTarget> as OverflowHandler);
+    let count = target.processor_count();
     for (list, granted) in lists.iter().zip(held.iter_mut()) {
         let mut entries = [GROUP_AFFINITY { Mask: 0, Group: 0, Reserved: [0; 3] }; processors::MAX_GROUPS];
         let groups = match list.core_type {
             Some(core_type) => processors::group_affinity(
                 count,
-                |index| client.core_type_of(index as usize) == Some(core_type),
+                |index| target.core_type_of(index as usize) == Some(core_type),
                 &mut entries,
             ),
             None => 0,

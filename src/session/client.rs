@@ -14,6 +14,7 @@
 //!   it ends) or by its overflow handler.
 
 use super::core_type_session::{CoreTypeSession, Session};
+use super::overflow_target::OverflowTarget;
 use super::platform::Platform;
 use super::processor_state::ProcessorState;
 use super::read::{TopdownReading, counts_under};
@@ -68,14 +69,12 @@ pub struct PmuClient<P: Platform> {
     platform: P,
     /// What every processor has, and what only some have.
     machine: Machine,
-    processors: P::Processors,
+    /// Each processor's state and each core type's overflow bits, which the overflow handler reads.
+    target: OverflowTarget<P::Processors>,
     session: SessionLock<Session<P>>,
     /// Each core type's plan of the last session (open or closed): which counter holds which event,
     /// so that counts keep their places between sessions. Written at each acquisition.
     last_plan: SessionLock<PerCoreType<P::Plans>>,
-    /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
-    /// set before the counters are enabled, cleared after they are stopped.
-    pmi_owned: PerCoreType<Inline<AtomicU64>>,
     schedule: Schedule,
     /// Which collects read every processor afresh, and which are served from the last read.
     throttle: Throttle,
@@ -116,10 +115,9 @@ impl<P: Platform> PmuClient<P> {
         PmuClient {
             machine,
             platform,
-            processors,
+            target: OverflowTarget::new(&machine, processors),
             session: SessionLock::new(Session::closed(&machine, sessions)),
             last_plan: SessionLock::new(PerCoreType::new(&machine, plans)),
-            pmi_owned: PerCoreType::inline(&machine, [const { AtomicU64::new(0) }; CORE_TYPE_PLACES]),
             schedule: Schedule::new(),
             throttle: Throttle::new(),
             status,
@@ -137,24 +135,9 @@ impl<P: Platform> PmuClient<P> {
         }
     }
 
-    /// The overflow handler's work on processor `processor`: folds `overflow_bits` into its counts.
-    /// Lock-free and call-free once inlined (the handler runs at PROFILE_LEVEL).
-    #[inline(always)]
-    pub fn fold_overflow(&self, processor: u32, overflow_bits: u64) {
-        if let Some(processor) = self.processors.get(processor as usize) {
-            let owned = self.pmi_owned.place(processor.pmu.core_type());
-            processor.pmu.counters.fold(overflow_bits, OwnedMask::from_bits(owned.load(Ordering::Acquire)));
-        }
-    }
-
-    /// How many processors the client has state for (those active at load).
-    pub fn processor_count(&self) -> u32 {
-        self.processors.len() as u32
-    }
-
-    /// The core types of the processors, by processor index (for the platform's group affinities).
-    pub fn core_type_of(&self, processor: usize) -> Option<u8> {
-        self.processors.get(processor).map(|processor| processor.pmu.core_type())
+    /// What the overflow handler folds into, which the platform hands to the HAL's handler.
+    pub fn overflow_target(&self) -> &OverflowTarget<P::Processors> {
+        &self.target
     }
 
     /// Owns and starts the counters on every processor, if there is a usable PMU and no session yet.
@@ -244,7 +227,7 @@ impl<P: Platform> PmuClient<P> {
             }
         }
         drop(last_plan);
-        for (core_type, owned) in self.pmi_owned.iter() {
+        for (core_type, owned) in self.target.pmi_owned.iter() {
             let mask = match plans[core_type] {
                 Some(plan) if interrupt => OwnedMask::new(plan.overflow_bits()).unwrap_or(OwnedMask::EMPTY),
                 _ => OwnedMask::EMPTY,
@@ -255,7 +238,7 @@ impl<P: Platform> PmuClient<P> {
         // and no state here: it is left alone, and counted.
         let not_monitored = AtomicU32::new(0);
         self.platform.on_every_processor(&ownership, &|index, msrs| {
-            let Some(processor) = self.processors.get(index as usize) else {
+            let Some(processor) = self.target.processors.get(index as usize) else {
                 not_monitored.fetch_add(1, Ordering::Relaxed);
                 return;
             };
@@ -268,7 +251,7 @@ impl<P: Platform> PmuClient<P> {
         });
         self.status.set_processors_not_monitored(not_monitored.load(Ordering::Relaxed));
         let owned = |core_type: u8| {
-            let bits = self.pmi_owned.get(core_type).map_or(0, |owned| owned.load(Ordering::Relaxed));
+            let bits = self.target.pmi_owned.get(core_type).map_or(0, |owned| owned.load(Ordering::Relaxed));
             OwnedMask::from_bits(bits)
         };
         session.install(ownership, &plans, owned, self.machine);
@@ -308,13 +291,13 @@ impl<P: Platform> PmuClient<P> {
         self.platform.on_every_processor(&ownership, &|index, msrs| {
             self.read_processor::<true>(open, None, model.vendor, index, msrs);
             // A processor added after load was never programmed: left alone.
-            if let Some(processor) = self.processors.get(index as usize) {
+            if let Some(processor) = self.target.processors.get(index as usize) {
                 let Some(core_type) = open.of_core_type(processor.pmu.core_type()) else { return };
                 processor.pmu.counters.release();
                 program::release(model.vendor, &core_type.plan, msrs);
             }
         });
-        for (_, owned) in self.pmi_owned.iter() {
+        for (_, owned) in self.target.pmi_owned.iter() {
             owned.store(0, Ordering::Release);
         }
         drop(ownership);
@@ -343,7 +326,8 @@ impl<P: Platform> PmuClient<P> {
         index: u32,
         msrs: &mut P::Msrs,
     ) {
-        let Some(ProcessorState { pmu: processor, published }) = self.processors.get(index as usize) else {
+        let Some(ProcessorState { pmu: processor, published }) = self.target.processors.get(index as usize)
+        else {
             return;
         };
         let Some(session) = uniform.or_else(|| session.of_core_type(processor.core_type())) else { return };
@@ -396,7 +380,7 @@ impl<P: Platform> PmuClient<P> {
             }),
         }
         let interrupts =
-            self.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
+            self.target.processors.iter().map(|processor| processor.pmu.counters.overflow_interrupts()).sum();
         self.status.set_overflow_interrupts(interrupts);
         true
     }
@@ -483,18 +467,20 @@ impl<P: Platform> CountSource for PmuClient<P> {
     }
 
     fn block(&self, processor_index: u32) -> Option<&AtomicCells> {
-        self.processors.get(processor_index as usize).map(|processor| &processor.published)
+        self.target.processors.get(processor_index as usize).map(|processor| &processor.published)
     }
 
     fn has_core_type(&self, core_type: u8) -> bool {
-        self.processors.iter().any(|processor| processor.pmu.core_type() == core_type)
+        self.target.processors.iter().any(|processor| processor.pmu.core_type() == core_type)
     }
 
     fn core_type_values(&self, core_type: u8) -> hardware_counters_by_core_type::Values {
         let mut sum = EventCounts { core_type: u64::from(core_type), ..EventCounts::default() };
         let last_plan = self.last_plan.read();
         let plan = last_plan.get(core_type).and_then(Option::as_ref);
-        for processor in self.processors.iter().filter(|processor| processor.pmu.core_type() == core_type) {
+        for processor in
+            self.target.processors.iter().filter(|processor| processor.pmu.core_type() == core_type)
+        {
             sum.accumulate(&counts_under(processor, plan, &self.machine));
         }
         sum.by_core_type_values()

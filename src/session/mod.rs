@@ -13,6 +13,7 @@
 mod client;
 mod core_type_session;
 mod count_table;
+mod overflow_target;
 pub mod platform;
 mod processor_state;
 mod read;
@@ -25,5 +26,6 @@ mod topdown_source;
 
 pub use client::PmuClient;
 pub use core_type_session::CoreTypeSession;
+pub use overflow_target::OverflowTarget;
 pub use platform::{Form, Platform};
 pub use processor_state::ProcessorState;

@@ -1,8 +1,9 @@
 //! What the ownership session needs from the machine, as one small trait: the driver implements it
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
+use super::core_type_session::CoreTypeSession;
+use super::overflow_target::OverflowTarget;
 use super::processor_state::ProcessorState;
-use super::{CoreTypeSession, PmuClient};
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Msrs;
 use crate::settings::Setting;
@@ -47,10 +48,14 @@ pub trait Platform: Sync + Sized + 'static {
     /// Asks the HAL for the counters in `form`, each list's call made from a processor of that list's
     /// core type (the HAL checks a list against the calling processor's counter table). With an
     /// Overflow descriptor the overflow handler
-    /// folds into `client` until the ownership is dropped. On failure returns the NTSTATUS; a success
+    /// folds into `target` until the ownership is dropped. On failure returns the NTSTATUS; a success
     /// with a NULL handle (an older HAL's answer to a list it does not take) is a failure.
     /// PASSIVE_LEVEL.
-    fn allocate(&self, form: Form<'_>, client: &PmuClient<Self>) -> Result<Self::Ownership, i32>;
+    fn allocate(
+        &self,
+        form: Form<'_>,
+        target: &OverflowTarget<Self::Processors>,
+    ) -> Result<Self::Ownership, i32>;
 
     /// Runs `work` on every processor at once, with the processor's index and its MSRs, and returns
     /// when all have finished. `work` runs above DISPATCH_LEVEL: it must not wait or allocate.

@@ -3,13 +3,12 @@
 //! (`docs/hybrid.md`). Mechanics of the core PMU's ownership, apart from the client's policy of
 //! when to own.
 
-use super::client::AcquireError;
-use super::{Platform, PmuClient};
+use super::client::{AcquireError, PmuClient};
+use super::platform::{Form, List, Platform};
 use crate::pcw::driver_status::PmuOwnership;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS};
-use crate::session::platform::{Form, List};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 /// What a granted request holds, for the status counters and the debug output.
@@ -105,14 +104,14 @@ impl<P: Platform> Requester<'_, P> {
             counters += count as u32;
         }
         let form = Form::Listed { lists: &lists[..len], overflow_interrupt: model.overflow_interrupt };
-        let ownership = self.platform.allocate(form, self.client)?;
+        let ownership = self.platform.allocate(form, self.client.overflow_target())?;
         let interrupt = model.overflow_interrupt;
         Ok((ownership, Held { interrupt, ownership: PmuOwnership::ResourceLists, counters }))
     }
 
     /// The whole PMU, polled: every counter of every processor.
     fn whole_pmu(&self) -> Result<(P::Ownership, Held), AcquireError> {
-        match self.platform.allocate(Form::WholePmu, self.client) {
+        match self.platform.allocate(Form::WholePmu, self.client.overflow_target()) {
             Ok(ownership) => {
                 let counters = self
                     .machine

@@ -74,7 +74,11 @@ impl Platform for FakePlatform {
     type CoreTypeSessions = Vec<Option<CoreTypeSession>>;
     type Plans = Vec<Option<CounterPlan>>;
 
-    fn allocate(&self, form: Form<'_>, _client: &PmuClient<Self>) -> Result<FakeOwnership, i32> {
+    fn allocate(
+        &self,
+        form: Form<'_>,
+        _target: &OverflowTarget<Self::Processors>,
+    ) -> Result<FakeOwnership, i32> {
         self.asked.lock().unwrap().push(match form {
             Form::Listed { lists, overflow_interrupt } => {
                 let counters = lists.iter().flat_map(|list| list.counters.iter().copied()).collect();
@@ -181,7 +185,7 @@ impl PmuClient<FakePlatform> {
     /// assembled whole.
     pub(super) fn assert_published(&self) {
         let last_plan = self.last_plan.read();
-        for (index, processor) in self.processors.iter().enumerate() {
+        for (index, processor) in self.target.processors.iter().enumerate() {
             let plan = last_plan.get(processor.pmu.core_type()).and_then(Option::as_ref);
             let whole = counts_under(processor, plan, &self.machine).values();
             assert_eq!(self.values(index as u32), whole, "processor {index}'s published block");
