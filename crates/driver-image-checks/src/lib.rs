@@ -15,14 +15,14 @@
 //! that the section can be neither paged out nor discarded.
 //!
 //! [`stack_frames`] reads how much stack each function reserves, from the image's unwind information
-//! and its PDB's names.
+//! and its PDB's names; [`functions`] how many code bytes each one takes.
 #![forbid(unsafe_code)]
 
 mod frames;
 mod handler;
 mod resources;
 
-pub use frames::{Frame, stack_frames};
+pub use frames::{Frame, Function, functions, stack_frames};
 
 pub use handler::{
     HandlerCost, PAGEABLE_SECTION_PREFIX, handler_cost, resident_code_section, section_listing,
