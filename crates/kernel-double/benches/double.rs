@@ -76,7 +76,7 @@ fn print_read_cost(get: &dyn Fn(&str) -> f64) {
         get("collect_driver_instructions_64") / 64.0
     );
     println!(
-        "| driver instructions, collect served from the last read | {:.0} | - | far less |",
+        "| driver instructions, collect served from the last read | {:.0} | - | <= 40 |",
         get("collect_served_driver_instructions_64") / 64.0
     );
     println!(
