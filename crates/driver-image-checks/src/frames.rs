@@ -2,7 +2,8 @@
 //! allocation as the image's unwind information records them (Microsoft Learn, "x64 exception
 //! handling": UWOP_PUSH_NONVOL 8 bytes, UWOP_ALLOC_SMALL / UWOP_ALLOC_LARGE their size), with each
 //! function's name and address from the image's PDB. Kernel stacks are small (24 KiB on x64), so a
-//! function that runs in a caller's thread must keep its frame small.
+//! function that runs in a caller's thread must keep its frame small. [`functions`] lists the same
+//! procedures with their code size, for a size budget to name what the code bytes are.
 
 use std::fs::File;
 use std::path::Path;
@@ -27,7 +28,9 @@ pub fn stack_frames(image: &[u8], pdb_path: &Path) -> Result<Vec<Frame>, String>
     let pe = PE::parse(image).map_err(|error| format!("image: {error}"))?;
     let exceptions = pe.exception_data.as_ref().ok_or("the image has no exception directory")?;
     let mut frames = Vec::new();
-    for (name, rva) in procedures(pdb_path).map_err(|error| format!("{}: {error}", pdb_path.display()))? {
+    for Function { name, rva, .. } in
+        procedures(pdb_path).map_err(|error| format!("{}: {error}", pdb_path.display()))?
+    {
         let Some(function) = exceptions.find_function(rva).map_err(|error| error.to_string())? else {
             continue;
         };
@@ -49,8 +52,25 @@ pub fn stack_frames(image: &[u8], pdb_path: &Path) -> Result<Vec<Frame>, String>
     Ok(frames)
 }
 
-/// (name, RVA) of every procedure symbol of every module of the PDB.
-fn procedures(pdb_path: &Path) -> pdb::Result<Vec<(String, u32)>> {
+/// One procedure of the image, as its PDB describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    /// The PDB's (demangled) name.
+    pub name: String,
+    pub rva: u32,
+    /// Its code's length in bytes (the procedure symbol's `len`).
+    pub bytes: u32,
+}
+
+/// Every procedure the PDB at `pdb_path` names, largest first.
+pub fn functions(pdb_path: &Path) -> Result<Vec<Function>, String> {
+    let mut functions = procedures(pdb_path).map_err(|error| format!("{}: {error}", pdb_path.display()))?;
+    functions.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.rva.cmp(&b.rva)));
+    Ok(functions)
+}
+
+/// Every procedure symbol of every module of the PDB.
+fn procedures(pdb_path: &Path) -> pdb::Result<Vec<Function>> {
     let mut pdb = pdb::PDB::open(File::open(pdb_path)?)?;
     let address_map = pdb.address_map()?;
     let debug_information = pdb.debug_information()?;
@@ -63,7 +83,8 @@ fn procedures(pdb_path: &Path) -> pdb::Result<Vec<(String, u32)>> {
             if let Ok(pdb::SymbolData::Procedure(procedure)) = symbol.parse()
                 && let Some(rva) = procedure.offset.to_rva(&address_map)
             {
-                procedures.push((procedure.name.to_string().into_owned(), rva.0));
+                let name = procedure.name.to_string().into_owned();
+                procedures.push(Function { name, rva: rva.0, bytes: procedure.len });
             }
         }
     }

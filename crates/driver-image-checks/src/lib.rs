@@ -15,7 +15,7 @@
 //! that the section can be neither paged out nor discarded.
 //!
 //! [`stack_frames`] reads how much stack each function reserves, from the image's unwind information
-//! and its PDB's names.
+//! and its PDB's names; [`functions`] how many code bytes each one takes.
 #![forbid(unsafe_code)]
 
 mod checksum;
@@ -25,7 +25,7 @@ mod resources;
 mod signature;
 
 pub use checksum::{compute_checksum, recompute_checksum};
-pub use frames::{Frame, stack_frames};
+pub use frames::{Frame, Function, functions, stack_frames};
 
 pub use handler::{
     HandlerCost, PAGEABLE_SECTION_PREFIX, handler_cost, resident_code_section, section_listing,

@@ -9,6 +9,8 @@
 //!   sections; and what one collect costs in pool allocations and all-processor calls;
 //! * the driver's instructions per collect on 64 virtual processors, and per overflow bit, counted by
 //!   single-stepping (tests/scenarios/common/single_step.rs).
+//!   The counting is tests/scenarios/common/measure.rs, which the budgets scenario
+//!   (tests/scenarios/budgets.rs) shares to hold these figures under their ceilings.
 //!   The per-bit figure is the slope of the handler's instructions (one delivery on one processor) over
 //!   1..=7 counters wrapping at once; the fixed part is the intercept.
 //!
@@ -25,21 +27,19 @@
 #[path = "../tests/scenarios/common/single_step.rs"]
 mod single_step;
 
-use kernel_double::control::{hal, ke, pcw, pool};
-use kernel_double::cpu::msr;
-use kernel_double::cpu::{self, cpuid, pmu, topology};
+/// The measuring code, shared with the budgets scenario (tests/scenarios/budgets.rs), which holds
+/// these figures under their ceilings.
+#[path = "../tests/scenarios/common/measure.rs"]
+mod measure;
+
+use kernel_double::cpu::pmu;
 use kernel_double::driver::Driver;
-use kernel_double::status::STATUS_SUCCESS;
-use single_step::single_stepped;
-use std::hint::black_box;
+use measure::{SKYLAKE_COUNTERS, collect, counted, report, start, stop};
 use std::path::{Path, PathBuf};
 use std::process::{self, Command};
 use std::time::Instant;
 
 const CASE: &str = "KD_BENCH_CASE";
-const HARDWARE_COUNTERS: &str = "Hardware Counters";
-/// The driver's default minimum collect interval, 10 ms, in the kernel clock's 100 ns units.
-const MINIMUM_COLLECT_INTERVAL_100NS: i64 = 100_000;
 
 fn image_path() -> PathBuf {
     let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -53,49 +53,13 @@ fn fail(message: String) -> ! {
     process::exit(1);
 }
 
-/// Loads the driver on `processors` virtual Skylake processors and starts a query (counters owned).
-fn start(processors: u32) -> Driver {
-    topology::configure(processors, 64);
-    cpuid::set_model(&cpuid::SKYLAKE);
+/// Loads the real driver (the case's process has not loaded one yet).
+fn load() -> Driver {
     let image = image_path();
     if !image.is_file() {
         fail(format!("{} is missing: run `cargo make package` first", image.display()));
     }
-    let mut driver = Driver::load(&image).unwrap_or_else(|error| fail(format!("loading: {error}")));
-    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
-    cpu::enter(0);
-    assert_eq!(pcw::add_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-    driver
-}
-
-fn stop(mut driver: Driver) {
-    assert_eq!(pcw::remove_counter(HARDWARE_COUNTERS, u64::MAX), Some(STATUS_SUCCESS));
-    assert!(driver.unload());
-    let violations = kernel_double::violations::all();
-    if !violations.is_empty() {
-        fail(format!("violations: {violations:?}"));
-    }
-}
-
-/// A collect the driver answers with a fresh read of every processor: the kernel's clock moves past
-/// the driver's minimum collect interval (10 ms by default) first.
-fn collect() {
-    hal::advance_clock(MINIMUM_COLLECT_INTERVAL_100NS);
-    collect_now();
-}
-
-/// A collect at the clock's time as it is: within the minimum interval of the last read, the driver
-/// serves it from that read.
-fn collect_now() {
-    let (status, instances) =
-        pcw::collect(HARDWARE_COUNTERS, &pcw::Query::default()).expect("Hardware Counters registered");
-    assert_eq!(status, STATUS_SUCCESS);
-    black_box(instances);
-}
-
-/// Prints one result line for the parent: `RESULT <key> <value>`.
-fn report(key: &str, value: f64) {
-    println!("RESULT {key} {value}");
+    Driver::load(&image).unwrap_or_else(|error| fail(format!("loading: {error}")))
 }
 
 /// The per-processor read cost, beside the figures before reads held interrupts off and used rdpmc
@@ -103,7 +67,7 @@ fn report(key: &str, value: f64) {
 /// rdmsr per processor per 64-VP collect: status, counter, status for each of 7 counters, 6
 /// programming checks, APERF and MPERF; no rdpmc).
 fn print_read_cost(get: &dyn Fn(&str) -> f64) {
-    let counters = 7.0; // the Skylake model's plan: 3 fixed and 4 general-purpose counters
+    let counters = SKYLAKE_COUNTERS;
     println!();
     println!("| per processor, per collect (64 VPs, Skylake, {counters} counters) | now | before | target |");
     println!("|---|---:|---:|---:|");
@@ -112,7 +76,7 @@ fn print_read_cost(get: &dyn Fn(&str) -> f64) {
         get("collect_driver_instructions_64") / 64.0
     );
     println!(
-        "| driver instructions, collect served from the last read | {:.0} | - | far less |",
+        "| driver instructions, collect served from the last read | {:.0} | - | <= 40 |",
         get("collect_served_driver_instructions_64") / 64.0
     );
     println!(
@@ -125,31 +89,29 @@ fn print_read_cost(get: &dyn Fn(&str) -> f64) {
 // --- Cases -------------------------------------------------------------------------------------------
 
 fn case_collect_time(processors: u32, iterations: u32) {
-    let driver = start(processors);
+    let driver = start(processors, load);
     for _ in 0..iterations / 10 + 1 {
         collect();
     }
-    let emulated = cpu::current().emulated_instructions();
-    let (rdmsr, rdpmc) = (msr::reads(), pmu::pmc_reads());
     let started = Instant::now();
-    for _ in 0..iterations {
-        collect();
-    }
+    let counts = counted(|| (0..iterations).for_each(|_| collect()));
     let elapsed = started.elapsed();
-    let traps = (cpu::current().emulated_instructions() - emulated) as f64 / f64::from(iterations);
-    let per_processor = |count: u64| count as f64 / f64::from(iterations) / f64::from(processors);
+    let per_collect = |count: u64| count as f64 / f64::from(iterations);
     report(&format!("collect_ns_{processors}"), elapsed.as_nanos() as f64 / f64::from(iterations));
-    report(&format!("collect_traps_{processors}"), traps);
+    report(&format!("collect_traps_{processors}"), per_collect(counts.emulated));
     report(
         &format!("collect_rdmsr_per_processor_{processors}"),
-        per_processor((msr::reads() - rdmsr) as u64),
+        per_collect(counts.rdmsr) / f64::from(processors),
     );
-    report(&format!("collect_rdpmc_per_processor_{processors}"), per_processor(pmu::pmc_reads() - rdpmc));
+    report(
+        &format!("collect_rdpmc_per_processor_{processors}"),
+        per_collect(counts.rdpmc) / f64::from(processors),
+    );
     stop(driver);
 }
 
 fn case_pmi_time(iterations: u32) {
-    let driver = start(4);
+    let driver = start(4, load);
     let instructions = pmu::counter_of(0, pmu::INSTRUCTIONS).expect("instructions are counted");
     let delivered = pmu::delivered();
     let timed = |wrap: bool| {
@@ -174,91 +136,41 @@ fn case_pmi_time(iterations: u32) {
 }
 
 fn case_collect_instructions(processors: u32) {
-    let driver = start(processors);
-    single_step::install(&driver);
-    collect();
-    let runs = 2;
-    let mut driver_total = 0;
-    let mut all_total = 0;
-    for _ in 0..runs {
-        let (in_driver, all) = single_stepped(collect);
-        driver_total += in_driver;
-        all_total += all;
-    }
-    report(&format!("collect_driver_instructions_{processors}"), (driver_total / runs) as f64);
-    report(&format!("collect_all_instructions_{processors}"), (all_total / runs) as f64);
+    let driver = start(processors, load);
+    let stepped = measure::fresh_collect_instructions(&driver, 2);
+    report(&format!("collect_driver_instructions_{processors}"), stepped.driver as f64);
+    report(&format!("collect_all_instructions_{processors}"), stepped.all as f64);
     stop(driver);
 }
 
-/// The driver's instructions for a collect it serves from the last read: the service's
-/// MinimumCollectIntervalMs set to its longest, 100 ms, so that the single-stepped collect (slow, and
-/// the kernel's clock runs with the host's) still reads the clock within the interval of the fresh one
-/// before it (the clock is read as the collect begins, a few hundred instructions in).
 fn case_served_collect_instructions(processors: u32) {
-    use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_DWORD};
-    registry::set_value(PARAMETERS_KEY, "MinimumCollectIntervalMs", REG_DWORD, 100u32.to_le_bytes().to_vec());
-    let driver = start(processors);
-    single_step::install(&driver);
-    hal::advance_clock(10_000_000);
-    collect_now();
-    let ipis = ke::ipi_calls();
-    let (in_driver, _) = single_stepped(collect_now);
-    if ke::ipi_calls() != ipis {
-        fail(
-            "the single-stepped collect was not served: it came more than 100 ms after the fresh one".into(),
-        );
-    }
+    measure::longest_collect_interval();
+    let driver = start(processors, load);
+    let in_driver = measure::served_collect_instructions(&driver);
     report(&format!("collect_served_driver_instructions_{processors}"), in_driver as f64);
     stop(driver);
 }
 
 fn case_pmi_instructions() {
-    let driver = start(4);
-    single_step::install(&driver);
-    let counters = pmu::programmed_counters(0);
-    let mut points = Vec::new();
-    for bits in 1..=counters.len() {
-        let delivered = pmu::delivered();
-        for &(msr, _) in &counters[..bits] {
-            pmu::preload(0, msr, (1 << 48) - 1);
-        }
-        let (in_driver, _) = single_stepped(|| pmu::step(0, 1));
-        assert_eq!(pmu::delivered() - delivered, 1, "one interrupt for {bits} wrapping counters");
+    let driver = start(4, load);
+    let pmi = measure::pmi_instructions(&driver);
+    for (bits, in_driver) in pmi.points {
         report(&format!("pmi_driver_instructions_{bits}_bits"), in_driver as f64);
-        points.push((bits as f64, in_driver as f64));
     }
-    // Least-squares line through (bits, instructions).
-    let n = points.len() as f64;
-    let (sx, sy) = points.iter().fold((0.0, 0.0), |(sx, sy), (x, y)| (sx + x, sy + y));
-    let (sxx, sxy) = points.iter().fold((0.0, 0.0), |(sxx, sxy), (x, y)| (sxx + x * x, sxy + x * y));
-    let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    report("pmi_instructions_per_bit", slope);
-    report("pmi_instructions_fixed", (sy - slope * sx) / n);
+    report("pmi_instructions_per_bit", pmi.per_bit);
+    report("pmi_instructions_fixed", pmi.fixed);
     stop(driver);
 }
 
 fn case_memory(processors: u32) {
-    let driver = start(processors);
-    let pool_bytes: usize = pool::outstanding().iter().map(|allocation| allocation.size).sum();
-    let image_data: usize = driver
-        .image()
-        .sections()
-        .iter()
-        .filter(|section| !section.discarded && section.protection & libc::PROT_WRITE != 0)
-        .map(|section| section.length)
-        .sum();
-    let (allocations, ipis) = (pool::allocation_count(), ke::ipi_calls());
+    let driver = start(processors, load);
+    let memory = measure::memory(&driver);
     let collects = 10;
-    for _ in 0..collects {
-        collect();
-    }
-    report(&format!("pool_bytes_{processors}"), pool_bytes as f64);
-    report(&format!("image_data_bytes_{processors}"), image_data as f64);
-    report(
-        &format!("allocations_per_collect_{processors}"),
-        (pool::allocation_count() - allocations) as f64 / f64::from(collects),
-    );
-    report(&format!("ipis_per_collect_{processors}"), (ke::ipi_calls() - ipis) as f64 / f64::from(collects));
+    let counts = counted(|| (0..collects).for_each(|_| collect()));
+    report(&format!("pool_bytes_{processors}"), memory.pool_bytes as f64);
+    report(&format!("image_data_bytes_{processors}"), memory.image_data_bytes as f64);
+    report(&format!("allocations_per_collect_{processors}"), counts.allocations as f64 / f64::from(collects));
+    report(&format!("ipis_per_collect_{processors}"), counts.ipis as f64 / f64::from(collects));
     stop(driver);
 }
 
@@ -308,12 +220,7 @@ fn main() {
             eprintln!("{}", String::from_utf8_lossy(&output.stderr));
             fail(format!("case {case} failed: {}", output.status));
         }
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
-            let mut words = line.split_whitespace();
-            if let (Some("RESULT"), Some(key), Some(value)) = (words.next(), words.next(), words.next()) {
-                results.push((key.to_string(), value.parse().unwrap_or(f64::NAN)));
-            }
-        }
+        results.extend(measure::results(&String::from_utf8_lossy(&output.stdout)));
         eprintln!("double: case {case} took {:.2?}", started.elapsed());
     }
     let get =

@@ -16,6 +16,7 @@
 mod common;
 mod faulty_support;
 
+mod budgets;
 mod bug_check;
 mod coexisting_writers;
 mod concurrent_collects;

@@ -5,6 +5,7 @@ pub mod cpu_models;
 pub mod death;
 pub mod kernel_builds;
 pub mod machine_code;
+pub mod measure;
 pub mod pmi_sweep;
 pub mod pool_faults;
 pub mod single_step;

@@ -1,20 +1,21 @@
-//! Shared by the faulty_*.rs scenarios: builds the purpose-built faulty drivers of tests/faulty-drivers/
+//! Shared by the faulty_*.rs scenarios: finds the purpose-built faulty drivers of tests/faulty-drivers/
 //! (each a separate image, built like pmupcw.sys) and runs a scenario in a child process when the fault
 //! kills the process.
 //!
-//! The drivers are built with
-//! `cargo build --release --target x86_64-pc-windows-msvc --manifest-path tests/faulty-drivers/Cargo.toml`
-//! into their own target directory, `target/faulty-drivers`, so the build never waits on the outer
-//! cargo's lock; concurrent test processes serialise on that directory's own lock, and every build
-//! after the first is a no-op.
+//! The drivers are built before the tests, by `cargo make faulty-drivers` (which `cargo make test` and
+//! `cargo make nextest` run first), into their own target directory, `target/faulty-drivers`; the task
+//! leaves a stamp file there. A scenario fails, naming that command, when the stamp is missing or older
+//! than a file under tests/faulty-drivers/: it must not pass on images of older sources, or on none.
 
 use crate::common::death;
 pub use crate::common::death::is_child;
 use kernel_double::driver::Driver;
 use kernel_double::image_map::Section;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
+use std::time::SystemTime;
 
 pub const POOL_LEAK: &str = "faulty_pool_leak";
 pub const SPINLOCK_IN_PMI: &str = "faulty_spinlock_in_pmi";
@@ -26,45 +27,59 @@ pub const DPC_PENDING_AT_UNLOAD: &str = "faulty_dpc_pending_at_unload";
 pub const KERNEL_SERVICES_PROBE: &str = "probe_kernel_services";
 
 const TARGET: &str = "x86_64-pc-windows-msvc";
+/// What `cargo make faulty-drivers` touches after a successful build (Makefile.toml).
+const STAMP: &str = "target/faulty-drivers/built.stamp";
+const BUILD_COMMAND: &str = "cargo make faulty-drivers";
 
 pub fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the repository root")
 }
 
-/// Builds every faulty driver (once per process) and returns the folder holding the images.
-pub fn build() -> &'static Path {
+/// The newest modification time of a file under `dir`, and that file.
+fn newest(dir: &Path) -> Option<(SystemTime, PathBuf)> {
+    let mut found: Option<(SystemTime, PathBuf)> = None;
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let candidate = if path.is_dir() {
+            newest(&path)
+        } else {
+            entry.metadata().and_then(|metadata| metadata.modified()).ok().map(|time| (time, path))
+        };
+        if let Some(candidate) = candidate
+            && found.as_ref().is_none_or(|(time, _)| candidate.0 > *time)
+        {
+            found = Some(candidate);
+        }
+    }
+    found
+}
+
+/// The folder holding the faulty drivers' images, checked once per process: built by
+/// `cargo make faulty-drivers` since the last change to their sources.
+pub fn built() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let repository = repository();
-        let target_dir = repository.join("target/faulty-drivers");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let started = std::time::Instant::now();
-        let output = Command::new(cargo)
-            // The repository's .cargo/config.toml (rust-lld, +crt-static) and rust-toolchain.toml apply.
-            .current_dir(repository.join("tests/faulty-drivers"))
-            .args(["build", "--release", "--target", TARGET, "--manifest-path"])
-            .arg(repository.join("tests/faulty-drivers/Cargo.toml"))
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_TARGET")
-            .output()
-            .expect("running cargo to build tests/faulty-drivers");
-        assert!(
-            output.status.success(),
-            "building tests/faulty-drivers failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        eprintln!("faulty drivers built in {:.2?}", started.elapsed());
-        target_dir.join(TARGET).join("release")
+        let stamp = repository.join(STAMP);
+        let Ok(built) = fs::metadata(&stamp).and_then(|metadata| metadata.modified()) else {
+            panic!(
+                "the faulty drivers are not built ({} is missing): run `{BUILD_COMMAND}`",
+                stamp.display()
+            );
+        };
+        if let Some((changed, file)) = newest(&repository.join("tests/faulty-drivers"))
+            && changed > built
+        {
+            panic!("the faulty drivers were built before {} changed: run `{BUILD_COMMAND}`", file.display());
+        }
+        repository.join("target/faulty-drivers").join(TARGET).join("release")
     })
 }
 
 /// The image of faulty driver `name` (cargo names a cdylib `.dll`; the double loads it as a `.sys`).
 pub fn image(name: &str) -> PathBuf {
-    let image = build().join(format!("{name}.dll"));
-    assert!(image.is_file(), "{} was not built", image.display());
+    let image = built().join(format!("{name}.dll"));
+    assert!(image.is_file(), "{} was not built: run `{BUILD_COMMAND}`", image.display());
     image
 }
 
@@ -91,10 +106,10 @@ pub fn contains(section: &Section, rva: u64) -> bool {
 }
 
 /// Runs the test at `path` (`concat!(module_path!(), "::", name)`) of this test binary alone in a
-/// child process (which sees [`is_child`]) after building the faulty drivers here, so that a build
-/// failure shows in the parent.
+/// child process (which sees [`is_child`]) after checking the faulty drivers are built, so that a
+/// missing or stale build shows in the parent.
 pub fn run_child(path: &str) -> (Output, String) {
-    build();
+    built();
     death::run_child(path)
 }
 
