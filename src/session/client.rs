@@ -13,17 +13,17 @@
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.
 
-use super::core_type_session::{CoreTypeSession, Session};
-use super::overflow_target::OverflowTarget;
+use super::core_pmu::core_type_session::{CoreTypeSession, Session};
+use super::core_pmu::overflow_target::OverflowTarget;
+use super::core_pmu::processor_state::ProcessorState;
+use super::core_pmu::read::{TopdownReading, counts_under};
+use super::core_pmu::repair::repair;
+use super::core_pmu::request::Requester;
+use super::core_pmu::start::{carry_over, start_counting};
+use super::core_pmu::topdown_source;
 use super::platform::Platform;
-use super::processor_state::ProcessorState;
-use super::read::{TopdownReading, counts_under};
-use super::repair::repair;
-use super::request::Requester;
 use super::schedule::Schedule;
-use super::start::{carry_over, start_counting};
 use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
-use super::topdown_source;
 use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;

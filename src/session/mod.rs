@@ -4,28 +4,19 @@
 //!
 //! Policy and mechanics are apart: `client` decides when to own (demand, hysteresis, retries,
 //! deferral, the housekeeping tick), how often to read (`throttle`, `schedule`) and what the status
-//! says; the core PMU's mechanics are its siblings: the HAL request (`request`), the session of each
-//! core type (`core_type_session`) with its counters' read recipe (`count_table`), starting, reading
-//! and repairing one processor (`start`, `read`, `repair`) and the Top-down Source rule
-//! (`topdown_source`).
+//! says; `core_pmu/` holds the core PMU's mechanics (the HAL request, each core type's session, the
+//! reads), the first counter source. A second source is a sibling folder driven by the same policy
+//! (`docs/ARCHITECTURE.md`, "Two counter sources").
 #![deny(unsafe_code)]
 
 mod client;
-mod core_type_session;
-mod count_table;
-mod overflow_target;
+mod core_pmu;
 pub mod platform;
-mod processor_state;
-mod read;
-mod repair;
-mod request;
 mod schedule;
-mod start;
 mod throttle;
-mod topdown_source;
 
 pub use client::PmuClient;
-pub use core_type_session::CoreTypeSession;
-pub use overflow_target::OverflowTarget;
+pub use core_pmu::core_type_session::CoreTypeSession;
+pub use core_pmu::overflow_target::OverflowTarget;
+pub use core_pmu::processor_state::ProcessorState;
 pub use platform::{Form, Platform};
-pub use processor_state::ProcessorState;

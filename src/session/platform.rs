@@ -1,9 +1,9 @@
 //! What the ownership session needs from the machine, as one small trait: the driver implements it
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
-use super::core_type_session::CoreTypeSession;
-use super::overflow_target::OverflowTarget;
-use super::processor_state::ProcessorState;
+use super::core_pmu::core_type_session::CoreTypeSession;
+use super::core_pmu::overflow_target::OverflowTarget;
+use super::core_pmu::processor_state::ProcessorState;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Msrs;
 use crate::settings::Setting;

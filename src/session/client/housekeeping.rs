@@ -5,8 +5,8 @@
 use super::{Check, Platform, PmuClient};
 use crate::pmu::poll::{DEFAULT_SAFETY, MAX_EVENT_HZ, poll_period_100ns};
 use crate::pmu::topdown::MAX_READ_GAP_100NS;
-use crate::session::core_type_session::CoreTypeSession;
-use crate::session::read::{Reading, TopdownReading};
+use crate::session::core_pmu::core_type_session::CoreTypeSession;
+use crate::session::core_pmu::read::{Reading, TopdownReading};
 
 impl<P: Platform> PmuClient<P> {
     /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.

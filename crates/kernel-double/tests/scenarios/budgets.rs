@@ -28,7 +28,7 @@ const RDMSR_PER_PROCESSOR: u64 = 4;
 
 /// Non-paged pool per processor with counters owned (the slope from 4 to 64 processors), and the
 /// fixed part (at 4 processors, less 4 times the slope): the memory targets (docs/internals.md,
-/// "Benchmark"; src/session/processor_state.rs bounds the per-processor state to the same 640 at
+/// "Benchmark"; src/session/core_pmu/processor_state.rs bounds the per-processor state to the same 640 at
 /// compile time). 612 and 2,306 when this test was written.
 const POOL_BYTES_PER_PROCESSOR: u64 = 640;
 const POOL_BYTES_FIXED: u64 = 8192;

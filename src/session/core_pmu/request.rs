@@ -3,17 +3,17 @@
 //! (`docs/hybrid.md`). Mechanics of the core PMU's ownership, apart from the client's policy of
 //! when to own.
 
-use super::client::{AcquireError, PmuClient};
-use super::platform::{Form, List, Platform};
 use crate::pcw::driver_status::PmuOwnership;
 use crate::pmu::hybrid::{CORE_TYPES, Machine};
 use crate::pmu::model::{PmuModel, Vendor};
 use crate::pmu::placement::{CounterPlan, MAX_ASSIGNMENTS};
+use crate::session::client::{AcquireError, PmuClient};
+use crate::session::platform::{Form, List, Platform};
 use windows_sys::Win32::Foundation::{STATUS_DEVICE_BUSY, STATUS_INSUFFICIENT_RESOURCES};
 
 /// What a granted request holds, for the status counters and the debug output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Held {
+pub(in crate::session) struct Held {
     /// The overflow handler is wired (an Overflow descriptor was granted).
     pub interrupt: bool,
     pub ownership: PmuOwnership,
@@ -23,7 +23,7 @@ pub(super) struct Held {
 }
 
 /// Who asks: the platform, the machine, and the client the overflow handler folds into.
-pub(super) struct Requester<'a, P: Platform> {
+pub(in crate::session) struct Requester<'a, P: Platform> {
     pub platform: &'a P,
     pub machine: &'a Machine,
     pub client: &'a PmuClient<P>,
@@ -54,7 +54,7 @@ impl<P: Platform> Requester<'_, P> {
     /// (`EmonInitializeProfilingBSP`), harmless since fixed counter 3 has no PMI and is zeroed at
     /// every read (`docs/pmu.md`). Only when that is refused too does the request fall back to the
     /// whole PMU, whose STATUS_INSUFFICIENT_RESOURCES does mean another owner.
-    pub(super) fn request(
+    pub(in crate::session) fn request(
         &self,
         model: &PmuModel,
         plans: &[Option<CounterPlan>; CORE_TYPES],

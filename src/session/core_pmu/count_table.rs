@@ -16,7 +16,7 @@ use crate::pmu::program::Msrs;
 /// A session's counters, one entry per counter of its plan, each array indexed by the counter
 /// alone (one index register for every array a read walks). Places past the plan's counters are
 /// never read.
-pub(super) struct CountTable {
+pub(in crate::session) struct CountTable {
     /// How many counters the plan has.
     len: u8,
     /// Counters without an rdpmc index, read with rdmsr: bit i for counter i.
@@ -38,7 +38,7 @@ const _: () = assert!(TABLE <= u16::BITS as usize, "a bit per counter in a u16")
 impl CountTable {
     /// The table of `plan`, whose status bits `owned` the overflow handler folds (empty when
     /// polled), counting with their ratio partner the events `paired` says.
-    pub(super) fn of(plan: &CounterPlan, owned: OwnedMask, paired: Paired) -> CountTable {
+    pub(in crate::session) fn of(plan: &CounterPlan, owned: OwnedMask, paired: Paired) -> CountTable {
         let placement = |bit: Option<u8>, width| bit.and_then(|bit| Placement::new(owned, bit, width));
         let first = plan.iter().next().and_then(|first| placement(first.global_bit, first.width));
         let mut table = CountTable {
@@ -67,25 +67,25 @@ impl CountTable {
     /// How many counters: at most [`COUNTERS`], as the compiler sees, so that no counter of a loop
     /// up to it pays a bounds test.
     #[inline]
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::session) fn len(&self) -> usize {
         usize::from(self.len).min(COUNTERS)
     }
 
     /// Every counter has an rdpmc index and its own placement: a read tests none of them.
-    pub(super) fn all_held(&self) -> bool {
+    pub(in crate::session) fn all_held(&self) -> bool {
         self.by_rdmsr == 0 && self.unplaced == 0
     }
 
     /// Reads counter `counter` with rdpmc, which it has ([`Self::all_held`]).
     #[inline]
-    pub(super) fn read_rdpmc<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
+    pub(in crate::session) fn read_rdpmc<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
         let (msr, index) = self.reads[counter & (TABLE - 1)];
         msrs.read_counter(msr, Some(index))
     }
 
     /// Reads counter `counter`: with rdpmc where it has an index, else with rdmsr.
     #[inline]
-    pub(super) fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
+    pub(in crate::session) fn read<M: Msrs>(&self, msrs: &M, counter: usize) -> u64 {
         let (msr, index) = self.reads[counter & (TABLE - 1)];
         let rdpmc = (self.by_rdmsr >> (counter & (TABLE - 1)) & 1 == 0).then_some(index);
         msrs.read_counter(msr, rdpmc)
@@ -93,25 +93,25 @@ impl CountTable {
 
     /// Counter `counter`'s placement, which it has ([`Self::all_held`]).
     #[inline]
-    pub(super) fn held_placement(&self, counter: usize) -> Placement {
+    pub(in crate::session) fn held_placement(&self, counter: usize) -> Placement {
         self.placements.get(counter)
     }
 
     /// Counter `counter`'s placement, if it has its own.
     #[inline]
-    pub(super) fn placement(&self, counter: usize) -> Option<Placement> {
+    pub(in crate::session) fn placement(&self, counter: usize) -> Option<Placement> {
         (self.unplaced >> (counter & (TABLE - 1)) & 1 == 0).then(|| self.placements.get(counter))
     }
 
     /// Counter `counter`'s width (clamped to 1..=64 as crate::pmu::extend clamps it).
-    pub(super) fn width(&self, counter: usize) -> u8 {
+    pub(in crate::session) fn width(&self, counter: usize) -> u8 {
         self.placements.width(counter)
     }
 
     /// Stores `count`, counter `counter`'s event's total, in its cells of `published` (100 x the
     /// core cycles is left to `crate::block::publish::hundredfold_cycles`, once per read).
     #[inline]
-    pub(super) fn store(&self, published: &AtomicCells, counter: usize, count: u64) {
+    pub(in crate::session) fn store(&self, published: &AtomicCells, counter: usize, count: u64) {
         self.cells[counter & (TABLE - 1)].store(published, count);
     }
 }
@@ -121,7 +121,7 @@ mod tests {
     use super::*;
     use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K};
     use crate::pmu::placement::{Wanted, plan_for};
-    use crate::session::read::paired;
+    use crate::session::core_pmu::read::paired;
     use core::cell::RefCell;
 
     /// Answers every counter read with its MSR and records how it was read.

@@ -10,7 +10,7 @@ use crate::pmu::placement::CounterPlan;
 
 /// The Top-down Source of the processors of one core type, whose PMU is `model` (`None`: not usable):
 /// what `plan`, their session's or last session's, counts; before any session, what the PMU has.
-pub(super) fn of_core_type(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
+pub(in crate::session) fn of_core_type(model: Option<PmuModel>, plan: Option<&CounterPlan>) -> TopdownSource {
     let Some(model) = model else { return TopdownSource::NoPmu };
     if let Some(source) = plan.and_then(|plan| TopdownReading::of(plan).source()) {
         return source;
@@ -25,7 +25,7 @@ pub(super) fn of_core_type(model: Option<PmuModel>, plan: Option<&CounterPlan>) 
 /// The Top-down Source of a machine with a usable PMU whose core type `core_type` has plan
 /// `plan_of(core_type)` (`None` before any session): its core types' source where they agree;
 /// where they differ and one of them counts top-down, per core type; else unavailable.
-pub(super) fn of_machine<'a>(
+pub(in crate::session) fn of_machine<'a>(
     machine: Machine,
     plan_of: impl Fn(usize) -> Option<&'a CounterPlan>,
 ) -> TopdownSource {

@@ -61,7 +61,7 @@ fn read_polled<M: Msrs>(
 
 /// How a read takes a session's counters, each through the session's [`CountTable`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Reading {
+pub(in crate::session) enum Reading {
     /// Interrupts held off, the overflow handler folding wraps, and every counter with an rdpmc index
     /// and its own placement (always on Intel; AMD's first six core counters): no test per counter.
     Held { status_register: u32 },
@@ -80,7 +80,7 @@ impl Reading {
     /// (`programming` confirms each polled wrap), for the caller to repair it; an interrupt-driven
     /// read always returns `true`.
     #[inline(always)]
-    pub(super) fn read<M: Msrs>(
+    pub(in crate::session) fn read<M: Msrs>(
         self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
@@ -102,7 +102,7 @@ impl Reading {
     }
 
     /// The global overflow status, for a repair's read of stopped counters (0 when polled).
-    pub(super) fn status<M: Msrs>(self, msrs: &M) -> u64 {
+    pub(in crate::session) fn status<M: Msrs>(self, msrs: &M) -> u64 {
         match self {
             Reading::Held { status_register } | Reading::Placed { status_register } => {
                 msrs.read(status_register)
@@ -114,7 +114,7 @@ impl Reading {
     /// A repair's report of counter `counter`, which counted its event all along and was stopped
     /// at `raw` (`status` the global status read after stopping): as a read would, so nothing it
     /// counted is lost. Publishes the count (100 x the core cycles is the caller's, once).
-    pub(super) fn report_stopped(
+    pub(in crate::session) fn report_stopped(
         self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
@@ -143,7 +143,7 @@ impl Reading {
     /// A repair's restart of counter `counter`'s session cell, the counter stopped at `raw` and
     /// going on from there: an overflow count from 0, or a polled value from `raw` (the counter's
     /// value, as crate::pmu::poll requires). The caller has restarted every cell from 0.
-    pub(super) fn restart(self, processor: &ProcessorPmu, counter: usize, raw: u64, width: u8) {
+    pub(in crate::session) fn restart(self, processor: &ProcessorPmu, counter: usize, raw: u64, width: u8) {
         if let Reading::Polled = self {
             let _ = processor.poll().start(counter, raw, width);
         }
@@ -151,7 +151,12 @@ impl Reading {
 
     /// How `table`'s counters are read, for `plan` whose status bits `owned` the overflow handler
     /// folds (empty when polled).
-    pub(super) fn of(vendor: Vendor, plan: &CounterPlan, owned: OwnedMask, table: &CountTable) -> Reading {
+    pub(in crate::session) fn of(
+        vendor: Vendor,
+        plan: &CounterPlan,
+        owned: OwnedMask,
+        table: &CountTable,
+    ) -> Reading {
         match program::global_status_register(vendor, plan).filter(|_| owned != OwnedMask::EMPTY) {
             None => Reading::Polled,
             Some(status_register) if table.all_held() => Reading::Held { status_register },
@@ -162,7 +167,7 @@ impl Reading {
 
 /// How a read takes a session's top-down totals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum TopdownReading {
+pub(in crate::session) enum TopdownReading {
     /// The plan has none.
     None,
     /// Fixed counter 3 and IA32_PERF_METRICS ([`CounterPlan::topdown_metrics`]).
@@ -173,7 +178,7 @@ pub(super) enum TopdownReading {
 
 impl TopdownReading {
     /// Reads and publishes the top-down totals of `plan`.
-    pub(super) fn read<M: Msrs>(
+    pub(in crate::session) fn read<M: Msrs>(
         self,
         processor: &ProcessorPmu,
         published: &AtomicCells,
@@ -196,7 +201,7 @@ impl TopdownReading {
     }
 
     /// The Top-down Source of a plan read this way (`None`: the plan counts no top-down).
-    pub(super) fn source(self) -> Option<TopdownSource> {
+    pub(in crate::session) fn source(self) -> Option<TopdownSource> {
         match self {
             TopdownReading::PerfMetrics => Some(TopdownSource::PerfMetrics),
             TopdownReading::FromEvents(_) => Some(TopdownSource::ProfileEvents),
@@ -204,7 +209,7 @@ impl TopdownReading {
         }
     }
 
-    pub(super) fn of(plan: &CounterPlan) -> TopdownReading {
+    pub(in crate::session) fn of(plan: &CounterPlan) -> TopdownReading {
         match (plan.topdown_metrics(), plan.topdown_width()) {
             (true, _) => TopdownReading::PerfMetrics,
             (false, Some(width)) => TopdownReading::FromEvents(width),
@@ -247,13 +252,13 @@ fn read_held<M: Msrs, const HELD: bool>(
 }
 
 /// Which of `plan`'s events it counts with their ratio partner.
-pub(super) fn paired(plan: &CounterPlan) -> Paired {
+pub(in crate::session) fn paired(plan: &CounterPlan) -> Paired {
     Paired::of(plan.as_slice().iter().map(|assignment| assignment.event))
 }
 
 /// Top-down totals from the topdown profile's event counts as last reported on this processor: what a
 /// read publishes, and what the counts assembled whole show.
-pub(super) fn topdown_from_events(
+pub(in crate::session) fn topdown_from_events(
     processor: &ProcessorPmu,
     plan: &CounterPlan,
     width: u8,
@@ -270,7 +275,7 @@ pub(super) fn topdown_from_events(
 /// placing the event counts: between sessions, and while one is being opened or closed, the last plan
 /// places the last values, so counts never drop back to 0 while the counters are released.
 /// `machine` gives the processor's core type's PMU (its Top-down Source before any session).
-pub(super) fn counts_under(
+pub(in crate::session) fn counts_under(
     processor: &ProcessorState,
     plan: Option<&CounterPlan>,
     machine: &Machine,

@@ -27,7 +27,7 @@ use crate::pmu::program::{self, Msrs};
 /// them again from those values.
 #[cold]
 #[inline(never)]
-pub(super) fn repair<M: Msrs>(
+pub(in crate::session) fn repair<M: Msrs>(
     processor: &ProcessorPmu,
     published: &AtomicCells,
     vendor: Vendor,

@@ -11,15 +11,15 @@ use core::ops::Deref;
 
 pub struct OverflowTarget<Processors> {
     /// Each processor's state, by processor index.
-    pub(super) processors: Processors,
+    pub(in crate::session) processors: Processors,
     /// Each core type's OwnedMask bits for the overflow handler, which may not take even a read lock:
     /// set before the counters are enabled, cleared after they are stopped.
-    pub(super) pmi_owned: PerCoreType<Inline<AtomicU64>>,
+    pub(in crate::session) pmi_owned: PerCoreType<Inline<AtomicU64>>,
 }
 
 impl<Processors: Deref<Target = [ProcessorState]>> OverflowTarget<Processors> {
     /// `processors`, none of whose core types owns an overflow bit yet.
-    pub(super) fn new(machine: &Machine, processors: Processors) -> Self {
+    pub(in crate::session) fn new(machine: &Machine, processors: Processors) -> Self {
         let pmi_owned = PerCoreType::inline(machine, [const { AtomicU64::new(0) }; CORE_TYPE_PLACES]);
         OverflowTarget { processors, pmi_owned }
     }

@@ -15,7 +15,11 @@ use crate::sync::unmodelled::AtomicU64;
 /// Moves each event's total to the counter `plan` gives it, from the counter `previous` (the last
 /// session's plan) gave it: a profile change between sessions can place events differently. An
 /// event `plan` counts that `previous` did not starts from 0; one it no longer counts is dropped.
-pub(super) fn carry_over(processor: &ProcessorPmu, previous: Option<&CounterPlan>, plan: &CounterPlan) {
+pub(in crate::session) fn carry_over(
+    processor: &ProcessorPmu,
+    previous: Option<&CounterPlan>,
+    plan: &CounterPlan,
+) {
     let reported = processor.counters.snapshot().values;
     let mut totals = [0u64; COUNTERS];
     for (total, assignment) in totals.iter_mut().zip(plan.iter()) {
@@ -27,7 +31,7 @@ pub(super) fn carry_over(processor: &ProcessorPmu, previous: Option<&CounterPlan
 
 /// Starts a session on this processor: its overflow tallies and polls restart from 0 (bases and
 /// reported values carry on) and the plan's counters are programmed, counting from 0.
-pub(super) fn start_counting(
+pub(in crate::session) fn start_counting(
     state: &ProcessorState,
     vendor: Vendor,
     plan: &CounterPlan,
