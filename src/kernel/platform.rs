@@ -10,9 +10,8 @@ use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr, processors};
 use crate::pmu::hybrid::CORE_TYPES;
-use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Msrs;
-/// One core type's session, as the client's `CoreTypeSessions` table holds it (the driver allocates it).
+/// One core type's session, as the client's core type table holds it (the driver allocates the table).
 pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
@@ -116,8 +115,7 @@ impl Platform for KernelPlatform {
     type Ownership = KernelOwnership;
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
-    type CoreTypeSessions = PoolSlice<Option<CoreTypeSession>>;
-    type Plans = PoolSlice<Option<CounterPlan>>;
+    type Table<T: Send + Sync + 'static> = PoolSlice<Option<T>>;
 
     fn allocate(&self, form: Form<'_>, target: &ClientTarget) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });

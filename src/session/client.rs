@@ -33,15 +33,15 @@ use crate::pcw::hardware_counters::CountSource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::frequency::{self, mperf_advance};
-use crate::pmu::hybrid::{CORE_TYPE_PLACES, CORE_TYPES, Inline, Machine, PerCoreType};
+use crate::pmu::hybrid::{CORE_TYPES, Machine, PerCoreType};
 use crate::pmu::model::{Detection, PmuModel, Unusable, Vendor};
-use crate::pmu::placement::{Wanted, plan_for};
+use crate::pmu::placement::{CounterPlan, Wanted, plan_for};
 use crate::pmu::profile::{self, MAX_CUSTOM_EVENTS_BYTES, MAX_PROFILE_BYTES, Selection};
 use crate::pmu::program::{self, Msrs};
 use crate::settings::HEADER_UNITS;
 use crate::sync::Ordering;
 use crate::sync::SessionLock;
-use crate::sync::unmodelled::{AtomicU32, AtomicU64};
+use crate::sync::unmodelled::AtomicU32;
 
 mod housekeeping;
 
@@ -74,7 +74,7 @@ pub struct PmuClient<P: Platform> {
     session: SessionLock<Session<P>>,
     /// Each core type's plan of the last session (open or closed): which counter holds which event,
     /// so that counts keep their places between sessions. Written at each acquisition.
-    last_plan: SessionLock<PerCoreType<P::Plans>>,
+    last_plan: SessionLock<PerCoreType<P::Table<CounterPlan>>>,
     schedule: Schedule,
     /// Which collects read every processor afresh, and which are served from the last read.
     throttle: Throttle,
@@ -89,8 +89,8 @@ impl<P: Platform> PmuClient<P> {
         platform: P,
         machine: impl Into<Machine>,
         processors: P::Processors,
-        sessions: P::CoreTypeSessions,
-        plans: P::Plans,
+        sessions: P::Table<CoreTypeSession>,
+        plans: P::Table<CounterPlan>,
         status: &'static DriverStatus,
     ) -> Self {
         let machine: Machine = machine.into();

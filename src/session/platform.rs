@@ -1,10 +1,8 @@
 //! What the ownership session needs from the machine, as one small trait: the driver implements it
 //! over the kernel (src/kernel/platform.rs), the host tests over a fake.
 
-use super::core_pmu::core_type_session::CoreTypeSession;
 use super::core_pmu::overflow_target::OverflowTarget;
 use super::core_pmu::processor_state::ProcessorState;
-use crate::pmu::placement::CounterPlan;
 use crate::pmu::program::Msrs;
 use crate::settings::Setting;
 use core::fmt;
@@ -38,12 +36,10 @@ pub trait Platform: Sync + Sized + 'static {
     type Msrs: Msrs;
     /// The per-processor state, one entry per processor index.
     type Processors: Deref<Target = [ProcessorState]> + Send + Sync;
-    /// The core types' sessions, one per core type the machine has (all `None`), allocated once with
-    /// the client: a machine of one core type holds one.
-    type CoreTypeSessions: DerefMut<Target = [Option<CoreTypeSession>]> + Send + Sync;
-    /// Each core type's plan of the last session, one per core type the machine has (all `None`),
-    /// allocated once with the client.
-    type Plans: DerefMut<Target = [Option<CounterPlan>]> + Send + Sync;
+    /// A table of one entry per core type the machine has (all `None`), allocated once with the
+    /// client (the core types' sessions, the last plans): a machine of one core type holds one entry,
+    /// not one per core type a machine could have (`docs/hybrid.md`).
+    type Table<T: Send + Sync + 'static>: DerefMut<Target = [Option<T>]> + Send + Sync;
 
     /// Asks the HAL for the counters in `form`, each list's call made from a processor of that list's
     /// core type (the HAL checks a list against the calling processor's counter table). With an

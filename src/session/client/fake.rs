@@ -7,6 +7,7 @@ use crate::pmu::placement::CounterPlan;
 use crate::session::CoreTypeSession;
 use crate::session::platform::Form;
 use crate::settings::{HEADER_UNITS, Setting};
+use crate::sync::unmodelled::AtomicU64;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -71,8 +72,7 @@ impl Platform for FakePlatform {
     type Ownership = FakeOwnership;
     type Msrs = FakeMsrs;
     type Processors = Vec<ProcessorState>;
-    type CoreTypeSessions = Vec<Option<CoreTypeSession>>;
-    type Plans = Vec<Option<CounterPlan>>;
+    type Table<T: Send + Sync + 'static> = Vec<Option<T>>;
 
     fn allocate(
         &self,

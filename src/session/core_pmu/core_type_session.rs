@@ -20,12 +20,12 @@ pub(in crate::session) struct Session<P: Platform> {
     /// One per core type the machine has (the platform allocates them: one on a machine of one
     /// core type), `None` while closed. Only a hybrid machine's reads look one up by core type (the
     /// others find theirs once per read: [`PerCoreType::uniform`]).
-    pub(in crate::session) core_types: PerCoreType<P::CoreTypeSessions>,
+    pub(in crate::session) core_types: PerCoreType<P::Table<CoreTypeSession>>,
 }
 
 impl<P: Platform> Session<P> {
     /// A closed session over `sessions`, one per core type of `machine`.
-    pub(in crate::session) fn closed(machine: &Machine, sessions: P::CoreTypeSessions) -> Self {
+    pub(in crate::session) fn closed(machine: &Machine, sessions: P::Table<CoreTypeSession>) -> Self {
         Session { ownership: None, core_types: PerCoreType::new(machine, sessions) }
     }
 
@@ -100,7 +100,7 @@ fn install_core_type(
 }
 
 /// How the counters of one core type's processors run in a session (public so that a platform can
-/// hold them: [`Platform::CoreTypeSessions`]).
+/// hold them: [`Platform::Table`]).
 pub struct CoreTypeSession {
     pub(in crate::session) plan: CounterPlan,
     /// What every read checks is still programmed.

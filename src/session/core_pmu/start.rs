@@ -9,8 +9,6 @@ use crate::pmu::model::Vendor;
 use crate::pmu::placement::CounterPlan;
 use crate::pmu::processor::ProcessorPmu;
 use crate::pmu::program::{self, Msrs};
-use crate::sync::Ordering;
-use crate::sync::unmodelled::AtomicU64;
 
 /// Moves each event's total to the counter `plan` gives it, from the counter `previous` (the last
 /// session's plan) gave it: a profile change between sessions can place events differently. An
