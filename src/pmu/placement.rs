@@ -343,7 +343,7 @@ impl CounterPlan {
 
     /// HalAllocateHardwareCounters CounterIndex values of every counter the plan uses, fixed counter
     /// 3 only if `fixed_counter_3` (a HAL whose counter table lacks it refuses a list naming it; see
-    /// `crate::session::per_core_type`).
+    /// `crate::session::core_pmu::request`).
     pub fn hal_indexes(&self, fixed_counter_3: bool) -> impl Iterator<Item = u32> + '_ {
         let topdown = (self.topdown_metrics && fixed_counter_3)
             .then_some(u32::from(INTEL_FIXED_GLOBAL_BIT0 + TOPDOWN_FIXED_COUNTER));

@@ -7,8 +7,9 @@
 //! * Ownership changes (acquire, release) happen at PASSIVE_LEVEL under the write side of `session`;
 //!   collects take the read side with `try_read` and never wait: during a change they report the
 //!   blocks as the last read left them.
-//! * The overflow handler reaches the per-processor counters through [`PmuClient::fold_overflow`],
-//!   which the platform calls while an ownership with an Overflow descriptor is held.
+//! * The overflow handler reaches the per-processor counters through [`OverflowTarget::fold`], a
+//!   part of the client the platform hands to the HAL while an ownership with an Overflow
+//!   descriptor is held.
 //! * Each processor's counters are read and written only on that processor, inside the all-processor
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.

@@ -283,6 +283,16 @@ fn scan(tokens: &[Token]) -> Scan {
                     continue;
                 }
             }
+            // A visibility's path (`pub(in crate::a)`) says who may see an item, not what it uses.
+            Token::Ident(word)
+                if word == "pub"
+                    && tokens.get(i + 1) == Some(&Token::Punct('('))
+                    && ident(tokens.get(i + 2)) == Some("in") =>
+            {
+                while i < tokens.len() && tokens[i] != Token::Punct(')') {
+                    i += 1;
+                }
+            }
             Token::Ident(word) if word == "use" => {
                 let mut uses = Vec::new();
                 i += 1;
@@ -575,6 +585,21 @@ fn a_circle_of_three_files_is_named() {
         ],
     );
     assert_eq!(found, [["a/mod.rs", "c.rs", "other/b_file.rs"]]);
+}
+
+#[test]
+fn a_visibility_path_is_not_an_import() {
+    // b and c each show an item to a alone and import nothing: no circle.
+    let circles = circles_in(
+        "visibility",
+        &[
+            ("lib.rs", "mod a;\n"),
+            ("a/mod.rs", "mod b;\nmod c;\nuse b::B;\nuse c::C;\n"),
+            ("a/b.rs", "pub(in crate::a) struct B;\nuse super::c::C;\n"),
+            ("a/c.rs", "pub(in crate::a) struct C;\n"),
+        ],
+    );
+    assert!(circles.is_empty(), "{circles:?}");
 }
 
 #[test]
