@@ -205,22 +205,22 @@ impl Sample {
         let record = self.instances.iter().find(|record| record.name == name)?;
         Some(values_or_zero(set, record).into_iter().map(Some).collect())
     }
-}
 
-impl Sample {
     /// Counter `counter`'s raw value of instance `name` (`None`: no such instance, or a `_Total`
     /// whose aggregate is undefined), as [`Sample::values_of`] gives it, without copying or
     /// aggregating the other counters: a typeperf-like read of every column of a 2,048-processor
     /// sample would otherwise do that once per column.
     pub fn value_of(&self, set: &Counterset, name: &str, counter: usize) -> Option<u64> {
-        let value = |record: &InstanceRecord| record.values.as_ref().map_or(0, |values| values[counter]);
         if name == TOTAL && set.has_total() {
-            let column: Vec<u64> = self.instances.iter().map(value).collect();
-            let definition = &set.counters[counter];
-            return definition.aggregate.apply(&column, definition.ty.size);
+            return total_of(set, &self.instances, counter);
         }
-        self.instances.iter().find(|record| record.name == name).map(value)
+        self.instances.iter().find(|record| record.name == name).map(|record| value_in(record, counter))
     }
+}
+
+/// Counter `counter`'s raw value in `record` (0 where the collect gave the instance no values).
+fn value_in(record: &InstanceRecord, counter: usize) -> u64 {
+    record.values.as_ref().map_or(0, |values| values[counter])
 }
 
 fn values_or_zero(set: &Counterset, record: &InstanceRecord) -> Vec<u64> {
@@ -285,15 +285,14 @@ pub fn sample_with(set: &Counterset, query: &Query) -> Result<Sample, String> {
 
 /// `_Total`'s raw values: each counter's aggregate over the instances (None: undefined).
 pub fn total(set: &Counterset, instances: &[InstanceRecord]) -> Vec<Option<u64>> {
-    let rows: Vec<Vec<u64>> = instances.iter().map(|record| values_or_zero(set, record)).collect();
-    set.counters
-        .iter()
-        .enumerate()
-        .map(|(index, counter)| {
-            let column: Vec<u64> = rows.iter().map(|row| row[index]).collect();
-            counter.aggregate.apply(&column, counter.ty.size)
-        })
-        .collect()
+    (0..set.counters.len()).map(|counter| total_of(set, instances, counter)).collect()
+}
+
+/// `_Total`'s raw value of counter `counter`: its aggregate over the instances (None: undefined).
+fn total_of(set: &Counterset, instances: &[InstanceRecord], counter: usize) -> Option<u64> {
+    let column: Vec<u64> = instances.iter().map(|record| value_in(record, counter)).collect();
+    let definition = &set.counters[counter];
+    definition.aggregate.apply(&column, definition.ty.size)
 }
 
 /// One displayed value: a counter of an instance (None for a single-instance counterset).
@@ -334,7 +333,7 @@ pub fn path(host: &str, set: &Counterset, column: &Column) -> String {
 
 fn raw_of(set: &Counterset, sample: &Sample, column: &Column) -> Option<Raw> {
     let value_of = |counter: usize| match column.instance.as_deref() {
-        None => sample.instances.first()?.values.as_ref().map_or(Some(0), |values| Some(values[counter])),
+        None => sample.instances.first().map(|record| value_in(record, counter)),
         Some(name) => sample.value_of(set, name, counter),
     };
     Some(Raw {
