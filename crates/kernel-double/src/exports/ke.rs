@@ -130,20 +130,46 @@ static TIMED_OUT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomic
 /// 100 ns units since 1601-01-01, the kernel's system time.
 fn system_time() -> i64 {
     let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    116_444_736_000_000_000
-        + (since_unix.as_nanos() / 100) as i64
-        + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+    let host = HOST_TIME_STOPPED.get().map_or((since_unix.as_nanos() / 100) as i64, |stop| stop.unix);
+    116_444_736_000_000_000 + host + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+}
+
+/// Where the host's part of both clocks stood when [`stop_host_time`] was called.
+struct HostTimeStop {
+    /// 100 ns units since the first reading of the kernel's clock.
+    elapsed: i64,
+    /// 100 ns units since 1970.
+    unix: i64,
+}
+
+static HOST_TIME_STOPPED: OnceLock<HostTimeStop> = OnceLock::new();
+
+/// From now on, for the rest of the process, the kernel's clocks move only by [`advance_time`]: no
+/// host time passes between two readings, however loaded the machine, so what a driver thread does on
+/// a timer happens at the moments a test chooses. Process-wide, as the scenarios run one per process.
+pub(crate) fn stop_host_time() {
+    let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let elapsed = host_elapsed();
+    let _ = HOST_TIME_STOPPED.set(HostTimeStop { elapsed, unix: (since_unix.as_nanos() / 100) as i64 });
+}
+
+/// The host's time since the first reading of the kernel's clock (100 ns units), or where it stood
+/// when it was stopped.
+fn host_elapsed() -> i64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    match HOST_TIME_STOPPED.get() {
+        Some(stop) => stop.elapsed,
+        None => (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64,
+    }
 }
 
 /// The kernel's clock, in 100 ns units (what KeQueryPerformanceCounter reports at its 10 MHz, and what
 /// relative timeouts count): the host's time since the first reading, from one second on so that no
 /// reading is 0, plus what tests moved it forward by ([`advance_time`]). A virtual clock: a test can
-/// let minutes pass in milliseconds, and every timed wait sees them.
+/// let minutes pass in milliseconds, and every timed wait sees them; after [`stop_host_time`] only
+/// those moves count.
 pub(crate) fn interrupt_time() -> i64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    (START.get_or_init(Instant::now).elapsed().as_nanos() / 100) as i64
-        + 10_000_000
-        + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+    host_elapsed() + 10_000_000 + TIME_ADVANCE.load(Ordering::SeqCst) as i64
 }
 
 /// 100 ns units the clock was moved forward by tests, on top of the host's time.

@@ -9,7 +9,8 @@
 //! times between two samples). With windows_exporter's formatting (no PDH_FMT_NOCAP100: percentages
 //! capped at 100) at IPC 3.5 and 140 % of the reference frequency, and at IPC 0.2 and 50 %; and on
 //! the plans where a processor counts one side of a ratio only (`_Total` then covers the processors
-//! counting both).
+//! counting both). On the virtual clock, every processor's cycles are also compared with what its
+//! workload ran, on every model and profile.
 
 use crate::common;
 
@@ -178,6 +179,47 @@ fn virtual_clock_ten_minute_samples_of_2048_processors() {
 #[test]
 fn virtual_clock_ten_minute_samples_on_skylake() {
     run(&["--virtual-interval", "600", "--samples", "3", "--processors", "64", "--cpu-model", "skylake"]);
+}
+
+/// Every model of the double x every profile, 65 processors (two groups), 10-minute samples on the
+/// virtual clock: each processor's Unhalted Core Cycles grows by exactly the cycles its workload ran
+/// in every interval (none where the model has no PMU), whatever the housekeeping thread does at the
+/// end of an interval (a release after the first, whose idle limit is 2 s), and the run passes.
+#[test]
+fn virtual_clock_every_model_and_profile_counts_every_cycle() {
+    use kernel_double::cpu::cpuid;
+    let image = common::driver_image();
+    let mut failed = Vec::new();
+    for (model, _) in cpuid::MODELS {
+        for profile in ["default", "topdown", "custom"] {
+            let arguments =
+                ["--virtual-interval", "600", "--samples", "3", "--processors", "65", "--cpu-model", model];
+            let output = std::process::Command::new(env!("CARGO_BIN_EXE_pmupcw-run"))
+                .args(["--driver", &image.display().to_string(), "--profile", profile])
+                .args(arguments)
+                .output()
+                .expect("running pmupcw-run");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let truth = stdout.lines().find(|line| line.starts_with("# core cycles against the workload:"));
+            // Two intervals of 65 processors, none off.
+            let expected = "# core cycles against the workload: 130 processor intervals checked, 0 off";
+            if !output.status.success() || truth != Some(expected) {
+                let off: Vec<&str> = stdout.lines().filter(|line| line.starts_with("#   ")).take(4).collect();
+                failed.push(format!(
+                    "{model} {profile}: {truth:?} {:?}\n  {}",
+                    output.status,
+                    off.join("\n  ")
+                ));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} runs failed:\n{}",
+        failed.len(),
+        cpuid::MODELS.len() * 3,
+        failed.join("\n")
+    );
 }
 
 /// A legacy consumer (HKEY_PERFORMANCE_DATA's PERF_OBJECT_TYPE blocks, computed as Microsoft's

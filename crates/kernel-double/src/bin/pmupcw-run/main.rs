@@ -25,3 +25,5 @@ fn main() {
 mod options;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod workload_truth;

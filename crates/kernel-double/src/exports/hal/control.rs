@@ -134,11 +134,19 @@ pub fn hal_profile(vp: u32, counter: u32, units: u64) -> u64 {
 }
 
 /// Moves KeQueryPerformanceCounter forward by `ticks` (of [`PERFORMANCE_FREQUENCY`]) at once, as if
-/// that much time had passed: the clock stays monotonic, and keeps running with the host's time.
+/// that much time had passed: the clock stays monotonic, and keeps running with the host's time
+/// unless [`stop_host_clock`] stopped that.
 pub fn advance_clock(ticks: i64) {
     assert!(ticks >= 0, "the performance counter never goes back");
     // The counter runs at 10 MHz: a tick is the kernel clock's 100 ns unit.
     crate::exports::ke::advance_time(ticks as u64);
+}
+
+/// Stops the host's time from moving KeQueryPerformanceCounter (and the system time and every timed
+/// wait) for the rest of the process: from now on only [`advance_clock`] moves them, so a test decides
+/// when a driver's timer fires, whatever the machine's load.
+pub fn stop_host_clock() {
+    crate::exports::ke::stop_host_time();
 }
 
 /// KeQueryPerformanceCounter now, as the driver would read it (ticks of [`PERFORMANCE_FREQUENCY`]).
