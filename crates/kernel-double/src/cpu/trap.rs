@@ -69,7 +69,11 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
         // Paged back in: returning retries the instruction.
         return;
     }
-    let Some(instruction) = decode_at(rip) else {
+    // The processor fetched the faulting instruction unless the fault is the fetch itself (an access
+    // at RIP): then its bytes are readable, and the common case needs no copy through the kernel.
+    let fetched = !(signal == libc::SIGSEGV && address == rip);
+    let decoded = if fetched { decode_fetched(rip) } else { decode_at(rip) };
+    let Some(instruction) = decoded else {
         fatal(rip, address, None, "the faulting instruction is not readable (discarded or unmapped code)");
     };
     let Some(kpcr) = current_if_any() else {
@@ -135,6 +139,22 @@ fn checked_fault(rip: u64, address: u64) -> bool {
     };
     violations::record(at, image_map::rva_of(rip), why.clone());
     fatal(rip, address, decode_at(rip).as_ref(), &why);
+}
+
+/// Decodes the instruction the processor just fetched at `rip` (and so could read) from its own page;
+/// one that may run past the page's end, whose next page may be unreadable, goes through [`decode_at`].
+fn decode_fetched(rip: u64) -> Option<Instruction> {
+    const LONGEST: u64 = 15;
+    let left_in_page = 0x1000 - (rip & 0xFFF);
+    if left_in_page < LONGEST {
+        return decode_at(rip);
+    }
+    // SAFETY: the processor fetched an instruction at `rip` to raise this fault, so its page is mapped
+    // and readable (x86 has no execute-only pages without protection keys, which the double never
+    // sets), and the 15 bytes lie within that page.
+    let bytes = unsafe { std::slice::from_raw_parts(rip as *const u8, LONGEST as usize) };
+    let instruction = Decoder::with_ip(64, bytes, rip, DecoderOptions::NONE).decode();
+    (!instruction.is_invalid()).then_some(instruction)
 }
 
 /// Decodes the instruction at `rip`, copying its bytes with process_vm_readv so that unreadable code
