@@ -213,3 +213,17 @@ fn hal_get_bus_data_by_offset_checks_its_arguments() {
         assert!(message.contains(expected), "{message}");
     }
 }
+
+/// A rate change applies from the moment it is made: what was moved before stays counted at the
+/// old rate, to the line.
+#[test]
+fn a_rate_change_applies_from_its_moment() {
+    let (_, page) = skylake_counter_page();
+    memory::set_traffic(6_400, 3_200);
+    hal::advance_clock(hal::PERFORMANCE_FREQUENCY);
+    memory::set_traffic(12_800 + 32, 0);
+    hal::advance_clock(hal::PERFORMANCE_FREQUENCY / 2);
+    assert_eq!(memory::truth(0), memory::Bytes { read: 64 * (100 + 100), write: 64 * 50 });
+    assert_eq!(load(page.wrapping_add(0x50), 4), 200, "6 400 + 6 416 bytes: 200 whole lines");
+    assert_eq!(load(page.wrapping_add(0x54), 4), 50);
+}
