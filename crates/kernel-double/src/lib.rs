@@ -13,9 +13,7 @@
 //!   documented for; [`violations`] collects what the checks find. What tests call to steer and inspect
 //!   the double (fault injection, the other PMU client, sleep and resume, registry values, PCW's
 //!   consumer side, counts) is in [`control`], each export module's `control` child in one place.
-//! * [`platform`] is the machine around the processors: device 00:00.0's configuration space
-//!   (HalGetBusDataByOffset) and the memory controller's counters behind MCHBAR (MmMapIoSpaceEx),
-//!   which advance with a traffic model on the double's clock.
+//! * [`platform`]: device 00:00.0's PCI space and the memory controller's counters behind MCHBAR.
 //! * [`kernel_build`] chooses the Windows build presented (what ntoskrnl.exe exports); [`driver`] calls DriverEntry and DriverUnload; [`report`] gathers the end-of-run state; [`consumer`] reads the
 //!   countersets as PDH does (the `pmupcw-run` binary, `cargo make run`).
 //!
