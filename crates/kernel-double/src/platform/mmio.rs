@@ -44,7 +44,8 @@ pub fn locate(platform: &Platform, physical: u64, bytes: u64) -> Result<(u32, u6
     let Some(bridge) = &platform.bridge else { return Err("there is no device at 00:00.0".into()) };
     let Some(memory) = platform.memory else {
         return Err(format!(
-            "device {:04x}:{:04x} at 00:00.0 has no memory controller the double knows (unknown device ID)",
+            "device {:04x}:{:04x} at 00:00.0 has no memory controller behind it on this machine (an unknown \
+             device ID, or a virtual machine's emulated bridge)",
             bridge.vendor, bridge.device
         ));
     };
