@@ -172,5 +172,22 @@ every_platform! {
     kvm_genoa_no_pmu: "kvm-genoa-no-pmu",
 }
 
+/// The Hyper-V root (whose Windows owns the real host bridge) and a guest differ in the partition
+/// privilege CreatePartitions, CPUID 0x40000003 EBX bit 0 (Hypervisor Top-Level Functional
+/// Specification, "Partition Privilege Flags"), under the same "Microsoft Hv" signature.
+#[test]
+fn the_hyperv_root_and_guests_differ_in_create_partitions() {
+    let create_partitions = |name: &str| {
+        let (model, _) = named(name).unwrap();
+        let signature = cpuid_dumps::lookup(model.leaves, 0x4000_0000, 0);
+        assert_eq!(signature[1..], cpuid_dumps::MICROSOFT_HV, "{name}");
+        cpuid_dumps::lookup(model.leaves, 0x4000_0003, 0)[1] & 1 != 0
+    };
+    assert!(create_partitions("hyperv-root-alder-lake"));
+    for guest in ["hyperv-guest-alder-lake-pmu", "hyperv-guest-mirrored-bridge", "hyperv-no-pmu"] {
+        assert!(!create_partitions(guest), "{guest}");
+    }
+}
+
 /// Each violation of the PCI and MMIO rules, and the 32-bit wrap.
 mod caught_tests;
