@@ -203,6 +203,23 @@ pub const ICE_LAKE_I7_1065G7: Cpu = Cpu {
     ],
 };
 
+/// Core i5-1135G7 (Tiger Lake-UP3, Willow Cove, 06_8CH), GenuineIntel00806C1_TigerLake_01_CPUID.txt
+/// (InstLatx64, taken on an Intel NUC11TN). Leaf 0xA 08300805/0/F/8604 as on Ice Lake: version 5,
+/// 8 GP x 48, 4 fixed x 48. Leaf 7 EDX FC100510: bit 15 (Hybrid) clear. Leaf 6 0017EFF7/2/9/0:
+/// ECX\[0\], IA32_APERF and IA32_MPERF.
+pub const TIGER_LAKE_I5_1135G7: Cpu = Cpu {
+    name: "Core i5-1135G7 (Tiger Lake-U)",
+    leaves: &[
+        basic(0x1B, INTEL),
+        (0x1, 0, [0x000806C1, 0x00100800, 0x7FFAFBBF, 0xBFEBFBFF]),
+        (0x6, 0, [0x0017EFF7, 0x00000002, 0x00000009, 0x00000000]),
+        (0x7, 0, [0x00000000, 0xF3BFA7EB, 0x18C05FCE, 0xFC100510]),
+        (0xA, 0, [0x08300805, 0x00000000, 0x0000000F, 0x00008604]),
+        (0x8000_0000, 0, [0x80000008, 0, 0, 0]),
+        (0x8000_0001, 0, [0x00000000, 0x00000000, 0x00000121, 0x2C100000]),
+    ],
+};
+
 /// Xeon w9-3475X (Sapphire Rapids, Golden Cove server cores, 06_8FH), brand string from leaves
 /// 0x80000002-4, GenuineIntel00806F8_SapphireRapids_06_CPUID.txt. Leaf 0xA 08300805/0/F/8604 as on
 /// Ice Lake: 8 GP x 48, 4 fixed x 48 with top-down slots. Leaf 7 EDX FFDD4430: bit 15 (Hybrid) clear.

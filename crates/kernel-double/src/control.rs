@@ -1,6 +1,6 @@
 //! Test control: what the scenarios, the benchmarks and `pmupcw-run` call to steer the double and to
 //! inspect it (fault injection, the other PMU client, sleep and resume, registry values, PCW's
-//! consumer side, counts of calls and leaks).
+//! consumer side, the memory controller's traffic, counts of calls and leaks).
 //!
 //! The rule: `crate::exports` holds only what the driver image imports, with its documented
 //! semantics; everything else about a fake export lives in that export module's child `control`
@@ -24,6 +24,11 @@ pub mod dpc {
 pub mod hal {
     pub use crate::exports::hal::control::*;
     pub use crate::exports::hal::{Allocation, ListRefusal, Owner, PERFORMANCE_FREQUENCY};
+}
+
+pub mod memory {
+    pub use crate::platform::control::*;
+    pub use crate::platform::{Counter, PLATFORMS, Platform, current, named, set};
 }
 
 pub mod ke {

@@ -13,7 +13,7 @@
 //!   documented for; [`violations`] collects what the checks find. What tests call to steer and inspect
 //!   the double (fault injection, the other PMU client, sleep and resume, registry values, PCW's
 //!   consumer side, counts) is in [`control`], each export module's `control` child in one place.
-//! * [`kernel_build`] chooses the Windows build presented (what ntoskrnl.exe exports); [`driver`] calls DriverEntry and DriverUnload; [`report`] gathers the end-of-run state; [`consumer`] reads the
+//! * [`platform`] is device 00:00.0 and the memory controller behind it; [`kernel_build`] chooses the Windows build presented (what ntoskrnl.exe exports); [`driver`] calls DriverEntry and DriverUnload; [`report`] gathers the end-of-run state; [`consumer`] reads the
 //!   countersets as PDH does (the `pmupcw-run` binary, `cargo make run`).
 //!
 //! The double's state is per process (signal handler, GS, CPU model, the fake kernel's tables), so the
@@ -33,6 +33,7 @@ pub mod exports;
 pub mod image_map;
 pub mod kernel_build;
 pub mod loader;
+pub mod platform;
 pub mod poison;
 pub mod report;
 pub mod status;

@@ -1,6 +1,6 @@
 //! The end-of-run state: what Driver Verifier and the kernel would complain about at unload.
 
-use crate::control::{callback, dpc, hal, pcw, pool, ps, registry};
+use crate::control::{callback, dpc, hal, memory, pcw, pool, ps, registry};
 use crate::cpu::msr;
 use crate::violations::{self, Violation};
 use std::fmt;
@@ -24,6 +24,8 @@ pub struct Report {
     /// (IA32_PERF_GLOBAL_CTRL bits; `None`: the whole PMU).
     pub hal_allocations: Vec<(Option<Vec<u32>>, Option<u64>)>,
     pub msr_writes: usize,
+    /// MmMapIoSpaceEx mappings still held: (PhysicalAddress, NumberOfBytes).
+    pub io_mappings: Vec<(u64, usize)>,
     pub violations: Vec<Violation>,
 }
 
@@ -47,6 +49,10 @@ impl Report {
                 })
                 .collect(),
             msr_writes: msr::writes().len(),
+            io_mappings: memory::mappings()
+                .into_iter()
+                .map(|mapping| (mapping.physical, mapping.bytes))
+                .collect(),
             violations: violations::all(),
         }
     }
@@ -62,6 +68,7 @@ impl Report {
             && self.live_objects == 0
             && self.callbacks == 0
             && self.hal_owner.is_none()
+            && self.io_mappings.is_empty()
             && self.violations.is_empty()
     }
 }
@@ -94,6 +101,12 @@ impl fmt::Display for Report {
             writeln!(f, "HAL allocation: {counters} on {processors}")?;
         }
         writeln!(f, "MSR writes: {}", self.msr_writes)?;
+        if !self.io_mappings.is_empty() {
+            writeln!(f, "I/O space still mapped: {} mapping(s)", self.io_mappings.len())?;
+            for (physical, bytes) in &self.io_mappings {
+                writeln!(f, "  physical {physical:#x}, {bytes:#x} bytes")?;
+            }
+        }
         writeln!(f, "violations: {}", self.violations.len())?;
         for violation in &self.violations {
             writeln!(f, "  {violation}")?;

@@ -105,6 +105,18 @@ pub static ICE_LAKE: CpuModel = CpuModel {
     other_cores: None,
 };
 
+/// Core i5-1135G7 (Tiger Lake-U, family 6 model 0x8C, Willow Cove): perfmon version 5, 8 GP x 48
+/// bits, 4 fixed x 48 bits and IA32_PERF_METRICS, as on Ice Lake (Linux `intel_pmu_init` treats
+/// Tiger Lake as Ice Lake). Its memory controller's free-running counters (`crate::platform`) are
+/// what it is here for; not in [`MODELS`] until the driver reads them.
+pub static TIGER_LAKE_U: CpuModel = CpuModel {
+    name: "Core i5-1135G7 (Tiger Lake-U, perfmon v5, 8 GP)",
+    leaves: dumps::TIGER_LAKE_I5_1135G7.leaves,
+    pmu: PmuKind::Intel { gp: 8, gp_width: 48, fixed: 4, fixed_width: 48 },
+    perf_capabilities: PERF_CAPABILITIES_FW_WRITE | PERF_CAPABILITIES_PERF_METRICS,
+    other_cores: None,
+};
+
 /// Xeon w9-3475X (Sapphire Rapids, Golden Cove without efficient cores): perfmon version 5, 8 GP x 48
 /// bits, 4 fixed x 48 bits and IA32_PERF_METRICS, as on Ice Lake (Linux `intel_pmu_init` gives
 /// Sapphire Rapids the top-down metric events).

@@ -20,6 +20,7 @@ pub mod atom;
 pub mod cpuid;
 pub mod frequency;
 pub mod kpcr;
+pub mod mmio;
 pub mod msr;
 pub mod pmu;
 pub mod topology;

@@ -8,6 +8,7 @@
 //! interrupt flag), and
 //! `cpuid`, which the loader rewrote into `ud2` (SIGILL) at the sites it found ([`super::cpuid`]): a
 //! `ud2` at a recorded site answers from the chosen CPU model, any other `ud2` is the driver's own abort.
+//! A load or store on a device's mapped page (PROT_NONE) goes to the device ([`super::mmio`]).
 //! After each emulated instruction the virtual processor may take a pending overflow interrupt
 //! (`pmu::interruptible_point`).
 //! Anything else is a real crash or a touch of a discarded or protected page: the handler prints the
@@ -18,7 +19,7 @@
 //! driver's code is never inside the host's malloc).
 
 use super::kpcr::{DISPATCH_LEVEL, Kpcr, current_if_any};
-use super::{cpuid, msr, pmu};
+use super::{cpuid, mmio, msr, pmu};
 use crate::{image_map, violations};
 use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Register};
 use std::fmt::Write as _;
@@ -84,7 +85,15 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
             "privileged instruction on a thread with no virtual processor",
         );
     };
-    let emulated = if signal == libc::SIGILL {
+    let device_memory = signal == libc::SIGSEGV && code == SEGV_ACCERR;
+    let emulated = if let Some(done) =
+        device_memory.then(|| mmio::emulate(&instruction, registers, address, rip)).flatten()
+    {
+        match done {
+            Ok(()) => Emulated::Done,
+            Err(why) => fatal(rip, address, Some(&instruction), why),
+        }
+    } else if signal == libc::SIGILL {
         if instruction.code() == Code::Ud2 && cpuid::is_site(rip) {
             let leaf = registers[libc::REG_RAX as usize] as u32;
             let subleaf = registers[libc::REG_RCX as usize] as u32;
@@ -249,7 +258,7 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
 }
 
 /// The ucontext slot of a 64-bit general register.
-fn register_slot(register: Register) -> Option<usize> {
+pub(super) fn register_slot(register: Register) -> Option<usize> {
     let slot = match register {
         Register::RAX => libc::REG_RAX,
         Register::RCX => libc::REG_RCX,

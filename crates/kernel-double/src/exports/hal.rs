@@ -1,5 +1,5 @@
 //! HalAllocateHardwareCounters / HalFreeHardwareCounters (one owner at a time, resource list
-//! validation) and KeQueryPerformanceCounter (10 MHz, monotonic).
+//! validation), KeQueryPerformanceCounter (10 MHz, monotonic) and, in [`pci`], HalGetBusDataByOffset.
 //!
 //! HalAllocateHardwareCounters behaves as decompiled Windows 10/11 HAL builds do: the PMU arbiter's
 //! STATUS_DEVICE_BUSY ([`set_arbiter_busy`](control::set_arbiter_busy)), success without counters in a
@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
 pub mod control;
+/// HalGetBusDataByOffset.
+pub mod pci;
 /// The counters a resource list may name, per Windows build.
 mod table;
 

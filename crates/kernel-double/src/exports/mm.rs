@@ -1,6 +1,9 @@
 //! MmGetSystemRoutineAddress: a driver's run-time lookup of a kernel or HAL routine by name, answered
 //! from the exports of the kernel the loaded image was bound to, so a routine its build lacks
-//! ([`crate::kernel_build`]) is not found.
+//! ([`crate::kernel_build`]) is not found. [`io_space`]: device memory (MmMapIoSpaceEx, MmUnmapIoSpace).
+
+/// MmMapIoSpaceEx and MmUnmapIoSpace.
+pub mod io_space;
 
 use super::Registry;
 use super::call::{UnicodeString, enter, units_of};

@@ -84,6 +84,8 @@ exports! {
     "ntoskrnl.exe" "KeSetTargetProcessorDpcEx" kd_KeSetTargetProcessorDpcEx => dpc::ke_set_target_processor_dpc_ex;
     "ntoskrnl.exe" "KeWaitForSingleObject" kd_KeWaitForSingleObject => ke::ke_wait_for_single_object;
     "ntoskrnl.exe" "MmGetSystemRoutineAddress" kd_MmGetSystemRoutineAddress => mm::mm_get_system_routine_address;
+    "ntoskrnl.exe" "MmMapIoSpaceEx" kd_MmMapIoSpaceEx => mm::io_space::mm_map_io_space_ex;
+    "ntoskrnl.exe" "MmUnmapIoSpace" kd_MmUnmapIoSpace => mm::io_space::mm_unmap_io_space;
     "ntoskrnl.exe" "ObReferenceObjectByHandle" kd_ObReferenceObjectByHandle => ps::ob_reference_object_by_handle;
     "ntoskrnl.exe" "ObfDereferenceObject" kd_ObfDereferenceObject => ps::obf_dereference_object;
     "ntoskrnl.exe" "PcwAddInstance" kd_PcwAddInstance => pcw::pcw_add_instance;
@@ -102,6 +104,7 @@ exports! {
     "ntoskrnl.exe" "memset" kd_memset => rtl::memset;
     "HAL.dll" "HalAllocateHardwareCounters" kd_HalAllocateHardwareCounters => hal::hal_allocate_hardware_counters;
     "HAL.dll" "HalFreeHardwareCounters" kd_HalFreeHardwareCounters => hal::hal_free_hardware_counters;
+    "HAL.dll" "HalGetBusDataByOffset" kd_HalGetBusDataByOffset => hal::pci::hal_get_bus_data_by_offset;
     "HAL.dll" "KeQueryPerformanceCounter" kd_KeQueryPerformanceCounter => hal::ke_query_performance_counter;
 }
 
