@@ -18,10 +18,12 @@ fn main() {
     for set in &manifest.counter_sets {
         writeln!(out, "    CounterSetSpec {{").unwrap();
         writeln!(out, "        name: {:?},", set.name).unwrap();
-        // The driver's conventions: its aggregated set has one instance per processor, its other
-        // multi-instance set named instances (see catalogue.rs).
+        // The driver's conventions: its aggregated sets have one instance per processor, except the
+        // memory controllers' (one per controller), its other multi-instance set named instances (see
+        // catalogue.rs).
         let kind = match set.instances {
             counter_manifest::Instances::Single => "Single",
+            counter_manifest::Instances::MultipleAggregate if set.symbol == "MemoryController" => "Controllers",
             counter_manifest::Instances::MultipleAggregate => "PerProcessor",
             _ => "Named",
         };

@@ -18,7 +18,8 @@
          code 2. After the restart and logon the task continues the same report; running the same
          command again does too;
       4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per Cycle among
-         them), \Hardware Counters by Core Type(*)\* and \Hardware Counters Driver\*, -SampleCount
+         them), \Hardware Counters by Core Type(*)\*, \Hardware Counters Driver\* and
+         \Memory Controller(*)\* (per controller and _Total; none where it does not count), -SampleCount
          samples a second apart (typeperf.csv).
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this
@@ -105,7 +106,7 @@ $StateFile = Join-Path $ReportRoot 'pending-run.json'
 $RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount', 'HarnessThreads', 'HarnessCycles', 'NoVerifier', 'NoSleep'
 # What typeperf samples: every counterset, every instance (per processor and _Total, per core type)
 # and counter. tests/deployment.rs checks these counter paths against the counter manifest.
-$CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*')
+$CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*', '\Memory Controller(*)\*')
 $PerProcessorInstructions = '\Hardware Counters(*)\Instructions Retired'
 $TotalInstructions = '\Hardware Counters(_Total)\Instructions Retired'
 $TotalIpc = '\Hardware Counters(_Total)\Instructions per Cycle'

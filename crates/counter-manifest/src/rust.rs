@@ -207,14 +207,23 @@ fn cells_struct(out: &mut Out, set: &CounterSet) {
     out.line(4, "impl AtomicCells {");
     out.doc(8, "All zero; `const`, so that the block can be a `static`.");
     out.line(8, "pub const fn new() -> Self {");
-    out.line(12, "AtomicCells {");
-    if wide > 0 {
-        out.line(16, &format!("wide: [const {{ core::sync::atomic::AtomicU64::new(0) }}; {wide}],"));
+    let wide_init = format!("wide: [const {{ core::sync::atomic::AtomicU64::new(0) }}; {wide}]");
+    let narrow_init = format!("narrow: [const {{ core::sync::atomic::AtomicU32::new(0) }}; {narrow}]");
+    match (wide > 0, narrow > 0) {
+        // One array alone fits on a line, where rustfmt puts it.
+        (true, false) => out.line(12, &format!("AtomicCells {{ {wide_init} }}")),
+        (false, true) => out.line(12, &format!("AtomicCells {{ {narrow_init} }}")),
+        _ => {
+            out.line(12, "AtomicCells {");
+            if wide > 0 {
+                out.line(16, &format!("{wide_init},"));
+            }
+            if narrow > 0 {
+                out.line(16, &format!("{narrow_init},"));
+            }
+            out.line(12, "}");
+        }
     }
-    if narrow > 0 {
-        out.line(16, &format!("narrow: [const {{ core::sync::atomic::AtomicU32::new(0) }}; {narrow}],"));
-    }
-    out.line(12, "}");
     out.line(8, "}");
     out.line(4, "}");
     out.blank();
@@ -325,9 +334,14 @@ fn from_fields(out: &mut Out, set: &CounterSet) {
     let names: Vec<String> = fields.iter().map(|f| format!("{:?}", f.manifest_name)).collect();
     // rustfmt packs only short elements several to a line; names go one per line when they do not fit.
     let head = "pub const FIELDS: &[&str] =";
-    let one_line = format!("{head} &[{}];", names.join(", "));
+    let array = format!("&[{}];", names.join(", "));
+    let one_line = format!("{head} {array}");
     if 4 + one_line.chars().count() <= MAX_WIDTH {
         out.line(4, &one_line);
+    } else if 8 + array.chars().count() <= MAX_WIDTH {
+        // rustfmt breaks after `=` first when the array then fits on the next line.
+        out.line(4, head);
+        out.line(8, &array);
     } else {
         out.line(4, &format!("{head} &["));
         for name in &names {

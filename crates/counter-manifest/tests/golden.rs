@@ -269,15 +269,16 @@ fn the_real_manifest_compiles() {
     let generated = real();
     let manifest = &generated.manifest;
     assert_eq!(manifest.provider.name, "pmupcw");
-    assert_eq!(manifest.counter_sets.len(), 3);
+    assert_eq!(manifest.counter_sets.len(), 4);
     // Counters are only ever appended (their ids are the consumers' counter mask bits): at least
     // the 21 + 9 of the first release.
     assert!(counter_count(manifest) >= 30);
     let symbols: Vec<&str> = manifest.counter_sets.iter().map(|set| set.symbol.as_str()).collect();
-    assert_eq!(symbols, ["HardwareCounters", "DriverStatus", "HardwareCountersByCoreType"]);
+    assert_eq!(symbols, ["HardwareCounters", "DriverStatus", "HardwareCountersByCoreType", "MemoryController"]);
     assert!(generated.rust.contains("pub mod hardware_counters {"));
     assert!(generated.rust.contains("pub mod driver_status {"));
     assert!(generated.rust.contains("pub mod hardware_counters_by_core_type {"));
+    assert!(generated.rust.contains("pub mod memory_controller {"));
     // Every string of the manifest is in the string table.
     for set in &manifest.counter_sets {
         assert!(generated.rc.contains(&counter_manifest::rc_string(&set.name)));

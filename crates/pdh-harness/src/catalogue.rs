@@ -22,6 +22,10 @@ pub enum InstanceKind {
     PerProcessor,
     /// `multiple`: named instances (the core types), no `_Total`.
     Named,
+    /// `multipleAggregate` of the memory controllers: one instance per controller, named
+    /// `package,controller`, plus `_Total`; none at all on a machine where the source does not count
+    /// (its status counter says why).
+    Controllers,
 }
 
 /// One counterset of the manifest.
@@ -97,7 +101,7 @@ mod tests {
     /// not, bases left out.
     #[test]
     fn the_catalogue_is_the_manifests() {
-        let [hardware, driver, by_core_type] = COUNTER_SETS;
+        let [hardware, driver, by_core_type, memory] = COUNTER_SETS;
         assert_eq!((hardware.name, hardware.instances), ("Hardware Counters", InstanceKind::PerProcessor));
         assert_eq!((driver.name, driver.instances), ("Hardware Counters Driver", InstanceKind::Single));
         assert_eq!(
@@ -110,11 +114,15 @@ mod tests {
         assert_eq!(find(hardware, "Instructions per Cycle").map(|c| c.monotonic), Some(false));
         assert!(hardware.counters.iter().all(|c| !c.name.contains("Base")), "a base counter is listed");
         assert!(find(driver, "PMU Reprograms").is_some());
+        assert_eq!((memory.name, memory.instances), ("Memory Controller", InstanceKind::Controllers));
+        assert_eq!(find(memory, "DRAM Read Bytes").map(|c| c.monotonic), Some(true));
+        assert_eq!(find(memory, "DRAM Read Bytes/sec").map(|c| c.monotonic), Some(false));
+        assert!(find(driver, "Memory Controller State").is_some());
     }
 
     #[test]
     fn paths() {
-        let [hardware, driver, _] = COUNTER_SETS;
+        let [hardware, driver, _, _] = COUNTER_SETS;
         assert_eq!(hardware.wildcard_path(), "\\Hardware Counters(*)\\*");
         assert_eq!(driver.wildcard_path(), "\\Hardware Counters Driver\\*");
         assert_eq!(hardware.counter_path("LLC Misses"), "\\Hardware Counters(*)\\LLC Misses");

@@ -235,6 +235,10 @@ pub fn instance_shape(
     active_processors: Option<usize>,
 ) -> Vec<InstanceFinding> {
     let mut findings = Vec::new();
+    if instances.is_empty() && kind == InstanceKind::Controllers {
+        // No memory controller counts on this machine (Memory Controller State says why).
+        return findings;
+    }
     if instances.is_empty() {
         findings.push(InstanceFinding::Empty);
         return findings;
@@ -247,6 +251,7 @@ pub fn instance_shape(
             findings.push(InstanceFinding::UnexpectedTotal);
         }
         InstanceKind::PerProcessor => findings.extend(processor_instance_shape(instances, active_processors)),
+        InstanceKind::Controllers => findings.extend(processor_instance_shape(instances, None)),
         InstanceKind::Single | InstanceKind::Named => {}
     }
     findings

@@ -110,6 +110,7 @@ impl PdhQuery for FakeQuery {
         match self.counters[counter] {
             InstanceKind::Single => return Ok(vec![item(String::new())]),
             InstanceKind::Named => return Ok(vec![item("Performance".into()), item("Efficient".into())]),
+            InstanceKind::Controllers => return Ok(vec![item("0,0".into()), item("_Total".into())]),
             InstanceKind::PerProcessor => {}
         }
         let mut items: Vec<_> = (0..processors).map(|p| item(format!("0,{p}"))).collect();

@@ -1253,8 +1253,8 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 96 bytes, the 8-byte
-    /// fields first, then the 4-byte fields, so that no field needs padding.
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 104 bytes, the
+    /// 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Values {
@@ -1296,6 +1296,10 @@ pub mod driver_status {
         pub minimum_collect_interval: u32,
         /// Field `PmuOwnership`, offset 92: read by counter 30 (PmuOwnership).
         pub pmu_ownership: u32,
+        /// Field `MemoryControllerState`, offset 96: read by counter 18 (MemoryControllerState).
+        pub memory_controller_state: u32,
+        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
+        pub reserved: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1325,6 +1329,8 @@ pub mod driver_status {
         pub events_not_supported: core::sync::atomic::AtomicU32,
         pub minimum_collect_interval: core::sync::atomic::AtomicU32,
         pub pmu_ownership: core::sync::atomic::AtomicU32,
+        pub memory_controller_state: core::sync::atomic::AtomicU32,
+        pub reserved: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1353,6 +1359,8 @@ pub mod driver_status {
                 events_not_supported: core::sync::atomic::AtomicU32::new(0),
                 minimum_collect_interval: core::sync::atomic::AtomicU32::new(0),
                 pmu_ownership: core::sync::atomic::AtomicU32::new(0),
+                memory_controller_state: core::sync::atomic::AtomicU32::new(0),
+                reserved: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1365,8 +1373,8 @@ pub mod driver_status {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 5],
-        /// The 4-byte fields, in layout order.
-        pub narrow: [core::sync::atomic::AtomicU32; 14],
+        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        pub narrow: [core::sync::atomic::AtomicU32; 16],
     }
 
     // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
@@ -1378,7 +1386,7 @@ pub mod driver_status {
         pub const fn new() -> Self {
             AtomicCells {
                 wide: [const { core::sync::atomic::AtomicU64::new(0) }; 5],
-                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 14],
+                narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 16],
             }
         }
     }
@@ -1410,6 +1418,7 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(11),
         crate::pcw::Cell::Narrow(12),
         crate::pcw::Cell::Narrow(13),
+        crate::pcw::Cell::Narrow(14),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1520,6 +1529,18 @@ pub mod driver_status {
         /// counter, so WPR/xperf PMC sampling fails until the driver releases it (3 collect intervals after
         /// the last query).
         pub const PMU_OWNERSHIP: u16 = 30;
+        /// "Memory Controller State" (perf_counter_rawcount, standard): Whether the Memory Controller
+        /// counterset counts, and if not why. 0 Idle: detected and usable; nothing mapped because no query
+        /// reads the Memory Controller counterset. 1 Counting: the memory controllers' counter pages are
+        /// mapped (read-only, uncached) and read. 2 Unsupported model: not an Intel family 6 client processor
+        /// the driver lists (servers, older or newer parts). 3 No device: device 00:00.0 is not an Intel host
+        /// bridge with a device ID listed for this processor. 4 MCHBAR disabled: the host bridge's MCHBAR
+        /// enable bit is clear, or its address is zero, misaligned or too high (firmware). 5 Under a
+        /// hypervisor: a virtual machine, or a hypervisor other than the Microsoft hypervisor's root
+        /// partition; read the counters on the host. 6 Map failed: MmMapIoSpaceEx returned no mapping;
+        /// retried on the next query. In every state but 1 nothing is mapped and the Memory Controller
+        /// counters read 0.
+        pub const MEMORY_CONTROLLER_STATE: u16 = 18;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1543,12 +1564,13 @@ pub mod driver_status {
         CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
         CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 88, size: 4 },
         CounterDescriptor { id: id::PMU_OWNERSHIP, struct_index: 0, offset: 92, size: 4 },
+        CounterDescriptor { id: id::MEMORY_CONTROLLER_STATE, struct_index: 0, offset: 96, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_4003_ffff == 0x0000_0000_4003_ffff {
+            if counter_mask & 0x0000_0000_4007_ffff == 0x0000_0000_4007_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1608,6 +1630,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_4000_0000 == 0 {
                 self.pmu_ownership = 0;
             }
+            if counter_mask & 0x0000_0000_0004_0000 == 0 {
+                self.memory_controller_state = 0;
+            }
         }
     }
 
@@ -1632,6 +1657,7 @@ pub mod driver_status {
         "EventsNotSupported",
         "MinimumCollectInterval",
         "PmuOwnership",
+        "MemoryControllerState",
     ];
 
     impl Values {
@@ -1659,6 +1685,8 @@ pub mod driver_status {
                 events_not_supported: value(16) as u32,
                 minimum_collect_interval: value(17) as u32,
                 pmu_ownership: value(18) as u32,
+                memory_controller_state: value(19) as u32,
+                reserved: 0,
             }
         }
     }
@@ -1709,6 +1737,8 @@ pub mod driver_status {
                 events_not_supported: self.events_not_supported.load(RELAXED),
                 minimum_collect_interval: self.minimum_collect_interval.load(RELAXED),
                 pmu_ownership: self.pmu_ownership.load(RELAXED),
+                memory_controller_state: self.memory_controller_state.load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1738,6 +1768,8 @@ pub mod driver_status {
                 events_not_supported: self.narrow[11].load(RELAXED),
                 minimum_collect_interval: self.narrow[12].load(RELAXED),
                 pmu_ownership: self.narrow[13].load(RELAXED),
+                memory_controller_state: self.narrow[14].load(RELAXED),
+                reserved: 0,
             }
         }
     }
@@ -1749,7 +1781,7 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 96);
+            assert_eq!(size_of::<Values>(), 104);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
@@ -1776,6 +1808,7 @@ pub mod driver_status {
                 offset_of!(Values, events_not_supported),
                 offset_of!(Values, minimum_collect_interval),
                 offset_of!(Values, pmu_ownership),
+                offset_of!(Values, memory_controller_state),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -1843,6 +1876,13 @@ pub mod driver_status {
             );
             assert_eq!(offset_of!(Values, pmu_ownership), 92);
             assert_eq!(offset_of!(AtomicValues, pmu_ownership), offset_of!(Values, pmu_ownership));
+            assert_eq!(offset_of!(Values, memory_controller_state), 96);
+            assert_eq!(
+                offset_of!(AtomicValues, memory_controller_state),
+                offset_of!(Values, memory_controller_state),
+            );
+            assert_eq!(offset_of!(Values, reserved), 100);
+            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1916,6 +1956,11 @@ pub mod driver_status {
                     size_of_val(&values.minimum_collect_interval),
                 ),
                 (id::PMU_OWNERSHIP, offset_of!(Values, pmu_ownership), size_of_val(&values.pmu_ownership)),
+                (
+                    id::MEMORY_CONTROLLER_STATE,
+                    offset_of!(Values, memory_controller_state),
+                    size_of_val(&values.memory_controller_state),
+                ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {
@@ -2625,6 +2670,330 @@ pub mod hardware_counters_by_core_type {
                     offset_of!(Values, topdown_backend_bound_slots),
                     size_of_val(&values.topdown_backend_bound_slots),
                 ),
+            ];
+            assert_eq!(DESCRIPTORS.len(), expected.len());
+            for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {
+                assert_eq!(descriptor.id, id);
+                assert_eq!(descriptor.struct_index, 0, "counter {id}");
+                assert_eq!(usize::from(descriptor.offset), offset, "counter {id}");
+                assert_eq!(usize::from(descriptor.size), size, "counter {id}");
+            }
+        }
+    }
+}
+
+/// Counterset "Memory Controller" (`pmupcw.MemoryController`, symbol `MemoryController`,
+/// `instances="multipleAggregate"`).
+///
+/// DRAM traffic counted by Intel client processors' free-running memory controller counters: traffic at the
+/// memory controller from every agent (cores, integrated graphics, DMA from devices), not per core or per
+/// process. Instances are named package,controller (0,0 and 0,1 on a processor with two controllers); _Total
+/// sums them. Hardware Counters Driver\\Memory Controller State says why the counters read 0 where they do.
+pub mod memory_controller {
+    use crate::pcw::CounterDescriptor;
+
+    /// The counterset's name, as consumers see it.
+    pub const NAME: &str = "Memory Controller";
+    /// [`NAME`] in UTF-16, without a terminator.
+    pub const NAME_UTF16: &[u16] =
+        &[77, 101, 109, 111, 114, 121, 32, 67, 111, 110, 116, 114, 111, 108, 108, 101, 114];
+    /// The counterset's GUID.
+    pub const GUID: &str = "{D6077DD8-15AE-4AA7-9114-0BEEC776C35C}";
+    /// Whether the provider reports more than one instance (`instances="multipleAggregate"`).
+    pub const MULTIPLE_INSTANCES: bool = true;
+
+    /// The counter data block (manifest struct `Values`, C type `MEMORY_CONTROLLER_VALUES`): 48 bytes, the
+    /// 8-byte fields first, then the 4-byte fields, so that no field needs padding.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Values {
+        /// Field `ReadBytes`, offset 0: read by counters 0 (ReadBytesPerSec) and 3 (ReadBytesTotal).
+        pub read_bytes: u64,
+        /// Field `WriteBytes`, offset 8: read by counters 1 (WriteBytesPerSec) and 4 (WriteBytesTotal).
+        pub write_bytes: u64,
+        /// Field `TotalBytes`, offset 16: read by counter 2 (BytesPerSec).
+        pub total_bytes: u64,
+        /// Field `GtRequests`, offset 24: read by counter 5 (GtRequestsPerSec).
+        pub gt_requests: u64,
+        /// Field `IaRequests`, offset 32: read by counter 6 (IaRequestsPerSec).
+        pub ia_requests: u64,
+        /// Field `IoRequests`, offset 40: read by counter 7 (IoRequestsPerSec).
+        pub io_requests: u64,
+    }
+
+    // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
+    // 4-byte fields in pairs); `layout_tests` checks rustc's layout against DESCRIPTORS.
+    unsafe impl crate::pcw::CounterBlock for Values {}
+
+    /// [`Values`] with atomic fields (same layout), for a block PCW reads while the driver updates it.
+    #[repr(C)]
+    #[derive(Debug, Default)]
+    pub struct AtomicValues {
+        pub read_bytes: core::sync::atomic::AtomicU64,
+        pub write_bytes: core::sync::atomic::AtomicU64,
+        pub total_bytes: core::sync::atomic::AtomicU64,
+        pub gt_requests: core::sync::atomic::AtomicU64,
+        pub ia_requests: core::sync::atomic::AtomicU64,
+        pub io_requests: core::sync::atomic::AtomicU64,
+    }
+
+    // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
+    unsafe impl crate::pcw::CounterBlock for AtomicValues {}
+
+    impl AtomicValues {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicValues {
+                read_bytes: core::sync::atomic::AtomicU64::new(0),
+                write_bytes: core::sync::atomic::AtomicU64::new(0),
+                total_bytes: core::sync::atomic::AtomicU64::new(0),
+                gt_requests: core::sync::atomic::AtomicU64::new(0),
+                ia_requests: core::sync::atomic::AtomicU64::new(0),
+                io_requests: core::sync::atomic::AtomicU64::new(0),
+            }
+        }
+    }
+
+    /// [`Values`] as arrays of atomic cells (the same layout: the 8-byte fields, then the 4-byte fields), for
+    /// a block PCW reads while the driver updates fields it picks at run time: [`CELLS`] says which cell
+    /// holds each field.
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct AtomicCells {
+        /// The 8-byte fields, in layout order.
+        pub wide: [core::sync::atomic::AtomicU64; 6],
+    }
+
+    // SAFETY: as for `Values`: arrays of atomics with the integers' size, alignment and bit validity,
+    // at the offsets of the fields they stand for (checked by `layout_tests`).
+    unsafe impl crate::pcw::CounterBlock for AtomicCells {}
+
+    impl AtomicCells {
+        /// All zero; `const`, so that the block can be a `static`.
+        pub const fn new() -> Self {
+            AtomicCells { wide: [const { core::sync::atomic::AtomicU64::new(0) }; 6] }
+        }
+    }
+
+    impl Default for AtomicCells {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// Where each of [`FIELDS`] is in [`AtomicCells`], in the same order.
+    pub const CELLS: &[crate::pcw::Cell] = &[
+        crate::pcw::Cell::Wide(0),
+        crate::pcw::Cell::Wide(1),
+        crate::pcw::Cell::Wide(2),
+        crate::pcw::Cell::Wide(3),
+        crate::pcw::Cell::Wide(4),
+        crate::pcw::Cell::Wide(5),
+    ];
+
+    /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
+    pub mod id {
+        /// "DRAM Read Bytes/sec" (perf_counter_bulk_count, standard, aggregate sum): Bytes read from DRAM per
+        /// second by this memory controller: traffic at the memory controller from every agent (the cores,
+        /// the integrated graphics, DMA from devices), not per core or per process. One count of the
+        /// controller's DATA_READS counter is a 64-byte line. Exact over any sample interval (a 64-bit
+        /// total). _Total: every controller.
+        pub const READ_BYTES_PER_SEC: u16 = 0;
+        /// "DRAM Write Bytes/sec" (perf_counter_bulk_count, standard, aggregate sum): Bytes written to DRAM
+        /// per second by this memory controller: traffic at the memory controller from every agent (the
+        /// cores, the integrated graphics, DMA from devices), not per core or per process. One count of the
+        /// controller's DATA_WRITES counter is a 64-byte line. Exact over any sample interval. _Total: every
+        /// controller.
+        pub const WRITE_BYTES_PER_SEC: u16 = 1;
+        /// "DRAM Bytes/sec" (perf_counter_bulk_count, standard, aggregate sum): Bytes read from and written
+        /// to DRAM per second by this memory controller (DRAM Read Bytes/sec plus DRAM Write Bytes/sec):
+        /// traffic at the memory controller from every agent (the cores, the integrated graphics, DMA from
+        /// devices), not per core or per process. _Total: every controller.
+        pub const BYTES_PER_SEC: u16 = 2;
+        /// "DRAM Read Bytes" (perf_counter_large_rawcount, advanced, aggregate sum): Bytes read from DRAM by
+        /// this memory controller since the driver started counting it (64-bit, never decreases; restarts
+        /// from 0 when the counterset is next queried after an idle release), from every agent, not per core.
+        pub const READ_BYTES_TOTAL: u16 = 3;
+        /// "DRAM Write Bytes" (perf_counter_large_rawcount, advanced, aggregate sum): Bytes written to DRAM
+        /// by this memory controller since the driver started counting it (64-bit, never decreases; restarts
+        /// from 0 when the counterset is next queried after an idle release), from every agent, not per core.
+        pub const WRITE_BYTES_TOTAL: u16 = 4;
+        /// "GT Requests/sec" (perf_counter_bulk_count, advanced, aggregate sum): Requests to DRAM per second
+        /// from the integrated graphics (GT), where the processor model has the counter (Skylake to Rocket
+        /// Lake client); 0 on every other model.
+        pub const GT_REQUESTS_PER_SEC: u16 = 5;
+        /// "IA Requests/sec" (perf_counter_bulk_count, advanced, aggregate sum): Requests to DRAM per second
+        /// from the cores (IA), where the processor model has the counter (Skylake to Rocket Lake client); 0
+        /// on every other model.
+        pub const IA_REQUESTS_PER_SEC: u16 = 6;
+        /// "IO Requests/sec" (perf_counter_bulk_count, advanced, aggregate sum): Requests to DRAM per second
+        /// from I/O (DMA from devices), where the processor model has the counter (Skylake to Rocket Lake
+        /// client); 0 on every other model.
+        pub const IO_REQUESTS_PER_SEC: u16 = 7;
+    }
+
+    /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
+    pub const DESCRIPTORS: &[CounterDescriptor] = &[
+        CounterDescriptor { id: id::READ_BYTES_PER_SEC, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::WRITE_BYTES_PER_SEC, struct_index: 0, offset: 8, size: 8 },
+        CounterDescriptor { id: id::BYTES_PER_SEC, struct_index: 0, offset: 16, size: 8 },
+        CounterDescriptor { id: id::READ_BYTES_TOTAL, struct_index: 0, offset: 0, size: 8 },
+        CounterDescriptor { id: id::WRITE_BYTES_TOTAL, struct_index: 0, offset: 8, size: 8 },
+        CounterDescriptor { id: id::GT_REQUESTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
+        CounterDescriptor { id: id::IA_REQUESTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
+        CounterDescriptor { id: id::IO_REQUESTS_PER_SEC, struct_index: 0, offset: 40, size: 8 },
+    ];
+
+    impl Values {
+        /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
+        pub fn clear_unrequested(&mut self, counter_mask: u64) {
+            if counter_mask & 0x0000_0000_0000_00ff == 0x0000_0000_0000_00ff {
+                return; // every counter requested: the common case, one test
+            }
+            if counter_mask & 0x0000_0000_0000_0009 == 0 {
+                self.read_bytes = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0012 == 0 {
+                self.write_bytes = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0004 == 0 {
+                self.total_bytes = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0020 == 0 {
+                self.gt_requests = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0040 == 0 {
+                self.ia_requests = 0;
+            }
+            if counter_mask & 0x0000_0000_0000_0080 == 0 {
+                self.io_requests = 0;
+            }
+        }
+    }
+
+    /// The manifest's `field` names, in layout order: [`Values::from_fields`] asks for field `i`.
+    pub const FIELDS: &[&str] =
+        &["ReadBytes", "WriteBytes", "TotalBytes", "GtRequests", "IaRequests", "IoRequests"];
+
+    impl Values {
+        /// A block whose field [`FIELDS`]`[i]` holds `value(i)`, cut to the field's width (a 4-byte
+        /// field keeps the low 32 bits, as PDH expects of a 32-bit counter).
+        #[inline(always)]
+        pub fn from_fields(mut value: impl FnMut(usize) -> u64) -> Self {
+            Values {
+                read_bytes: value(0),
+                write_bytes: value(1),
+                total_bytes: value(2),
+                gt_requests: value(3),
+                ia_requests: value(4),
+                io_requests: value(5),
+            }
+        }
+    }
+
+    /// This counterset as one type, for registration: its name ([`NAME_UTF16`]), [`DESCRIPTORS`], instance
+    /// kind and data block ([`Values`]) come from it together, so they cannot be paired with another
+    /// counterset's.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Counterset;
+
+    impl crate::pcw::Counterset for Counterset {
+        const NAME_UTF16: &'static [u16] = NAME_UTF16;
+        const DESCRIPTORS: &'static [CounterDescriptor] = DESCRIPTORS;
+        const INSTANCES: crate::pcw::InstanceKind = crate::pcw::InstanceKind::Multiple;
+        type Values = Values;
+    }
+
+    impl crate::pcw::CountersetBlock for Values {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            *self
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicValues {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                read_bytes: self.read_bytes.load(RELAXED),
+                write_bytes: self.write_bytes.load(RELAXED),
+                total_bytes: self.total_bytes.load(RELAXED),
+                gt_requests: self.gt_requests.load(RELAXED),
+                ia_requests: self.ia_requests.load(RELAXED),
+                io_requests: self.io_requests.load(RELAXED),
+            }
+        }
+    }
+
+    impl crate::pcw::CountersetBlock for AtomicCells {
+        type Counterset = Counterset;
+
+        fn values(&self) -> Values {
+            const RELAXED: core::sync::atomic::Ordering = core::sync::atomic::Ordering::Relaxed;
+            Values {
+                read_bytes: self.wide[0].load(RELAXED),
+                write_bytes: self.wide[1].load(RELAXED),
+                total_bytes: self.wide[2].load(RELAXED),
+                gt_requests: self.wide[3].load(RELAXED),
+                ia_requests: self.wide[4].load(RELAXED),
+                io_requests: self.wide[5].load(RELAXED),
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod layout_tests {
+        use super::*;
+        use core::mem::offset_of;
+
+        #[test]
+        fn layout_matches_the_descriptors() {
+            assert_eq!(size_of::<Values>(), 48);
+            assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
+            assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
+            assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
+            assert_eq!(offset_of!(AtomicCells, wide), 0);
+            let field_offsets = &[
+                offset_of!(Values, read_bytes),
+                offset_of!(Values, write_bytes),
+                offset_of!(Values, total_bytes),
+                offset_of!(Values, gt_requests),
+                offset_of!(Values, ia_requests),
+                offset_of!(Values, io_requests),
+            ];
+            for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
+                let offset = match *cell {
+                    crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
+                    crate::pcw::Cell::Narrow(i) => 48 + usize::from(i) * 4,
+                };
+                assert_eq!(offset, field_offset, "{cell:?}");
+            }
+            assert_eq!(offset_of!(Values, read_bytes), 0);
+            assert_eq!(offset_of!(AtomicValues, read_bytes), offset_of!(Values, read_bytes));
+            assert_eq!(offset_of!(Values, write_bytes), 8);
+            assert_eq!(offset_of!(AtomicValues, write_bytes), offset_of!(Values, write_bytes));
+            assert_eq!(offset_of!(Values, total_bytes), 16);
+            assert_eq!(offset_of!(AtomicValues, total_bytes), offset_of!(Values, total_bytes));
+            assert_eq!(offset_of!(Values, gt_requests), 24);
+            assert_eq!(offset_of!(AtomicValues, gt_requests), offset_of!(Values, gt_requests));
+            assert_eq!(offset_of!(Values, ia_requests), 32);
+            assert_eq!(offset_of!(AtomicValues, ia_requests), offset_of!(Values, ia_requests));
+            assert_eq!(offset_of!(Values, io_requests), 40);
+            assert_eq!(offset_of!(AtomicValues, io_requests), offset_of!(Values, io_requests));
+            let values = Values::default();
+            let expected = [
+                (id::READ_BYTES_PER_SEC, offset_of!(Values, read_bytes), size_of_val(&values.read_bytes)),
+                (id::WRITE_BYTES_PER_SEC, offset_of!(Values, write_bytes), size_of_val(&values.write_bytes)),
+                (id::BYTES_PER_SEC, offset_of!(Values, total_bytes), size_of_val(&values.total_bytes)),
+                (id::READ_BYTES_TOTAL, offset_of!(Values, read_bytes), size_of_val(&values.read_bytes)),
+                (id::WRITE_BYTES_TOTAL, offset_of!(Values, write_bytes), size_of_val(&values.write_bytes)),
+                (id::GT_REQUESTS_PER_SEC, offset_of!(Values, gt_requests), size_of_val(&values.gt_requests)),
+                (id::IA_REQUESTS_PER_SEC, offset_of!(Values, ia_requests), size_of_val(&values.ia_requests)),
+                (id::IO_REQUESTS_PER_SEC, offset_of!(Values, io_requests), size_of_val(&values.io_requests)),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {
