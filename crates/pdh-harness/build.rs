@@ -23,7 +23,9 @@ fn main() {
         // catalogue.rs).
         let kind = match set.instances {
             counter_manifest::Instances::Single => "Single",
-            counter_manifest::Instances::MultipleAggregate if set.symbol == "MemoryController" => "Controllers",
+            counter_manifest::Instances::MultipleAggregate if set.symbol == "MemoryController" => {
+                "Controllers"
+            }
             counter_manifest::Instances::MultipleAggregate => "PerProcessor",
             _ => "Named",
         };

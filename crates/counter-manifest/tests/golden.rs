@@ -274,7 +274,10 @@ fn the_real_manifest_compiles() {
     // the 21 + 9 of the first release.
     assert!(counter_count(manifest) >= 30);
     let symbols: Vec<&str> = manifest.counter_sets.iter().map(|set| set.symbol.as_str()).collect();
-    assert_eq!(symbols, ["HardwareCounters", "DriverStatus", "HardwareCountersByCoreType", "MemoryController"]);
+    assert_eq!(
+        symbols,
+        ["HardwareCounters", "DriverStatus", "HardwareCountersByCoreType", "MemoryController"]
+    );
     assert!(generated.rust.contains("pub mod hardware_counters {"));
     assert!(generated.rust.contains("pub mod driver_status {"));
     assert!(generated.rust.contains("pub mod hardware_counters_by_core_type {"));
