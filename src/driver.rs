@@ -1,6 +1,7 @@
 //! The driver's state between DriverEntry and DriverUnload, and the order things are set up and torn
 //! down in.
 
+use crate::imc::detect::CpuIdValues;
 use crate::kernel::pcw::{self, CallbackCounterset, SingleInstanceCounterset};
 use crate::kernel::platform::{Client, CoreTypeSession, KernelPlatform, ProcessorState};
 use crate::kernel::pool::{PoolArc, PoolBox, PoolSlice};
@@ -11,6 +12,7 @@ use crate::kernel::{NtStatus, clock, msr, processors};
 use crate::pcw::core_types::CoreTypeCounters;
 use crate::pcw::driver_status::STATUS;
 use crate::pcw::hardware_counters::HardwareCounters;
+use crate::pcw::memory_controller::MemoryControllerCounters;
 use crate::pcw::processor_instances::ProcessorInstance;
 use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription, own_counters};
 use crate::pmu::model::{self, Detection};
@@ -25,12 +27,15 @@ type HardwareCountersProvider = HardwareCounters<PoolSlice<ProcessorInstance>, S
 
 type CoreTypeProvider = CoreTypeCounters<SharedPmu>;
 
+type MemoryProvider = MemoryControllerCounters<SharedPmu>;
+
 /// Everything DriverEntry set up. Fields drop in declaration order, which is teardown order: the
 /// countersets unregister (waiting for running callbacks) before anything a callback reads is freed,
 /// and each owns what its callbacks read; the power callback is unregistered and the housekeeping
 /// thread stops (and is waited for) before the PMU client they share is released and freed.
 pub struct Driver {
     _driver_status: SingleInstanceCounterset,
+    _memory_controller: CallbackCounterset<MemoryProvider>,
     _by_core_type: CallbackCounterset<CoreTypeProvider>,
     _hardware_counters: CallbackCounterset<HardwareCountersProvider>,
     _power: PowerCallback<SharedPmu>,
@@ -81,21 +86,18 @@ impl Driver {
             PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("last plans"))?;
         let parameters =
             ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
-        let pmu: SharedPmu = PoolArc::new(Client::new(
-            KernelPlatform::new(parameters),
-            machine,
-            per_processor,
-            sessions,
-            plans,
-            &STATUS,
-        ))
-        .map_err(|_| out_of_memory("PMU client"))?;
+        let mut client =
+            Client::new(KernelPlatform::new(parameters), machine, per_processor, sessions, plans, &STATUS);
+        client.detect_memory_controller(&CpuIdValues::read(&raw_cpuid::CpuIdReaderNative));
+        let pmu: SharedPmu = PoolArc::new(client).map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
         let power = PowerCallback::register(pmu.clone())
             .inspect_err(|status| log_error!("registering for \\Callback\\PowerState failed: {status:#x}"))?;
         let by_core_type = PoolBox::new(CoreTypeCounters::new(pmu.clone(), pcw::upcase))
             .map_err(|_| out_of_memory("Hardware Counters by Core Type provider"))?;
+        let memory = PoolBox::new(MemoryControllerCounters::new(pmu.clone(), pcw::upcase))
+            .map_err(|_| out_of_memory("Memory Controller provider"))?;
         let provider = HardwareCounters::new(processors, pmu, &STATUS, pcw::upcase, clock::nanoseconds);
         let provider = PoolBox::new(provider).map_err(|_| out_of_memory("Hardware Counters provider"))?;
         // Each counterset's name and descriptors come from its generated binding: the callback's
@@ -105,11 +107,14 @@ impl Driver {
         let by_core_type = CallbackCounterset::register(by_core_type).inspect_err(|status| {
             log_error!("PcwRegister(Hardware Counters by Core Type) failed: {status:#x}")
         })?;
+        let memory_controller = CallbackCounterset::register(memory)
+            .inspect_err(|status| log_error!("PcwRegister(Memory Controller) failed: {status:#x}"))?;
         let driver_status = SingleInstanceCounterset::register(STATUS.block())
             .inspect_err(|status| log_error!("PcwRegister(Hardware Counters Driver) failed: {status:#x}"))?;
         log_info!("countersets registered for {processor_count} processors");
         Ok(Driver {
             _driver_status: driver_status,
+            _memory_controller: memory_controller,
             _by_core_type: by_core_type,
             _hardware_counters: hardware_counters,
             _power: power,

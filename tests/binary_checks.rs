@@ -39,6 +39,8 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "KeSetSystemGroupAffinityThread",
             "KeWaitForSingleObject",
             "MmGetSystemRoutineAddress",
+            "MmMapIoSpaceEx",
+            "MmUnmapIoSpace",
             "ObReferenceObjectByHandle",
             "ObfDereferenceObject",
             "PcwAddInstance",
@@ -57,7 +59,15 @@ const EXPECTED_IMPORTS: &[(&str, &[&str])] = &[
             "memset",
         ],
     ),
-    ("HAL.dll", &["HalAllocateHardwareCounters", "HalFreeHardwareCounters", "KeQueryPerformanceCounter"]),
+    (
+        "HAL.dll",
+        &[
+            "HalAllocateHardwareCounters",
+            "HalFreeHardwareCounters",
+            "HalGetBusDataByOffset",
+            "KeQueryPerformanceCounter",
+        ],
+    ),
 ];
 
 /// ExAllocatePool2 exists from Windows 10 version 2004 (build 19041) on; the driver supports 1903
@@ -388,10 +398,12 @@ fn the_acquisition_reserves_little_of_a_consumer_s_stack() {
 /// raw data counts in the file). When this test was written the signed pmupcw.sys was 177,144 bytes,
 /// `.text` 86,528 (86,406 of code) and `.rsrc` 55,808 (the counter manifest's names and help, and
 /// the version information). Each budget is about 5 to 10% above that, rounded to 4 KiB: a change
-/// that needs more raises it here and says in its commit what the bytes buy.
-const IMAGE_BYTES: usize = 184 * 1024;
-const TEXT_BYTES: usize = 92 * 1024;
-const RSRC_BYTES: usize = 60 * 1024;
+/// that needs more raises it here and says in its commit what the bytes buy. The memory controller
+/// source (detection, the mapping, its reads and poll, the Memory Controller counterset and its
+/// strings) took the signed image to 205,816 bytes, `.text` to 99,328 and `.rsrc` to 62,976.
+const IMAGE_BYTES: usize = 212 * 1024;
+const TEXT_BYTES: usize = 104 * 1024;
+const RSRC_BYTES: usize = 68 * 1024;
 
 /// The largest functions (from the PDB) and the code each module of the driver holds, for a
 /// failure message: what the code bytes are.

@@ -25,6 +25,7 @@ pub mod registry;
 pub type NtStatus = windows_sys::Win32::Foundation::NTSTATUS;
 pub mod all_processors;
 pub mod hal_counters;
+pub mod mmio;
 pub mod msr;
 pub mod pmi;
 pub mod system_thread;

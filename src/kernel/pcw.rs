@@ -337,3 +337,24 @@ impl<S: crate::pcw::hardware_counters::CountSource + Send> crate::pcw::hardware_
         (**self).query_added();
     }
 }
+
+/// A shared memory controller source: the Memory Controller provider holds one reference.
+impl<S: crate::pcw::memory_controller::MemorySource + Send> crate::pcw::memory_controller::MemorySource
+    for super::pool::PoolArc<S>
+{
+    fn memory_refresh(&self) {
+        (**self).memory_refresh();
+    }
+    fn memory_collect_done(&self) {
+        (**self).memory_collect_done();
+    }
+    fn memory_query_added(&self) {
+        (**self).memory_query_added();
+    }
+    fn memory_controllers(&self) -> u8 {
+        (**self).memory_controllers()
+    }
+    fn memory_values(&self, index: usize) -> crate::counters::memory_controller::Values {
+        (**self).memory_values(index)
+    }
+}

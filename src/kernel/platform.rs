@@ -3,19 +3,22 @@
 
 use super::all_processors::run_on_every_processor;
 use super::hal_counters::{OverflowHandler, Ownership};
+use super::mmio::{self, MappedPage};
 use super::pmi::{OverflowSink, Target, current_processor_index, overflow_handler};
 use super::pool::{PoolSlice, Zeroable};
 use super::power::PowerListener;
 use super::registry::ParametersKey;
 use super::system_thread::{Periodic, Waker};
 use super::{clock, irql, msr, processors};
+use crate::imc::detect::HostBridge;
+use crate::imc::models::ControllerPage;
 use crate::pmu::hybrid::CORE_TYPES;
 use crate::pmu::program::Msrs;
 /// One core type's session, as the client's core type table holds it (the driver allocates the table).
 pub use crate::session::CoreTypeSession;
 /// One processor's state, as the client's `Processors` table holds it (the driver allocates the table).
 pub use crate::session::ProcessorState;
-use crate::session::{Form, OverflowTarget, Platform, PmuClient};
+use crate::session::{CounterPage, Form, OverflowTarget, Platform, PmuClient};
 use crate::settings::Setting;
 use core::fmt;
 use windows_sys::Win32::System::SystemInformation::GROUP_AFFINITY;
@@ -116,6 +119,7 @@ impl Platform for KernelPlatform {
     type Msrs = OwnedMsrs;
     type Processors = PoolSlice<ProcessorState>;
     type Table<T: Send + Sync + 'static> = PoolSlice<Option<T>>;
+    type CounterPage = MappedPage;
 
     fn allocate(&self, form: Form<'_>, target: &ClientTarget) -> Result<KernelOwnership, i32> {
         let overflow_interrupt = matches!(form, Form::Listed { overflow_interrupt: true, .. });
@@ -157,6 +161,21 @@ impl Platform for KernelPlatform {
 
     fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b> {
         self.parameters.read(name, buffer)
+    }
+
+    fn read_host_bridge(&self) -> HostBridge {
+        mmio::read_host_bridge()
+    }
+
+    fn map_counter_page(&self, page: &ControllerPage) -> Option<MappedPage> {
+        MappedPage::map(page.physical, &page.counters)
+    }
+}
+
+impl CounterPage for MappedPage {
+    #[inline(always)]
+    fn load(&self, index: usize) -> Option<u64> {
+        MappedPage::load(self, index)
     }
 }
 

@@ -137,6 +137,15 @@ impl DriverStatus {
         self.block.pmu_ownership.store(ownership as u32, Ordering::Relaxed);
     }
 
+    /// The memory controller source's status (`crate::imc::status`: its numbers are the counter's).
+    pub fn set_memory_controller_state(&self, status: crate::imc::status::Status) {
+        self.block.memory_controller_state.store(status.value(), Ordering::Relaxed);
+    }
+
+    pub fn memory_controller_state(&self) -> u32 {
+        self.block.memory_controller_state.load(Ordering::Relaxed)
+    }
+
     /// Overflow interrupts summed over every processor (the handler counts per processor, so that
     /// processors never contend for one cache line at PROFILE_LEVEL).
     pub fn set_overflow_interrupts(&self, total: u64) {

@@ -7,6 +7,7 @@
 pub mod core_types;
 pub mod driver_status;
 pub mod hardware_counters;
+pub mod memory_controller;
 pub mod processor_instances;
 pub mod query;
 pub mod wildcard;

@@ -22,6 +22,7 @@ use super::core_pmu::repair::repair;
 use super::core_pmu::request::Requester;
 use super::core_pmu::start::{carry_over, start_counting};
 use super::core_pmu::topdown_source;
+use super::memory_controller::MemoryController;
 use super::platform::Platform;
 use super::schedule::Schedule;
 use super::throttle::{self, DEFAULT_INTERVAL_MS, Throttle};
@@ -29,8 +30,12 @@ use crate::block::fields::EventCounts;
 use crate::block::publish;
 use crate::counters::hardware_counters::AtomicCells;
 use crate::counters::hardware_counters_by_core_type;
+use crate::counters::memory_controller;
+use crate::imc::detect::{CpuIdValues, detect};
+use crate::imc::status::Status;
 use crate::pcw::driver_status::{DriverStatus, PmuOwnership, PmuState, TopdownSource};
 use crate::pcw::hardware_counters::CountSource;
+use crate::pcw::memory_controller::MemorySource;
 use crate::pmu::events::{Event, EventSet};
 use crate::pmu::fold::OwnedMask;
 use crate::pmu::frequency::{self, mperf_advance};
@@ -80,6 +85,8 @@ pub struct PmuClient<P: Platform> {
     /// Which collects read every processor afresh, and which are served from the last read.
     throttle: Throttle,
     status: &'static DriverStatus,
+    /// The second counter source, driven by the same policy with its own demand.
+    memory: MemoryController<P>,
 }
 
 impl<P: Platform> PmuClient<P> {
@@ -122,7 +129,23 @@ impl<P: Platform> PmuClient<P> {
             schedule: Schedule::new(),
             throttle: Throttle::new(),
             status,
+            memory: MemoryController::new(Err(Status::UnsupportedModel), status),
         }
+    }
+
+    /// Detects the memory controller from `cpu` (this processor's CPUID values) and, only for a
+    /// listed model on bare metal or the Hyper-V root, device 00:00.0's configuration. Once, before
+    /// the client is shared. PASSIVE_LEVEL.
+    pub fn detect_memory_controller(&mut self, cpu: &CpuIdValues) {
+        let detected = detect(cpu, || self.platform.read_host_bridge());
+        match detected {
+            Ok(found) => self.platform.log(format_args!(
+                "memory controller: {} ({} controllers), MCHBAR {:#x}",
+                found.model.name, found.model.layout.controllers, found.mchbar
+            )),
+            Err(why) => self.platform.log(format_args!("memory controller not counted: {}", why.text())),
+        }
+        self.memory = MemoryController::new(detected, self.status);
     }
 
     pub fn platform(&self) -> &P {
@@ -494,8 +517,31 @@ impl<P: Platform> CountSource for PmuClient<P> {
     }
 }
 
+impl<P: Platform> MemorySource for PmuClient<P> {
+    fn memory_refresh(&self) {
+        self.memory.refresh(&self.platform);
+    }
+
+    fn memory_collect_done(&self) {
+        self.memory.collect_done(&self.platform);
+    }
+
+    fn memory_query_added(&self) {
+        self.memory.query_added(&self.platform);
+    }
+
+    fn memory_controllers(&self) -> u8 {
+        self.memory.controllers()
+    }
+
+    fn memory_values(&self, index: usize) -> memory_controller::Values {
+        self.memory.values(index)
+    }
+}
+
 impl<P: Platform> Drop for PmuClient<P> {
     fn drop(&mut self) {
+        self.memory.release_if(&self.platform, || true);
         self.release();
     }
 }

@@ -11,6 +11,9 @@
 
 mod client;
 mod core_pmu;
+#[cfg(test)]
+mod fake_io;
+mod memory_controller;
 pub mod platform;
 mod schedule;
 mod throttle;
@@ -19,4 +22,4 @@ pub use client::PmuClient;
 pub use core_pmu::core_type_session::CoreTypeSession;
 pub use core_pmu::overflow_target::OverflowTarget;
 pub use core_pmu::processor_state::ProcessorState;
-pub use platform::{Form, Platform};
+pub use platform::{CounterPage, Form, Platform};

@@ -3,6 +3,8 @@
 
 use super::core_pmu::overflow_target::OverflowTarget;
 use super::core_pmu::processor_state::ProcessorState;
+use crate::imc::detect::HostBridge;
+use crate::imc::models::ControllerPage;
 use crate::pmu::program::Msrs;
 use crate::settings::Setting;
 use core::fmt;
@@ -26,6 +28,14 @@ pub enum Form<'a> {
     WholePmu,
 }
 
+/// A read-only mapping of one memory controller's counter page ([`Platform::map_counter_page`]):
+/// it reads only the counters it was mapped for. Dropping it unmaps the page.
+pub trait CounterPage: Send + Sync {
+    /// Counter `index` of the [`ControllerPage`]'s list, read with one load of its width; `None` for
+    /// an index the list does not fill.
+    fn load(&self, index: usize) -> Option<u64>;
+}
+
 /// The machine the session runs on.
 pub trait Platform: Sync + Sized + 'static {
     /// Counters owned through the HAL. Dropping it frees them (HalFreeHardwareCounters) and, if the
@@ -40,6 +50,8 @@ pub trait Platform: Sync + Sized + 'static {
     /// client (the core types' sessions, the last plans): a machine of one core type holds one entry,
     /// not one per core type a machine could have (`docs/hybrid.md`).
     type Table<T: Send + Sync + 'static>: DerefMut<Target = [Option<T>]> + Send + Sync;
+    /// One memory controller's counter page, mapped.
+    type CounterPage: CounterPage;
 
     /// Asks the HAL for the counters in `form`, each list's call made from a processor of that list's
     /// core type (the HAL checks a list against the calling processor's counter table). With an
@@ -73,4 +85,12 @@ pub trait Platform: Sync + Sized + 'static {
     /// [`HEADER_UNITS`](crate::settings::HEADER_UNITS) units the platform may use for the value's
     /// header. PASSIVE_LEVEL.
     fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b>;
+
+    /// The configuration DWORDs of PCI bus 0, device 0, function 0 that memory controller detection
+    /// reads (`crate::imc::detect`); all ones for a DWORD that could not be read. PASSIVE_LEVEL.
+    fn read_host_bridge(&self) -> HostBridge;
+
+    /// Maps `page` read-only and uncached, for its counters only; `None` if the mapping failed.
+    /// PASSIVE_LEVEL.
+    fn map_counter_page(&self, page: &ControllerPage) -> Option<Self::CounterPage>;
 }

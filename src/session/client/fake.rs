@@ -2,9 +2,12 @@
 //! whose answers a test chooses, a clock a test moves and an IRQL a test sets.
 
 use super::*;
+use crate::imc::detect::HostBridge;
+use crate::imc::models::ControllerPage;
 pub(super) use crate::pmu::model::tests::{Detect, SKYLAKE_I7_6700K, ZEN4_RYZEN9_7950X};
 use crate::pmu::placement::CounterPlan;
 use crate::session::CoreTypeSession;
+use crate::session::fake_io::{FakeIo, FakePage};
 use crate::session::platform::Form;
 use crate::settings::{HEADER_UNITS, Setting};
 use crate::sync::unmodelled::AtomicU64;
@@ -44,6 +47,8 @@ pub(super) struct FakePlatform {
     pub(super) call_time: AtomicU64,
     /// The Parameters key's values: name, registry type, data.
     pub(super) settings: Mutex<Vec<(&'static str, u32, Vec<u16>)>>,
+    /// Device 00:00.0 and the memory controller's pages.
+    pub(super) io: Arc<FakeIo>,
 }
 
 pub(super) struct FakeOwnership(Arc<AtomicUsize>);
@@ -73,6 +78,7 @@ impl Platform for FakePlatform {
     type Msrs = FakeMsrs;
     type Processors = Vec<ProcessorState>;
     type Table<T: Send + Sync + 'static> = Vec<Option<T>>;
+    type CounterPage = FakePage;
 
     fn allocate(
         &self,
@@ -129,6 +135,14 @@ impl Platform for FakePlatform {
         room[..data.len()].copy_from_slice(data);
         Setting::Value { kind: *kind, units: &room[..data.len()], odd: false }
     }
+
+    fn read_host_bridge(&self) -> HostBridge {
+        self.io.read_host_bridge()
+    }
+
+    fn map_counter_page(&self, page: &ControllerPage) -> Option<FakePage> {
+        self.io.map(page)
+    }
 }
 
 pub(super) fn client_for(model: Option<PmuModel>, answers: &[i32]) -> PmuClient<FakePlatform> {
@@ -159,6 +173,7 @@ pub(super) fn fake_platform(answers: &[i32]) -> FakePlatform {
         owned: Arc::new(AtomicUsize::new(0)),
         call_time: AtomicU64::new(0),
         settings: Mutex::new(Vec::new()),
+        io: Arc::new(FakeIo::default()),
     }
 }
 

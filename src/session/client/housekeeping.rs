@@ -9,8 +9,18 @@ use crate::session::core_pmu::core_type_session::CoreTypeSession;
 use crate::session::core_pmu::read::{Reading, TopdownReading};
 
 impl<P: Platform> PmuClient<P> {
-    /// The housekeeping thread's next wake-up, in 100 ns from now; `None` sleeps until woken.
+    /// The housekeeping thread's next wake-up, in 100 ns from now, for either source; `None` sleeps
+    /// until woken.
     pub fn next_tick(&self) -> Option<u64> {
+        let memory = self.memory.next_tick(&self.platform);
+        match (self.pmu_next_tick(), memory) {
+            (Some(pmu), Some(memory)) => Some(pmu.min(memory)),
+            (pmu, memory) => pmu.or(memory),
+        }
+    }
+
+    /// The core PMU's next wake-up.
+    fn pmu_next_tick(&self) -> Option<u64> {
         let model = self.model()?;
         // An acquisition handed over from above PASSIVE_LEVEL starts at once.
         if self.schedule.acquire_deferred() {
@@ -39,6 +49,7 @@ impl<P: Platform> PmuClient<P> {
     /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll (or, when no
     /// read has taken IA32_PERF_METRICS and fixed counter 3 for MAX_READ_GAP_100NS, a read), a release.
     pub fn tick(&self) {
+        self.memory.tick(&self.platform);
         if self.schedule.take_deferred() && !self.is_open() {
             self.acquire();
         }

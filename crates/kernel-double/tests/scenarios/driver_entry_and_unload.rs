@@ -9,7 +9,7 @@ use kernel_double::control::{dbg, pcw, ps};
 use kernel_double::status::STATUS_SUCCESS;
 use kernel_double::violations;
 
-use common::{BY_CORE_TYPE, DRIVER_STATUS, HARDWARE_COUNTERS};
+use common::{BY_CORE_TYPE, DRIVER_STATUS, HARDWARE_COUNTERS, MEMORY_CONTROLLER};
 
 #[test]
 fn driver_entry_registers_collects_and_unloads_clean() {
@@ -32,7 +32,8 @@ fn driver_entry_registers_collects_and_unloads_clean() {
         [
             (HARDWARE_COUNTERS, counters(HARDWARE_COUNTERS), true),
             (DRIVER_STATUS, counters(DRIVER_STATUS), false),
-            (BY_CORE_TYPE, counters(BY_CORE_TYPE), true)
+            (BY_CORE_TYPE, counters(BY_CORE_TYPE), true),
+            (MEMORY_CONTROLLER, counters(MEMORY_CONTROLLER), true)
         ]
     );
     assert_eq!(ps::live_system_threads(), 1, "the housekeeping thread is not running");

@@ -85,8 +85,8 @@ fn fault_injection_driver_entry() {
         assert!(failed_here >= site.statuses.len(), "{}: never called by DriverEntry", site.name);
         eprintln!("{}: {failed_here} injected failures handled cleanly", site.name);
     }
-    // DriverEntry registers three countersets, creates one instance and one thread.
-    assert_eq!(failures, 3 * 2 + 2 + 2, "injected failures");
+    // DriverEntry registers four countersets, creates one instance and one thread.
+    assert_eq!(failures, 4 * 2 + 2 + 2, "injected failures");
     assert_eq!(hal::allocation_calls(), 0, "DriverEntry asked the HAL for counters");
     assert_eq!(msr::writes(), [], "DriverEntry wrote an MSR");
     common::assert_clean();

@@ -67,6 +67,7 @@ mod kernel_services_probe;
 mod late_resume;
 mod lazy_ownership;
 mod load_unload_cycles;
+mod memory_controller;
 mod overflow_storm;
 mod perf_metrics_overflow;
 mod pmi_at_every_instruction;

@@ -87,6 +87,7 @@ pub fn expected_processor_instances(groups: &[u32]) -> Vec<(String, u32)> {
 pub const HARDWARE_COUNTERS: &str = "Hardware Counters";
 pub const DRIVER_STATUS: &str = "Hardware Counters Driver";
 pub const BY_CORE_TYPE: &str = "Hardware Counters by Core Type";
+pub const MEMORY_CONTROLLER: &str = "Memory Controller";
 /// Manifest id of the first 64-bit total (Instructions Retired) of a Hardware Counters instance; the
 /// seven totals follow in the virtual PMU's event order (kernel_double::cpu::pmu::RATES).
 pub const FIRST_TOTAL: usize = 7;
