@@ -12,8 +12,9 @@
 
 pub(crate) mod block;
 pub(crate) mod counters;
-// Public until the driver reads memory controllers (then crate-private like the rest): nothing calls it yet,
-// and a public module's items are not dead code on the driver target.
+// Public, unlike the rest: the driver calls most of it (src/session/memory_controller/), but some items
+// serve only its host tests (`extend::Extended`, the poll bound), and a public module's items are not
+// dead code on the driver target.
 pub mod imc;
 pub(crate) mod pcw;
 pub(crate) mod text;

@@ -2811,12 +2811,14 @@ pub mod memory_controller {
         /// devices), not per core or per process. _Total: every controller.
         pub const BYTES_PER_SEC: u16 = 2;
         /// "DRAM Read Bytes" (perf_counter_large_rawcount, advanced, aggregate sum): Bytes read from DRAM by
-        /// this memory controller since the driver started counting it (64-bit, never decreases; restarts
-        /// from 0 when the counterset is next queried after an idle release), from every agent, not per core.
+        /// this memory controller while the driver had the controller's counters mapped (64-bit, never
+        /// decreases while the driver stays loaded; traffic while nothing queries the counterset, and the
+        /// counters are unmapped, is not counted), from every agent, not per core.
         pub const READ_BYTES_TOTAL: u16 = 3;
         /// "DRAM Write Bytes" (perf_counter_large_rawcount, advanced, aggregate sum): Bytes written to DRAM
-        /// by this memory controller since the driver started counting it (64-bit, never decreases; restarts
-        /// from 0 when the counterset is next queried after an idle release), from every agent, not per core.
+        /// by this memory controller while the driver had the controller's counters mapped (64-bit, never
+        /// decreases while the driver stays loaded; traffic while nothing queries the counterset, and the
+        /// counters are unmapped, is not counted), from every agent, not per core.
         pub const WRITE_BYTES_TOTAL: u16 = 4;
         /// "GT Requests/sec" (perf_counter_bulk_count, advanced, aggregate sum): Requests to DRAM per second
         /// from the integrated graphics (GT), where the processor model has the counter (Skylake to Rocket
