@@ -18,7 +18,8 @@
          code 2. After the restart and logon the task continues the same report; running the same
          command again does too;
       4. typeperf: \Hardware Counters(*)\* (every processor and _Total, Instructions per Cycle among
-         them), \Hardware Counters by Core Type(*)\* and \Hardware Counters Driver\*, -SampleCount
+         them), \Hardware Counters by Core Type(*)\*, \Memory Controller(*)\* and
+         \Hardware Counters Driver\*, -SampleCount
          samples a second apart (typeperf.csv).
          Checks: one instance per logical processor plus _Total; PMU State is the state the processor,
          the hypervisor and the HAL lead to expect (0 idle, 1 active, 2 busy, 3 no PMU under this

@@ -116,13 +116,16 @@ fn bandwidth_problems(script: &str) -> Vec<String> {
     }
     match body(script, &code, "Add-BandwidthCheck") {
         Some((check, _)) => {
-            if !assignments(check, "floor").iter().any(|value| value.contains("($copy.Copies - 1) * $copy.BufferBytes")) {
+            if !assignments(check, "floor")
+                .iter()
+                .any(|value| value.contains("($copy.Copies - 1) * $copy.BufferBytes"))
+            {
                 problems.push("the floor is not every copy but the last, from the copy made".into());
             }
             for (rise, path) in [("readRise", "$DramReadBytesPath"), ("writeRise", "$DramWriteBytesPath")] {
-                let measured = assignments(check, rise)
-                    .iter()
-                    .any(|value| value.starts_with(&format!("Get-TotalRise $csv {path} $copy.Began $copy.Ended")));
+                let measured = assignments(check, rise).iter().any(|value| {
+                    value.starts_with(&format!("Get-TotalRise $csv {path} $copy.Began $copy.Ended"))
+                });
                 if !measured {
                     problems.push(format!("${rise} is not {path}'s rise across the copy"));
                 }
@@ -137,7 +140,8 @@ fn bandwidth_problems(script: &str) -> Vec<String> {
     if states != documented_states() {
         problems.push(format!("$MemoryControllerStates {states:?} is not docs/memory-controller.md's table"));
     }
-    let reasons: Vec<u32> = state_table(script, "MemoryControllerSkipReasons").iter().map(|(n, _)| *n).collect();
+    let reasons: Vec<u32> =
+        state_table(script, "MemoryControllerSkipReasons").iter().map(|(n, _)| *n).collect();
     let skipped: Vec<u32> = states.iter().map(|(n, _)| *n).filter(|n| *n != 1).collect();
     if reasons != skipped {
         problems.push(format!("skip reasons for states {reasons:?}, want one for each of {skipped:?}"));
@@ -170,10 +174,18 @@ fn bandwidth_checker_reports_a_missing_bound_a_constant_floor_and_a_failing_skip
     assert_bandwidth_problem(&constant, "the floor is not every copy but the last");
     let loose = mutated(&script, "$MaxDramFactor = 20", "$MaxDramFactor = 1000");
     assert_bandwidth_problem(&loose, "$MaxDramFactor Some(1000) is not within 2 to 64");
-    let failing = mutated(&script, "return [pscustomobject]@{ Verdict = 'SKIP'", "return [pscustomobject]@{ Verdict = 'FAIL'");
+    let failing = mutated(
+        &script,
+        "return [pscustomobject]@{ Verdict = 'SKIP'",
+        "return [pscustomobject]@{ Verdict = 'FAIL'",
+    );
     assert_bandwidth_problem(&failing, "is not first, and always, SKIP by name");
     let renamed = mutated(&script, "5 = 'under a hypervisor'", "5 = 'virtual machine'");
     assert_bandwidth_problem(&renamed, "is not docs/memory-controller.md's table");
-    let unmeasured = mutated(&script, "$writeRise = Get-TotalRise $csv $DramWriteBytesPath", "$writeRise = Get-TotalRise $csv $DramReadBytesPath");
+    let unmeasured = mutated(
+        &script,
+        "$writeRise = Get-TotalRise $csv $DramWriteBytesPath",
+        "$writeRise = Get-TotalRise $csv $DramReadBytesPath",
+    );
     assert_bandwidth_problem(&unmeasured, "$writeRise is not $DramWriteBytesPath's rise");
 }
