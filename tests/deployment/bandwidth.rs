@@ -78,7 +78,7 @@ fn verdict_problems(script: &str, code: &str, problems: &mut Vec<String>) {
     if !skips {
         problems.push("a Memory Controller State other than 1 is not first, and always, SKIP by name".into());
     }
-    let ceiling = assignments(verdict, "ceiling").iter().any(|value| *value == "$MaxDramFactor * $Floor");
+    let ceiling = assignments(verdict, "ceiling").contains(&"$MaxDramFactor * $Floor");
     if !ceiling {
         problems.push("the ceiling is not $MaxDramFactor x the floor".into());
     }
