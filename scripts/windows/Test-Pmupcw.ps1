@@ -421,8 +421,8 @@ function Invoke-SleepCycle([string]$Name, [int]$Seconds) {
 }
 
 # Copies a $Megabytes MiB buffer $Copies times while one typeperf samples $BandwidthCounterPaths
-# every second into the report's $Name, starting 3 s before the first copy and ending 3 s after the
-# last; returns the CSV, when the copies began and ended, and the bytes copied. The source is filled
+# every second into the report's $Name, starting 3 s before the first copy and ending some seconds
+# after the last; returns the CSV, when the copies began and ended, and the bytes copied. The source is filled
 # first: pages never written would all read Windows' one zero page, which the cache serves. One copy
 # is made before typeperf starts: it touches the destination (its first writes are page faults, not
 # copies) and times a copy, from which typeperf's sample count is sized (twice the time, and 8 s).
@@ -445,6 +445,10 @@ function Invoke-BandwidthCopy([string]$Name, [int]$Megabytes, [int]$Copies) {
     for ($i = 0; $i -lt $Copies; $i++) { [Array]::Copy($source, $destination, $bytes) }
     $ended = Get-Date
     if (-not $typeperf.WaitForExit(($samples + 60) * 1000)) { Stop-Process -Id $typeperf.Id -Force }
+    # Give the buffers back before the harness and the sleep run.
+    $source = $null
+    $destination = $null
+    [GC]::Collect()
     [pscustomobject]@{ Csv = $csv; Began = $began; Ended = $ended; BufferBytes = $bytes; Copies = $Copies; SecondsPerCopy = $perCopy }
 }
 
