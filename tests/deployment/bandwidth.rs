@@ -164,28 +164,24 @@ fn the_bandwidth_check_bounds_both_totals_and_skips_unless_counting() {
 #[test]
 fn bandwidth_checker_reports_a_missing_bound_a_constant_floor_and_a_failing_skip() {
     let script = test_script();
-    let no_write_floor = mutated(&script, "$WriteRise -ge $Floor -and ", "");
-    assert_bandwidth_problem(&no_write_floor, "PASS does not need both");
-    let no_ceiling = mutated(&script, " -and $ReadRise -le $ceiling", "");
-    assert_bandwidth_problem(&no_ceiling, "PASS does not need both");
-    let read_only = mutated(&script, "if ($readOk -and $writeOk)", "if ($readOk)");
-    assert_bandwidth_problem(&read_only, "PASS does not need both");
-    let constant = mutated(&script, "[double]($copy.Copies - 1) * $copy.BufferBytes", "1e9");
-    assert_bandwidth_problem(&constant, "the floor is not every copy but the last");
-    let loose = mutated(&script, "$MaxDramFactor = 20", "$MaxDramFactor = 1000");
-    assert_bandwidth_problem(&loose, "$MaxDramFactor Some(1000) is not within 2 to 64");
-    let failing = mutated(
-        &script,
-        "return [pscustomobject]@{ Verdict = 'SKIP'",
-        "return [pscustomobject]@{ Verdict = 'FAIL'",
-    );
-    assert_bandwidth_problem(&failing, "is not first, and always, SKIP by name");
-    let renamed = mutated(&script, "5 = 'under a hypervisor'", "5 = 'virtual machine'");
-    assert_bandwidth_problem(&renamed, "is not docs/memory-controller.md's table");
-    let unmeasured = mutated(
-        &script,
-        "$writeRise = Get-TotalRise $csv $DramWriteBytesPath",
-        "$writeRise = Get-TotalRise $csv $DramReadBytesPath",
-    );
-    assert_bandwidth_problem(&unmeasured, "$writeRise is not $DramWriteBytesPath's rise");
+    for (from, to, expected) in [
+        ("$WriteRise -ge $Floor -and ", "", "PASS does not need both"),
+        (" -and $ReadRise -le $ceiling", "", "PASS does not need both"),
+        ("if ($readOk -and $writeOk)", "if ($readOk)", "PASS does not need both"),
+        ("[double]($copy.Copies - 1) * $copy.BufferBytes", "1e9", "the floor is not every copy but the last"),
+        ("$MaxDramFactor = 20", "$MaxDramFactor = 1000", "$MaxDramFactor Some(1000) is not within 2 to 64"),
+        (
+            "return [pscustomobject]@{ Verdict = 'SKIP'",
+            "return [pscustomobject]@{ Verdict = 'FAIL'",
+            "is not first, and always, SKIP by name",
+        ),
+        ("5 = 'under a hypervisor'", "5 = 'virtual machine'", "is not docs/memory-controller.md's table"),
+        (
+            "$writeRise = Get-TotalRise $csv $DramWriteBytesPath",
+            "$writeRise = Get-TotalRise $csv $DramReadBytesPath",
+            "$writeRise is not $DramWriteBytesPath's rise",
+        ),
+    ] {
+        assert_bandwidth_problem(&mutated(&script, from, to), expected);
+    }
 }
