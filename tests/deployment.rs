@@ -54,6 +54,10 @@ mod reproducible;
 #[path = "deployment/rise_bound.rs"]
 mod rise_bound;
 
+// Test-Pmupcw.ps1's memory bandwidth check bounds both DRAM totals by the bytes copied.
+#[path = "deployment/bandwidth.rs"]
+mod bandwidth;
+
 fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

@@ -27,16 +27,22 @@
          PMU, _Total's Instructions Retired rises, no processor's faster than its clock allows
          (Get-RiseBound), and its Instructions per Cycle is plausible, without
          one every count reads 0;
-      5. the PDH stress harness (pdh-harness.exe beside this script, or -HarnessPath):
+      5. memory bandwidth, where \Hardware Counters Driver\Memory Controller State reads 1 (counting) while
+         queried: typeperf samples _Total's DRAM Read Bytes and DRAM Write Bytes (bandwidth.csv) while the
+         script copies a buffer far beyond the last-level cache -BandwidthCopies times; each total must
+         rise by at least the bytes every copy but the last has certainly sent to DRAM, and by at most
+         $MaxDramFactor times that (other agents use the memory too); the factor is reported. Any other
+         state is SKIP, named, with the reason;
+      6. the PDH stress harness (pdh-harness.exe beside this script, or -HarnessPath):
          pdh-harness.csv (one row per check) and pdh-harness.log;
-      6. sleep and resume, only where the machine has S3 and its real-time clock can wake it from S3
+      7. sleep and resume, only where the machine has S3 and its real-time clock can wake it from S3
          (GetPwrCapabilities; powercfg /availablesleepstates in sleep-states.txt): a wake timer 60 s
          out, SetSuspendState, and a typeperf running across it (sleep-typeperf.csv); counts must keep
          rising after the resume, and no processor's count may rise between two samples by more than
          the seconds between them x MaxClockSpeed x $TurboAllowance x $MaxInstructionsPerCycle (a
          counter that lost its value at resume jumps far past that). Elsewhere the check is SKIP with
          the reason;
-      7. what Driver Verifier has checked (verifier /query, verifier-query.txt) and any bug check logged
+      8. what Driver Verifier has checked (verifier /query, verifier-query.txt) and any bug check logged
          since the run began.
     summary.txt holds the one-line verdict, printed last; transcript.txt everything the run printed.
     Exit code: 0 PASS, 1 FAIL, 2 waiting for a restart.
@@ -59,6 +65,14 @@
 .PARAMETER HarnessCycles
     The harness's service stop/start cycles (--cycles). Default 5.
 
+.PARAMETER BandwidthBufferMB
+    The memory bandwidth check's buffer, in MiB (two are allocated: source and destination). Default
+    1024, at least 256: seven times the largest last-level cache of a client processor the driver
+    counts (36 MB), so that a copy cannot be served from the cache.
+
+.PARAMETER BandwidthCopies
+    How many times the memory bandwidth check copies the buffer. Default 8.
+
 .PARAMETER NoVerifier
     Run without Driver Verifier (its check is SKIP).
 
@@ -79,6 +93,8 @@ param(
     [ValidateRange(3, 3600)][int]$SampleCount = 10,
     [ValidateRange(1, 256)][int]$HarnessThreads = 8,
     [ValidateRange(0, 1000)][int]$HarnessCycles = 5,
+    [ValidateRange(256, 1024)][int]$BandwidthBufferMB = 1024,
+    [ValidateRange(2, 64)][int]$BandwidthCopies = 8,
     [switch]$NoVerifier,
     [switch]$NoSleep,
     [switch]$Restart,
@@ -103,7 +119,7 @@ $ServiceName = 'pmupcw'
 # (report folder, parameters, stage) that any later run of this script picks up.
 $ResumeTaskName = 'pmupcw Test-Pmupcw resume'
 $StateFile = Join-Path $ReportRoot 'pending-run.json'
-$RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount', 'HarnessThreads', 'HarnessCycles', 'NoVerifier', 'NoSleep'
+$RememberedParameters = 'PackageDir', 'ReportRoot', 'HarnessPath', 'SampleCount', 'HarnessThreads', 'HarnessCycles', 'BandwidthBufferMB', 'BandwidthCopies', 'NoVerifier', 'NoSleep'
 # What typeperf samples: every counterset, every instance (per processor and _Total, per core type)
 # and counter. tests/deployment.rs checks these counter paths against the counter manifest.
 $CounterPaths = @('\Hardware Counters(*)\*', '\Hardware Counters by Core Type(*)\*', '\Hardware Counters Driver\*', '\Memory Controller(*)\*')
@@ -117,6 +133,33 @@ $PmuStatePath = '\Hardware Counters Driver\PMU State'
 # faster than elapsed time x MaxClockSpeed x both is not counting (a 48-bit counter's wrap adds 2^48).
 $MaxInstructionsPerCycle = 8
 $TurboAllowance = 8
+# The memory bandwidth check's counters: the memory controller source's status and _Total's raw byte
+# totals (64-bit, every controller summed), sampled by one typeperf so that one query spans the copy.
+$MemoryControllerStatePath = '\Hardware Counters Driver\Memory Controller State'
+$DramReadBytesPath = '\Memory Controller(_Total)\DRAM Read Bytes'
+$DramWriteBytesPath = '\Memory Controller(_Total)\DRAM Write Bytes'
+$BandwidthCounterPaths = @($MemoryControllerStatePath, $DramReadBytesPath, $DramWriteBytesPath)
+# How far above the bytes copied the DRAM totals may rise. The copy itself reads each source byte
+# once and, where stores allocate lines, the destination once more (read for ownership), and writes
+# each destination byte once: at most 2x. The rest is every other agent at the memory controller in
+# the same seconds (the counters count all of them: display scan-out, DMA, other processes and, in
+# the Hyper-V root, the guests), and the samples bracket the copy by up to a second on each side.
+# 20x leaves room for that on a busy machine, while a wrong offset, scale or width (a count of lines
+# instead of bytes is 1/64; a register that is not a DRAM counter is anything) lands outside.
+$MaxDramFactor = 20
+$MemoryControllerStates = @{
+    0 = 'idle'; 1 = 'counting'; 2 = 'unsupported model'; 3 = 'no device'; 4 = 'MCHBAR disabled'
+    5 = 'under a hypervisor'; 6 = 'map failed'
+}
+# Why the bandwidth check cannot run, per Memory Controller State other than 1 (docs/memory-controller.md).
+$MemoryControllerSkipReasons = @{
+    0 = 'the driver did not start counting while queried (idle); the next query tries again'
+    2 = 'this processor is not a client model with free-running DRAM counters (servers, AMD, older or newer parts)'
+    3 = 'device 00:00.0 is not an Intel host bridge with a device ID listed for this model: report its PCI\VEN_8086&DEV_xxxx'
+    4 = 'the firmware left MCHBAR disabled or its address unusable: nothing the driver can change'
+    5 = 'a virtual machine (or a hypervisor other than the Hyper-V root partition) sees no real memory controller: run the check on the host'
+    6 = 'MmMapIoSpaceEx returned no mapping; the debug output says more'
+}
 $PmuStates = @{
     0 = 'idle'; 1 = 'active'; 2 = 'busy'; 3 = 'no PMU under this hypervisor'; 4 = 'failed'
     5 = 'no architectural perfmon'; 6 = 'not Intel/AMD'; 7 = 'too few counters'
@@ -377,6 +420,104 @@ function Invoke-SleepCycle([string]$Name, [int]$Seconds) {
     [pscustomobject]@{ Csv = $csv; Entered = $entered; Error = $lastError; Resumed = $resumed.Count -gt 0; Began = $began }
 }
 
+# Copies a $Megabytes MiB buffer $Copies times while one typeperf samples $BandwidthCounterPaths
+# every second into the report's $Name, starting 3 s before the first copy and ending some seconds
+# after the last; returns the CSV, when the copies began and ended, and the bytes copied. The source is filled
+# first: pages never written would all read Windows' one zero page, which the cache serves. One copy
+# is made before typeperf starts: it touches the destination (its first writes are page faults, not
+# copies) and times a copy, from which typeperf's sample count is sized (twice the time, and 8 s).
+function Invoke-BandwidthCopy([string]$Name, [int]$Megabytes, [int]$Copies) {
+    $bytes = [int64]$Megabytes * 1MB
+    $source = New-Object byte[] $bytes
+    $destination = New-Object byte[] $bytes
+    (New-Object Random 31).NextBytes($source)
+    $clock = [Diagnostics.Stopwatch]::StartNew()
+    [Array]::Copy($source, $destination, $bytes)
+    $perCopy = $clock.Elapsed.TotalSeconds
+    $counters = Join-Path $script:Report ([IO.Path]::GetFileNameWithoutExtension($Name) + '-counters.txt')
+    Set-Content -LiteralPath $counters -Value $BandwidthCounterPaths -Encoding ASCII
+    $csv = Join-Path $script:Report $Name
+    $samples = [int][Math]::Ceiling($perCopy * $Copies * 2) + 8
+    $arguments = @('-cf', "`"$counters`"", '-si', '1', '-sc', $samples, '-f', 'CSV', '-o', "`"$csv`"", '-y')
+    $typeperf = Start-Process -FilePath typeperf.exe -ArgumentList $arguments -WindowStyle Hidden -PassThru
+    Start-Sleep -Seconds 3
+    $began = Get-Date
+    for ($i = 0; $i -lt $Copies; $i++) { [Array]::Copy($source, $destination, $bytes) }
+    $ended = Get-Date
+    if (-not $typeperf.WaitForExit(($samples + 60) * 1000)) { Stop-Process -Id $typeperf.Id -Force }
+    # Give the buffers back before the harness and the sleep run.
+    $source = $null
+    $destination = $null
+    [GC]::Collect()
+    [pscustomobject]@{ Csv = $csv; Began = $began; Ended = $ended; BufferBytes = $bytes; Copies = $Copies; SecondsPerCopy = $perCopy }
+}
+
+# How far the total $Path rose from the last row of $Csv sampled at or before $Began to the first at or
+# after $Ended; $null where the CSV lacks it or its samples do not bracket that time.
+function Get-TotalRise($Csv, [string]$Path, [datetime]$Began, [datetime]$Ended) {
+    $column = Find-Column $Csv $Path
+    if (-not $column) { return $null }
+    $before = $null
+    $after = $null
+    foreach ($row in $Csv.Rows) {
+        $time = [datetime]::Parse($row.PSObject.Properties[$Csv.Time].Value, [cultureinfo]::InvariantCulture)
+        $value = ConvertTo-Number $row.PSObject.Properties[$Column].Value
+        if ($null -eq $value) { continue }
+        if ($time -le $Began) { $before = $value }
+        if ($time -ge $Ended -and $null -eq $after) { $after = $value }
+    }
+    if ($null -eq $before -or $null -eq $after) { return $null }
+    $after - $before
+}
+
+# The memory bandwidth check's verdict from what was seen: the last Memory Controller State sampled,
+# the rises of _Total's DRAM Read Bytes and DRAM Write Bytes across the copy ($null where the samples
+# did not bracket it) and the bytes the copy must have sent each way ($Floor). Counting (1): each
+# rise in [$Floor, $MaxDramFactor x $Floor] passes, with the factor (rise / $Floor) reported; any
+# other state skips, named, with the reason.
+function Get-BandwidthVerdict([int]$State, $ReadRise, $WriteRise, [double]$Floor) {
+    $name = if ($MemoryControllerStates.ContainsKey($State)) { $MemoryControllerStates[$State] } else { 'unknown' }
+    if ($State -ne 1) {
+        $why = if ($MemoryControllerSkipReasons.ContainsKey($State)) { $MemoryControllerSkipReasons[$State] } else { 'a state this script does not know' }
+        return [pscustomobject]@{ Verdict = 'SKIP'; Detail = "Memory Controller State $State ($name): $why" }
+    }
+    if ($null -eq $ReadRise -or $null -eq $WriteRise) {
+        return [pscustomobject]@{ Verdict = 'FAIL'; Detail = 'Memory Controller State 1 (counting), but no samples of the DRAM totals before and after the copy' }
+    }
+    $ceiling = $MaxDramFactor * $Floor
+    $seen = "DRAM Read Bytes rose by $ReadRise ($([Math]::Round($ReadRise / $Floor, 2))x), DRAM Write Bytes by $WriteRise ($([Math]::Round($WriteRise / $Floor, 2))x) for $Floor bytes copied that must have reached DRAM (allowed 1x to ${MaxDramFactor}x)"
+    $readOk = $ReadRise -ge $Floor -and $ReadRise -le $ceiling
+    $writeOk = $WriteRise -ge $Floor -and $WriteRise -le $ceiling
+    if ($readOk -and $writeOk) {
+        return [pscustomobject]@{ Verdict = 'PASS'; Detail = $seen }
+    }
+    [pscustomobject]@{ Verdict = 'FAIL'; Detail = "$seen; below 1x the counters miss traffic (a wrong offset or scale), above ${MaxDramFactor}x they count something else" }
+}
+
+# Step 5: the copy, typeperf across it (bandwidth.csv) and Get-BandwidthVerdict's check. Every copy
+# but the last has certainly reached DRAM by the after-sample: the last one streams twice the buffer
+# through the cache, which evicts every earlier line, while its own last lines may still sit in the
+# cache. So the floor is (copies - 1) x the buffer, for reads (the sources) and writes alike.
+function Add-BandwidthCheck {
+    $bytes = [int64]$BandwidthBufferMB * 1MB
+    $free = [int64](Get-CimInstance Win32_OperatingSystem).FreePhysicalMemory * 1KB
+    if ($free -lt 3 * $bytes) {
+        Add-Check 'memory bandwidth' SKIP "$([int]($free / 1MB)) MiB free, under 3 x -BandwidthBufferMB $BandwidthBufferMB (source, destination and a margin); give a smaller -BandwidthBufferMB (at least 256)"
+        return
+    }
+    $copy = Invoke-BandwidthCopy 'bandwidth.csv' $BandwidthBufferMB $BandwidthCopies
+    $csv = Read-CounterCsv $copy.Csv
+    $stateColumn = Find-Column $csv $MemoryControllerStatePath
+    $states = @(if ($stateColumn) { Get-ColumnValues $csv.Rows $stateColumn })
+    $state = if ($states.Count) { [int]$states[-1] } else { -1 }
+    $readRise = Get-TotalRise $csv $DramReadBytesPath $copy.Began $copy.Ended
+    $writeRise = Get-TotalRise $csv $DramWriteBytesPath $copy.Began $copy.Ended
+    $floor = [double]($copy.Copies - 1) * $copy.BufferBytes
+    $verdict = Get-BandwidthVerdict $state $readRise $writeRise $floor
+    $how = "$($copy.Copies) copies of $BandwidthBufferMB MiB in $([Math]::Round(($copy.Ended - $copy.Began).TotalSeconds, 2)) s"
+    Add-Check 'memory bandwidth' $verdict.Verdict "$($verdict.Detail); $how; see bandwidth.csv"
+}
+
 # -------------------------------------------------------------------------------------------------
 # The steps: 'restart' when the run waits for one, 'done' when the report is complete.
 
@@ -565,7 +706,11 @@ function Invoke-TestRun($Pending) {
         }
     }
 
-    # 5. The PDH stress harness.
+    # 5. Memory bandwidth: DRAM bytes across a copy of known size, where the memory controller counts.
+    Save-RunState 'running: memory bandwidth'
+    Add-BandwidthCheck
+
+    # 6. The PDH stress harness.
     Save-RunState 'running: PDH harness'
     $harness = if ($HarnessPath) { $HarnessPath } else { Join-Path $PSScriptRoot $PackageFiles.Harness }
     if (-not (Test-Path -LiteralPath $harness -PathType Leaf)) {
@@ -583,7 +728,7 @@ function Invoke-TestRun($Pending) {
         }
     }
 
-    # 6. Sleep and resume, where the machine can do it and wake itself.
+    # 7. Sleep and resume, where the machine can do it and wake itself.
     Save-RunState 'running: sleep and resume'
     Save-Report 'sleep-states.txt' (Invoke-Tool powercfg.exe @('/availablesleepstates') -Quiet -OkExitCodes @(0, 1)).Output
     $sleep = if ($NoSleep) { [pscustomobject]@{ Possible = $false; Why = '-NoSleep' } } else { Get-SleepSupport }
@@ -630,7 +775,7 @@ function Invoke-TestRun($Pending) {
         }
     }
 
-    # 7. What Driver Verifier checked, and bug checks since the run began.
+    # 8. What Driver Verifier checked, and bug checks since the run began.
     Save-RunState 'running: final checks'
     if (-not $NoVerifier) {
         $verifier = Get-VerifierState $PackageFiles.Driver

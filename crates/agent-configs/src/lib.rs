@@ -27,7 +27,18 @@ pub fn read(path: &str) -> String {
 /// The values of the driver's status enumeration `name` (`PmuState`, `TopdownSource`) as
 /// `src/pcw/driver_status.rs` defines them (`Variant = n,`), which the status counters report.
 pub fn driver_values(name: &str) -> std::collections::BTreeSet<u32> {
-    let text = read("src/pcw/driver_status.rs");
+    enum_values("src/pcw/driver_status.rs", name)
+}
+
+/// The values of the memory controller source's status (`src/imc/status.rs` `Status`), which the
+/// Hardware Counters Driver counter Memory Controller State reports.
+pub fn memory_controller_values() -> std::collections::BTreeSet<u32> {
+    enum_values("src/imc/status.rs", "Status")
+}
+
+/// The values of enumeration `name` as the Rust source `path` defines them (`Variant = n,`).
+fn enum_values(path: &str, name: &str) -> std::collections::BTreeSet<u32> {
+    let text = read(path);
     let start = text.find(&format!("pub enum {name} {{")).unwrap_or_else(|| panic!("enum {name}"));
     let body = &text[start..start + text[start..].find('}').expect("the enum's end")];
     let variant = regex::Regex::new(r"(?m)^\s*[A-Z][A-Za-z]* = (\d+),").expect("the pattern");

@@ -44,7 +44,8 @@ pub fn needs_base(manifest: &Manifest, object: &str, counter: &str) -> bool {
 
 /// The instance names a machine with `processors` processors in groups of 64 and no hybrid cores
 /// shows for `object`, `_Total` included where perflib aggregates one (`multipleAggregate`), or
-/// `[""]` for a single-instance counterset.
+/// `[""]` for a single-instance counterset; for `Memory Controller`, one package's two controllers
+/// and `_Total`.
 pub fn instances(manifest: &Manifest, object: &str, processors: u32) -> Vec<String> {
     let set = set(manifest, object).expect("a counterset of the manifest");
     if !set.instances.is_multiple() {
@@ -52,6 +53,11 @@ pub fn instances(manifest: &Manifest, object: &str, processors: u32) -> Vec<Stri
     }
     if set.name == "Hardware Counters by Core Type" {
         return vec!["All".to_string()];
+    }
+    if set.name == "Memory Controller" {
+        // One instance per memory controller, package,controller (two on every 64-bit client part,
+        // docs/memory-controller.md), and the machine's _Total whichever way it is made.
+        return ["0,0", "0,1", "_Total"].map(String::from).to_vec();
     }
     let mut names: Vec<String> =
         (0..processors).map(|index| format!("{},{}", index / 64, index % 64)).collect();

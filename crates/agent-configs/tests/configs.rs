@@ -218,7 +218,8 @@ fn alloy_config_runs_the_same_objects_through_the_windows_exporter() {
 
 #[test]
 fn the_agents_agree_on_what_they_collect() {
-    // The same counters reach every agent: the top-down slot totals, the core type and the status.
+    // The same counters reach every agent: the top-down slot totals, the core type, the statuses and
+    // the machine's DRAM byte totals.
     let objects = objects_file();
     let plugin = telegraf_plugin();
     let (_, receiver) = otel_file();
@@ -241,6 +242,9 @@ fn the_agents_agree_on_what_they_collect() {
             "Top-down Source",
             "Instructions per Cycle",
             "Processors",
+            "Memory Controller State",
+            "DRAM Read Bytes",
+            "DRAM Write Bytes",
         ] {
             assert!(counters.iter().any(|counter| counter == wanted), "{agent} does not collect {wanted}");
         }

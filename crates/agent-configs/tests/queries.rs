@@ -90,6 +90,19 @@ fn the_dashboard_queries_only_exported_metrics() {
     assert!(has("timeseries", "Machine IPC"));
     assert!(has("timeseries", "LLC and branch rates"));
     assert!(has("stat", "PMU State"));
+    assert!(has("stat", "Memory Controller State"));
+    let bandwidth = panels.iter().find(|p| p["title"] == "DRAM bandwidth (GB/s)").expect("a bandwidth panel");
+    let exprs: Vec<&str> =
+        bandwidth["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap()).collect();
+    // Read and write, per host, from the machine's byte totals, in GB/s.
+    for total in ["windows_pmupcw_dram_read_bytes_total", "windows_pmupcw_dram_write_bytes_total"] {
+        assert!(
+            exprs
+                .iter()
+                .any(|e| e.contains(total) && e.contains("controller=\"_Total\"") && e.ends_with("/ 1e9")),
+            "{total}: {exprs:?}"
+        );
+    }
     let topdown =
         panels.iter().find(|p| p["title"].as_str().unwrap().starts_with("Top-down level 1")).unwrap();
     assert_eq!(topdown["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"], "normal");
@@ -126,6 +139,12 @@ fn the_status_panels_name_every_state_the_driver_reports() {
             options.as_object().unwrap().keys().map(|key| key.parse().unwrap()).collect();
         assert_eq!(mapped, agent_configs::driver_values(enumeration), "{title}");
     }
+    let panel =
+        dashboard["panels"].as_array().unwrap().iter().find(|p| p["title"] == "Memory Controller State");
+    let options =
+        &panel.expect("a Memory Controller State panel")["fieldConfig"]["defaults"]["mappings"][0]["options"];
+    let mapped: BTreeSet<u32> = options.as_object().unwrap().keys().map(|key| key.parse().unwrap()).collect();
+    assert_eq!(mapped, agent_configs::memory_controller_values(), "Memory Controller State");
 }
 
 /// The fenced blocks of `language` in `markdown`.

@@ -1,8 +1,9 @@
 //! The README a newcomer reads: its first screen says what pmupcw is, gives the two set-up commands and
 //! says where verification on real Windows stands, and its troubleshooting table explains every value
-//! the driver's status counters PMU State and Top-down Source can report (`src/pcw/driver_status.rs`).
+//! the driver's status counters PMU State and Top-down Source can report (`src/pcw/driver_status.rs`),
+//! and Memory Controller State (`src/imc/status.rs`).
 
-use agent_configs::{driver_values, read};
+use agent_configs::{driver_values, memory_controller_values, read};
 
 #[test]
 fn the_first_screen_has_what_it_is_the_two_commands_and_the_windows_status() {
@@ -39,6 +40,7 @@ fn the_troubleshooting_table_explains_every_status_value() {
     let readme = read("README.md");
     assert_eq!(table_values(&readme, "PMU State"), driver_values("PmuState"));
     assert_eq!(table_values(&readme, "Top-down Source"), driver_values("TopdownSource"));
+    assert_eq!(table_values(&readme, "Memory Controller State"), memory_controller_values());
     // The check sees a missing row.
     let without = readme.replace("| PMU State | 7 |", "| PMU State | x |");
     assert_ne!(table_values(&without, "PMU State"), driver_values("PmuState"));
