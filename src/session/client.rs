@@ -552,5 +552,8 @@ mod fake;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+#[cfg(all(test, not(loom)))]
+mod memory_tests;
+
 #[cfg(all(test, loom))]
 mod loom_tests;

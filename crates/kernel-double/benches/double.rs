@@ -151,6 +151,15 @@ fn case_served_collect_instructions(processors: u32) {
     stop(driver);
 }
 
+fn case_memory_controller_instructions() {
+    measure::longest_collect_interval();
+    let driver = start(4, load);
+    let (fresh, served) = measure::memory_collect_instructions(&driver);
+    report("memory_collect_fresh_instructions", fresh as f64);
+    report("memory_collect_served_instructions", served as f64);
+    stop(driver);
+}
+
 fn case_pmi_instructions() {
     let driver = start(4, load);
     let pmi = measure::pmi_instructions(&driver);
@@ -184,13 +193,14 @@ fn run_case(case: &str) {
         "served_collect_instructions_4" => case_served_collect_instructions(4),
         "served_collect_instructions_64" => case_served_collect_instructions(64),
         "pmi_instructions" => case_pmi_instructions(),
+        "memory_controller_instructions" => case_memory_controller_instructions(),
         "memory_4" => case_memory(4),
         "memory_64" => case_memory(64),
         other => fail(format!("unknown case {other}")),
     }
 }
 
-const CASES: [&str; 10] = [
+const CASES: [&str; 11] = [
     "memory_4",
     "memory_64",
     "collect_time_4",
@@ -201,6 +211,7 @@ const CASES: [&str; 10] = [
     "served_collect_instructions_4",
     "served_collect_instructions_64",
     "pmi_instructions",
+    "memory_controller_instructions",
 ];
 
 fn main() {
@@ -298,4 +309,20 @@ fn main() {
     }
     println!("| driver instructions per overflow bit (slope) | {:.1} |", get("pmi_instructions_per_bit"));
     println!("| driver instructions per PMI, fixed (intercept) | {:.1} |", get("pmi_instructions_fixed"));
+    print_memory_controller_cost(&get);
+}
+
+/// The Memory Controller counterset's cost on Skylake (one controller, 32-bit counters).
+fn print_memory_controller_cost(get: &dyn Fn(&str) -> f64) {
+    let (fresh, served) =
+        (get("memory_collect_fresh_instructions"), get("memory_collect_served_instructions"));
+    println!();
+    println!("| Memory Controller (Skylake, 1 controller) | driver instructions |");
+    println!("|---|---:|");
+    println!("| collect, fresh (reads the controller) | {fresh:.0} |");
+    println!("| collect, served from the last read | {served:.0} |");
+    println!(
+        "| a read of every controller (fresh minus served): what the 1 s poll reads too | {:.0} |",
+        fresh - served
+    );
 }

@@ -8,7 +8,7 @@
 
 use super::platform::{CounterPage, Platform};
 use super::schedule::Schedule;
-use super::throttle::Throttle;
+use super::throttle::{Throttle, read_interval_ms};
 use crate::counters::memory_controller::{AtomicValues, Values};
 use crate::imc::detect::Found;
 use crate::imc::models::{
@@ -108,6 +108,9 @@ impl<P: Platform> MemoryController<P> {
     /// mapped. On a failed mapping, nothing stays mapped and the status says so. PASSIVE_LEVEL.
     pub fn map(&self, platform: &P) {
         let Ok(found) = self.detected else { return };
+        // The core counters' minimum collect interval, read as they read it (before the lock: a
+        // registry read may wait).
+        self.throttle.set_interval_ms(read_interval_ms(platform));
         let mut mapping = self.mapping.write();
         if mapping.is_some() {
             return;

@@ -45,6 +45,7 @@ mod fault_injection_hal_fallback;
 mod fault_injection_thread_reference;
 mod faulty_checks_real_driver_clean;
 mod faulty_dpc_pending_at_unload;
+mod faulty_mmio_misuse;
 mod faulty_msr_without_ownership;
 mod faulty_pageable_at_dispatch;
 mod faulty_pool_leak;

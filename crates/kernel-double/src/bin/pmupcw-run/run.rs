@@ -14,8 +14,8 @@ use kernel_double::kernel_build;
 use kernel_double::report::Report;
 use kernel_double::status::STATUS_SUCCESS;
 
-const COUNTERSETS: [&str; 3] =
-    ["Hardware Counters", "Hardware Counters by Core Type", "Hardware Counters Driver"];
+const COUNTERSETS: [&str; 4] =
+    ["Hardware Counters", "Hardware Counters by Core Type", "Hardware Counters Driver", "Memory Controller"];
 
 fn host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

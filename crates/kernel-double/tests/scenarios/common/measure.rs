@@ -109,6 +109,39 @@ pub fn fresh_collect_instructions(driver: &Driver, runs: u64) -> Stepped {
     Stepped { driver: in_driver / runs, all: all / runs }
 }
 
+/// The Memory Controller counterset on the Skylake model (one controller, 32-bit counters), queried
+/// on `driver` (started by [`start`], after [`longest_collect_interval`]): the driver's instructions
+/// for a collect that reads the controller afresh, and for one served from that read (the least of
+/// three tries, each right after a fresh one: a try the host delayed past the interval reads afresh
+/// and costs more). Their difference is the read of every controller, which the housekeeping
+/// thread's poll makes too.
+pub fn memory_collect_instructions(driver: &Driver) -> (u64, u64) {
+    const MEMORY_CONTROLLER: &str = "Memory Controller";
+    let collect_memory = || {
+        let (status, instances) =
+            pcw::collect(MEMORY_CONTROLLER, &pcw::Query::default()).expect("registered");
+        assert_eq!(status, STATUS_SUCCESS);
+        assert_eq!(instances.len(), 1, "Skylake's one controller");
+        black_box(instances);
+    };
+    single_step::install(driver);
+    assert_eq!(pcw::add_counter(MEMORY_CONTROLLER, u64::MAX), Some(STATUS_SUCCESS));
+    let fresh = || {
+        hal::advance_clock(10_000_000);
+        collect_memory();
+    };
+    fresh();
+    let (fresh_in_driver, _) = single_stepped(fresh);
+    let served = (0..3)
+        .map(|_| {
+            fresh();
+            single_stepped(collect_memory).0
+        })
+        .min()
+        .expect("three tries");
+    (fresh_in_driver, served)
+}
+
 /// Sets the service's MinimumCollectIntervalMs to its longest, 100 ms, before [`start`]: the
 /// single-stepped collect of [`served_collect_instructions`] (slow, and the kernel's clock runs with
 /// the host's) then still reads the clock within the interval of the fresh one before it (the clock

@@ -23,6 +23,7 @@ pub const MSR_WITHOUT_OWNERSHIP: &str = "faulty_msr_without_ownership";
 pub const PAGEABLE_AT_DISPATCH: &str = "faulty_pageable_at_dispatch";
 pub const POOL_OVERRUN: &str = "faulty_pool_overrun";
 pub const DPC_PENDING_AT_UNLOAD: &str = "faulty_dpc_pending_at_unload";
+pub const MMIO_MISUSE: &str = "faulty_mmio_misuse";
 /// Not faulty: exercises DPCs, thread affinity and KeGetCurrentThread, checking the results itself.
 pub const KERNEL_SERVICES_PROBE: &str = "probe_kernel_services";
 

@@ -1,0 +1,120 @@
+//! The memory controller source as the client drives it, on the fake platform: detection's status,
+//! the mapping on the source's own demand and its release, the 64-bit extension of Skylake's 32-bit
+//! counters across a wrap, and a failed mapping that leaves nothing mapped.
+
+use super::fake::*;
+use super::*;
+use crate::counters::memory_controller::Values;
+use crate::imc::detect::HostBridge;
+use crate::pcw::memory_controller::MemorySource;
+use std::sync::atomic::Ordering as StdOrdering;
+
+/// MCHBAR as a Skylake's firmware sets it (enabled), and the 32-bit counters' page.
+const MCHBAR: u64 = 0xFED1_0000;
+const PAGE: u64 = MCHBAR + 0x5000;
+
+/// CPUID of a bare-metal Skylake (family 6, model 0x5E): "GenuineIntel" in EBX, EDX, ECX.
+fn skylake_cpu() -> CpuIdValues {
+    CpuIdValues {
+        leaf0: [0x16, 0x756E_6547, 0x6C65_746E, 0x4965_6E69],
+        leaf1_eax: 0x0005_06E3,
+        ..CpuIdValues::default()
+    }
+}
+
+/// A client whose platform shows a Skylake host bridge (8086:191F) with MCHBAR enabled, detected.
+fn skylake_with_memory() -> PmuClient<FakePlatform> {
+    let mut client = skylake(&[]);
+    *client.platform.io.bridge.lock().unwrap() =
+        HostBridge { id: 0x191F_8086, mchbar_low: MCHBAR as u32 | 1, mchbar_high: 0 };
+    client.detect_memory_controller(&skylake_cpu());
+    client
+}
+
+fn memory_state(client: &PmuClient<FakePlatform>) -> u32 {
+    client.status.memory_controller_state()
+}
+
+fn mapped(client: &PmuClient<FakePlatform>) -> usize {
+    client.platform.io.mapped.load(StdOrdering::SeqCst)
+}
+
+#[test]
+fn detection_says_idle_and_maps_nothing_until_a_query_of_its_counterset() {
+    let client = skylake_with_memory();
+    assert_eq!(memory_state(&client), Status::Idle.value());
+    assert_eq!((client.memory_controllers(), mapped(&client)), (1, 0));
+    // A query of the core counters maps nothing.
+    client.query_added();
+    client.collect();
+    assert_eq!(mapped(&client), 0);
+    client.memory_query_added();
+    assert_eq!((mapped(&client), memory_state(&client)), (1, Status::Counting.value()));
+}
+
+#[test]
+fn no_bridge_reads_for_an_unlisted_processor_and_the_status_says_why() {
+    let mut client = skylake(&[]);
+    let cpu = CpuIdValues { leaf1_eax: 0x0005_0654, ..skylake_cpu() }; // Skylake-SP, a server
+    client.detect_memory_controller(&cpu);
+    assert_eq!(memory_state(&client), Status::UnsupportedModel.value());
+    assert_eq!(client.platform.io.bridge_reads.load(StdOrdering::SeqCst), 0);
+    client.memory_query_added();
+    client.memory_refresh();
+    assert_eq!((client.memory_controllers(), mapped(&client)), (0, 0));
+    // A listed processor whose 00:00.0 answers nothing (all ones): no device.
+    let mut client = skylake(&[]);
+    client.detect_memory_controller(&skylake_cpu());
+    assert_eq!(memory_state(&client), Status::NoDevice.value());
+}
+
+#[test]
+fn thirty_two_bit_counters_are_extended_across_a_wrap_and_published_in_bytes() {
+    let client = skylake_with_memory();
+    client.platform.io.set(PAGE, 0x50, 0xFFFF_FF00);
+    client.platform.io.set(PAGE, 0x54, 7);
+    client.memory_query_added();
+    // The reads counter wraps: 0x100 + 0x10 lines later it reads 0x10.
+    client.platform.io.set(PAGE, 0x50, 0x10);
+    client.platform.io.set(PAGE, 0x54, 9);
+    client.advance(SECOND);
+    client.memory_refresh();
+    client.memory_collect_done();
+    let expected =
+        Values { read_bytes: 0x110 * 64, write_bytes: 2 * 64, total_bytes: 0x112 * 64, ..Values::default() };
+    assert_eq!(client.memory_values(0), expected);
+}
+
+#[test]
+fn idle_release_unmaps_and_the_totals_carry_on_from_the_next_mapping() {
+    let client = skylake_with_memory();
+    client.memory_query_added();
+    client.platform.io.set(PAGE, 0x50, 100);
+    client.advance(SECOND);
+    client.memory_refresh();
+    client.memory_collect_done();
+    // No activity for longer than the release hysteresis: the housekeeping thread unmaps.
+    client.advance(10 * SECOND);
+    client.tick();
+    assert_eq!((mapped(&client), memory_state(&client)), (0, Status::Idle.value()));
+    assert_eq!(client.memory_values(0).read_bytes, 100 * 64);
+    // Traffic while unmapped is not counted; the next mapping takes the raw value as its base.
+    client.platform.io.set(PAGE, 0x50, 5_000);
+    client.memory_query_added();
+    client.platform.io.set(PAGE, 0x50, 5_010);
+    client.advance(SECOND);
+    client.memory_refresh();
+    assert_eq!(client.memory_values(0).read_bytes, 110 * 64);
+}
+
+#[test]
+fn a_failed_mapping_says_so_leaves_nothing_mapped_and_is_retried() {
+    let client = skylake_with_memory();
+    client.platform.io.fail_maps.store(true, StdOrdering::SeqCst);
+    client.memory_query_added();
+    assert_eq!((mapped(&client), memory_state(&client)), (0, Status::MapFailed.value()));
+    client.platform.io.fail_maps.store(false, StdOrdering::SeqCst);
+    client.memory_query_added();
+    assert_eq!((mapped(&client), memory_state(&client)), (1, Status::Counting.value()));
+    drop(client);
+}
