@@ -5,6 +5,7 @@
 //! on Windows; one host mutex serialises all of them and one condition variable wakes waiters.
 
 use super::call::enter;
+use super::ps;
 use crate::cpu::{APC_LEVEL, DISPATCH_LEVEL, HIGH_LEVEL, IPI_LEVEL, pmu, topology};
 use crate::poison::IgnorePoison;
 use crate::status::*;
@@ -213,6 +214,7 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
         (interrupt_time() as u64).saturating_add(units)
     });
     let mut guard = dispatcher_lock();
+    let _parked = SystemThreadWait::enter(object, deadline);
     loop {
         // SAFETY: a live dispatcher object (checked above); serialised by the dispatcher lock.
         let header = unsafe { &mut *object };
@@ -236,6 +238,67 @@ pub unsafe extern "win64" fn ke_wait_for_single_object(
                 guard = SIGNALLED.wait_timeout(guard, left).ignore_poison().0;
             }
         }
+    }
+}
+
+/// The waits system threads are in now, by host thread: the object and the deadline on the kernel's
+/// clock. Changed only under the dispatcher lock, which [`settle_system_threads`] takes to read it.
+static SYSTEM_THREAD_WAITS: Mutex<Vec<(std::thread::ThreadId, usize, Option<u64>)>> = Mutex::new(Vec::new());
+
+/// A system thread's entry in [`SYSTEM_THREAD_WAITS`] for the length of one KeWaitForSingleObject.
+struct SystemThreadWait(Option<std::thread::ThreadId>);
+
+impl SystemThreadWait {
+    /// Called with the dispatcher lock held.
+    fn enter(object: *mut DispatcherHeader, deadline: Option<u64>) -> Self {
+        let system =
+            std::thread::current().name().is_some_and(|name| name.starts_with(ps::SYSTEM_THREAD_NAME));
+        if !system {
+            return SystemThreadWait(None);
+        }
+        let id = std::thread::current().id();
+        SYSTEM_THREAD_WAITS.lock().ignore_poison().push((id, object as usize, deadline));
+        SystemThreadWait(Some(id))
+    }
+}
+
+impl Drop for SystemThreadWait {
+    /// Runs as the wait returns, with the dispatcher lock still held (the guard is declared first).
+    fn drop(&mut self) {
+        if let Some(id) = self.0 {
+            SYSTEM_THREAD_WAITS.lock().ignore_poison().retain(|(waiter, _, _)| *waiter != id);
+        }
+    }
+}
+
+/// Returns once every live system thread is parked: in a wait whose object is not signalled and whose
+/// deadline (if any) is still ahead of the kernel's clock, so that it has done all it does for the
+/// clock's current reading. With the host's time stopped ([`stop_host_time`]), what a driver thread
+/// does after the clock moves is then done before the test goes on, however loaded the machine.
+/// Panics after `limit` of host time.
+pub(crate) fn settle_system_threads(limit: Duration) {
+    let started = Instant::now();
+    loop {
+        let parked = {
+            let _guard = dispatcher_lock();
+            let now = interrupt_time() as u64;
+            SYSTEM_THREAD_WAITS
+                .lock()
+                .ignore_poison()
+                .iter()
+                .filter(|(_, object, deadline)| {
+                    // SAFETY: a waited-on object is live while its waiter is registered; the
+                    // dispatcher lock serialises its signal state.
+                    let signalled = unsafe { (*(*object as *const DispatcherHeader)).signal_state } > 0;
+                    !signalled && deadline.is_none_or(|deadline| deadline > now)
+                })
+                .count()
+        };
+        if parked >= ps::live_threads() {
+            return;
+        }
+        assert!(started.elapsed() < limit, "system threads still running after {limit:?}");
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 

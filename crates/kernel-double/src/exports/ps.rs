@@ -61,6 +61,15 @@ struct Objects {
 
 static OBJECTS: Mutex<Option<Objects>> = Mutex::new(None);
 static LIVE_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// The host name of every system thread's thread starts with this (the ke exports tell a driver
+/// thread's waits from a test's by it).
+pub(crate) const SYSTEM_THREAD_NAME: &str = "system-thread-";
+
+/// System threads started and not yet ended.
+pub(crate) fn live_threads() -> usize {
+    LIVE_THREADS.load(Ordering::SeqCst)
+}
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 static CREATE_FAULTS: FaultPlan = FaultPlan::new();
 
@@ -174,7 +183,7 @@ pub unsafe extern "win64" fn ps_create_system_thread(
     });
     LIVE_THREADS.fetch_add(1, Ordering::SeqCst);
     let processor = id % topology::processor_count();
-    let spawned = std::thread::Builder::new().name(format!("system-thread-{id}")).spawn(move || {
+    let spawned = std::thread::Builder::new().name(format!("{SYSTEM_THREAD_NAME}{id}")).spawn(move || {
         let kpcr = cpu::enter(processor);
         // KeGetCurrentThread in the thread is the object its handle refers to; it lives while the thread
         // runs (the running thread's reference).

@@ -24,3 +24,10 @@ pub fn ipi_calls() -> u64 {
 pub fn ipi_calls_returned() -> u64 {
     IPI_CALLS_RETURNED.load(std::sync::atomic::Ordering::SeqCst)
 }
+
+/// Waits (up to 30 s of host time) until every driver system thread is parked in a wait that the
+/// kernel's clock has not yet reached: after a test moves the clock, the threads' timers have fired
+/// and their work is done (with `hal::stop_host_clock`, nothing else moves it).
+pub fn settle_system_threads() {
+    super::settle_system_threads(std::time::Duration::from_secs(30));
+}
