@@ -161,7 +161,11 @@ fn decode_fetched(rip: u64) -> Option<Instruction> {
     // SAFETY: the processor fetched an instruction at `rip` to raise this fault, so its page is mapped
     // and readable (x86 has no execute-only pages without protection keys, which the double never
     // sets), and the 15 bytes lie within that page.
-    let bytes = unsafe { std::slice::from_raw_parts(rip as *const u8, LONGEST as usize) };
+    decode(unsafe { std::slice::from_raw_parts(rip as *const u8, LONGEST as usize) }, rip)
+}
+
+/// The instruction `bytes` begin with, at address `rip`, if they hold a valid one.
+fn decode(bytes: &[u8], rip: u64) -> Option<Instruction> {
     let instruction = Decoder::with_ip(64, bytes, rip, DecoderOptions::NONE).decode();
     (!instruction.is_invalid()).then_some(instruction)
 }
@@ -188,9 +192,7 @@ fn decode_at(rip: u64) -> Option<Instruction> {
     if read == 0 {
         return None;
     }
-    let mut decoder = Decoder::with_ip(64, &bytes[..read], rip, DecoderOptions::NONE);
-    let instruction = decoder.decode();
-    (!instruction.is_invalid()).then_some(instruction)
+    decode(&bytes[..read], rip)
 }
 
 fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: &Kpcr, rip: u64) -> Emulated {

@@ -33,7 +33,7 @@ pub fn fail_reference(index: u64, status: i32) {
 
 /// System threads started and not yet ended.
 pub fn live_system_threads() -> usize {
-    LIVE_THREADS.load(Ordering::SeqCst)
+    live_threads()
 }
 
 /// Open kernel handles.
