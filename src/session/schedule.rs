@@ -11,8 +11,10 @@ pub const RELEASE_HYSTERESIS_100NS: u64 = 20_000_000;
 /// the hysteresis, at most [`MAX_IDLE_100NS`]), so that an agent sampling every 15 or 60 s sees real
 /// counts, not a PMU taken back at each sample.
 pub const IDLE_INTERVALS: u64 = 3;
-/// The longest the counters stay owned without a collect: 10 minutes.
-pub const MAX_IDLE_100NS: u64 = 6_000_000_000;
+/// The longest the counters stay owned without a collect: 15 minutes, half again the longest sample
+/// interval a consumer is expected to use (10 minutes), so that such a consumer's next collect always
+/// comes before the release instead of racing it (and finding the counters given up a moment ago).
+pub const MAX_IDLE_100NS: u64 = 9_000_000_000;
 /// How often a busy or failed PMU is asked for again, at most (1 s), on the next query activity.
 pub const RETRY_100NS: u64 = 10_000_000;
 
@@ -35,6 +37,8 @@ pub struct Schedule {
     collecting: AtomicU32,
     /// The last read of every processor (a collect's fresh read or the housekeeping thread's).
     last_read: AtomicU64,
+    /// An idle limit that does not follow the collect interval (0: it does).
+    fixed_idle_limit: u64,
 }
 
 impl Schedule {
@@ -47,7 +51,15 @@ impl Schedule {
             deferred_acquire: AtomicBool::new(false),
             collecting: AtomicU32::new(0),
             last_read: AtomicU64::new(0),
+            fixed_idle_limit: 0,
         }
+    }
+
+    /// A schedule whose counters stay owned `idle_limit` after the last activity, whatever the
+    /// collect interval: for a source that holds nothing another user may want (a memory
+    /// controller's read-only mapping), where giving it up early only loses counts.
+    pub fn keeping_for(idle_limit: u64) -> Self {
+        Schedule { fixed_idle_limit: idle_limit, ..Schedule::new() }
     }
 
     /// A collect starts at `now`: activity until [`Schedule::collect_ended`], and one more interval
@@ -85,6 +97,9 @@ impl Schedule {
     /// How long the counters stay owned without activity: [`IDLE_INTERVALS`] collect intervals,
     /// within [`RELEASE_HYSTERESIS_100NS`]..=[`MAX_IDLE_100NS`].
     pub fn idle_limit(&self) -> u64 {
+        if self.fixed_idle_limit != 0 {
+            return self.fixed_idle_limit;
+        }
         let interval = self.collect_interval.load(Ordering::Acquire);
         interval.saturating_mul(IDLE_INTERVALS).clamp(RELEASE_HYSTERESIS_100NS, MAX_IDLE_100NS)
     }
@@ -160,7 +175,19 @@ mod tests {
         schedule.collected_at(116 * S);
         assert_eq!(schedule.idle_limit(), 45 * S, "a 15 s agent keeps the counters 45 s");
         schedule.collected_at(3716 * S);
-        assert_eq!(schedule.idle_limit(), MAX_IDLE_100NS, "at most 10 minutes");
+        assert_eq!(schedule.idle_limit(), MAX_IDLE_100NS, "at most 15 minutes");
+    }
+
+    #[test]
+    fn a_ten_minute_consumer_collects_before_the_release() {
+        let schedule = Schedule::new();
+        schedule.collected_at(S);
+        schedule.collected_at(601 * S);
+        assert!(schedule.until_release(1201 * S) > 0, "released at the next 10-minute collect");
+        let keeping = Schedule::keeping_for(MAX_IDLE_100NS);
+        keeping.collected_at(S);
+        assert_eq!(keeping.idle_limit(), MAX_IDLE_100NS, "no interval known: the fixed limit all the same");
+        assert_eq!(keeping.until_release(601 * S), MAX_IDLE_100NS - 600 * S);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::*;
 use crate::counters::memory_controller::Values;
 use crate::imc::detect::HostBridge;
 use crate::pcw::memory_controller::MemorySource;
+use crate::session::schedule::MAX_IDLE_100NS;
 use std::sync::atomic::Ordering as StdOrdering;
 
 /// MCHBAR as a Skylake's firmware sets it (enabled), and the 32-bit counters' page.
@@ -93,18 +94,48 @@ fn idle_release_unmaps_and_the_totals_carry_on_from_the_next_mapping() {
     client.advance(SECOND);
     client.memory_refresh();
     client.memory_collect_done();
-    // No activity for longer than the release hysteresis: the housekeeping thread unmaps.
+    // Idle past the core counters' release hysteresis: the read-only mapping stays (the first
+    // interval of a consumer sampling every 10 minutes is counted whole).
     client.advance(10 * SECOND);
+    client.tick();
+    assert_eq!(mapped(&client), 1);
+    // No activity for the longest idle limit: the housekeeping thread unmaps.
+    client.advance(MAX_IDLE_100NS);
     client.tick();
     assert_eq!((mapped(&client), memory_state(&client)), (0, Status::Idle.value()));
     assert_eq!(client.memory_values(0).read_bytes, 100 * 64);
-    // Traffic while unmapped is not counted; the next mapping takes the raw value as its base.
+    // A 32-bit counter may have wrapped unseen while unmapped: the next mapping takes the raw value as
+    // its base.
     client.platform.io.set(PAGE, 0x50, 5_000);
     client.memory_query_added();
     client.platform.io.set(PAGE, 0x50, 5_010);
     client.advance(SECOND);
     client.memory_refresh();
     assert_eq!(client.memory_values(0).read_bytes, 110 * 64);
+}
+
+#[test]
+fn sixty_four_bit_counters_count_what_moved_while_unmapped() {
+    // Alder Lake-S (family 6 model 0x97, bridge 8086:4660): two controllers, 64-bit counters at
+    // 0xD858 (reads) and 0xD8A0 (writes), 0x10000 apart.
+    let mut client = skylake(&[]);
+    *client.platform.io.bridge.lock().unwrap() =
+        HostBridge { id: 0x4660_8086, mchbar_low: MCHBAR as u32 | 1, mchbar_high: 0 };
+    client.detect_memory_controller(&CpuIdValues { leaf1_eax: 0x0009_0672, ..skylake_cpu() });
+    assert_eq!(client.memory_controllers(), 2);
+    let page = MCHBAR + 0xD000;
+    client.platform.io.set(page, 0x858, 1 << 40);
+    client.memory_query_added();
+    client.advance(MAX_IDLE_100NS + SECOND);
+    client.tick();
+    assert_eq!(mapped(&client), 0);
+    // Moved while unmapped, then while mapped again: every line is counted.
+    client.platform.io.set(page, 0x858, (1 << 40) + 5_000);
+    client.memory_query_added();
+    client.platform.io.set(page, 0x858, (1 << 40) + 5_010);
+    client.advance(SECOND);
+    client.memory_refresh();
+    assert_eq!(client.memory_values(0).read_bytes, 5_010 * 64);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! (`docs/memory-controller.md`).
 
 use super::platform::{CounterPage, Platform};
-use super::schedule::Schedule;
+use super::schedule::{MAX_IDLE_100NS, Schedule};
 use super::throttle::{Throttle, read_interval_ms};
 use crate::counters::memory_controller::{AtomicValues, Values};
 use crate::imc::detect::Found;
@@ -43,6 +43,9 @@ pub struct MemoryController<P: Platform> {
     published: [AtomicValues; MAX_CONTROLLERS],
     /// A read in progress (a collect's or the poll's): another reader is served what it stores.
     reading: AtomicBool,
+    /// Whether a mapping has been made before: a 64-bit counter's last raw value is then a real
+    /// reading, and what it counted while unmapped is counted at the next mapping.
+    mapped_before: AtomicBool,
     /// This source's own activity record and read throttle: its demand is its own counterset's.
     pub(super) schedule: Schedule,
     pub(super) throttle: Throttle,
@@ -63,8 +66,11 @@ impl<P: Platform> MemoryController<P> {
             extensions: Default::default(),
             published: [const { AtomicValues::new() }; MAX_CONTROLLERS],
             reading: AtomicBool::new(false),
-            schedule: Schedule::new(),
+            // A read-only mapping holds nothing another reader needs, so a slow consumer's first
+            // interval (before its collect interval is known) is not cut at the core counters' 2 s.
+            schedule: Schedule::keeping_for(MAX_IDLE_100NS),
             throttle: Throttle::new(),
+            mapped_before: AtomicBool::new(false),
             status,
         }
     }
@@ -103,9 +109,11 @@ impl<P: Platform> MemoryController<P> {
         }
     }
 
-    /// Maps every controller's page and takes each counter's first reading as the base of this
-    /// mapping (the totals carry on from the last one), if detection found them and nothing is
-    /// mapped. On a failed mapping, nothing stays mapped and the status says so. PASSIVE_LEVEL.
+    /// Maps every controller's page, if detection found them and nothing is mapped. The counters ran
+    /// on while unmapped: a 64-bit counter's reading now is folded in as any read's (it cannot have
+    /// wrapped), while a 32-bit counter's first reading is the base of this mapping, as it may have
+    /// wrapped unseen (the totals carry on from the last mapping). On a failed mapping, nothing stays
+    /// mapped and the status says so. PASSIVE_LEVEL.
     pub fn map(&self, platform: &P) {
         let Ok(found) = self.detected else { return };
         // The core counters' minimum collect interval, read as they read it (before the lock: a
@@ -126,12 +134,19 @@ impl<P: Platform> MemoryController<P> {
                 platform.log(format_args!("MmMapIoSpaceEx refused memory controller {index}'s page"));
                 return;
             };
-            self.each_counter(index, &page.counters, |_, extension, slot| {
-                extension.last_raw.store(mapped.load(slot).unwrap_or(0), Ordering::Relaxed);
+            let carried = self.mapped_before.load(Ordering::Relaxed);
+            self.each_counter(index, &page.counters, |counter, extension, slot| {
+                let raw = mapped.load(slot).unwrap_or(0);
+                if carried && counter.width == 64 {
+                    Self::extend(counter, extension, raw);
+                } else {
+                    extension.last_raw.store(raw, Ordering::Relaxed);
+                }
             });
             *slot = Some((mapped, page));
         }
         *mapping = Some(Mapping { pages });
+        self.mapped_before.store(true, Ordering::Relaxed);
         drop(mapping);
         self.schedule.read_at(platform.now_100ns());
         self.status.set_memory_controller_state(Status::Counting);

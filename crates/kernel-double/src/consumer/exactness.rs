@@ -13,12 +13,33 @@
 //! numerator and base totals are both above 0 in the row (every event the double's workload makes
 //! moves where it is counted), not from `_Total`'s own totals, which sum every processor's.
 
-/// One parsed typeperf CSV: the counter paths of the header and one row of cells per sample (None
-/// for `" "`).
+mod rates;
+
+/// One parsed typeperf CSV: the counter paths of the header, one row of cells per sample (None for
+/// `" "`) and each row's time in seconds since the Unix epoch (None where it does not parse).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
     pub paths: Vec<String>,
     pub rows: Vec<Vec<Option<f64>>>,
+    pub stamps: Vec<Option<f64>>,
+}
+
+/// `MM/DD/YYYY HH:MM:SS.mmm` (UTC, as [`super::csv::timestamp`] writes it) in seconds since 1970.
+fn stamp(text: &str) -> Option<f64> {
+    let (date, clock) = text.split_once(' ')?;
+    let numbers = |text: &str, separator: char| -> Option<Vec<u32>> {
+        text.split(separator).map(|part| part.parse().ok()).collect()
+    };
+    let [month, day, year] = numbers(date, '/')?[..] else { return None };
+    let (clock, millis) = clock.split_once('.')?;
+    let [hour, minute, second] = numbers(clock, ':')?[..] else { return None };
+    let date =
+        time::Date::from_calendar_date(year as i32, time::Month::try_from(month as u8).ok()?, day as u8)
+            .ok()?;
+    let time =
+        time::Time::from_hms_milli(hour as u8, minute as u8, second as u8, millis.parse().ok()?).ok()?;
+    let at = time::PrimitiveDateTime::new(date, time).assume_utc();
+    Some(at.unix_timestamp_nanos() as f64 / 1e9)
 }
 
 /// The fields of one CSV line: quoted, separated by commas, `""` inside a field for `"`.
@@ -60,6 +81,7 @@ pub fn parse(text: &str) -> Result<Document, String> {
         .ok_or_else(|| "no typeperf header line".to_string())?;
     let paths: Vec<String> = fields(header)?.into_iter().skip(1).collect();
     let mut rows = Vec::new();
+    let mut stamps = Vec::new();
     for line in lines {
         if line.is_empty() {
             break;
@@ -76,8 +98,9 @@ pub fn parse(text: &str) -> Result<Document, String> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         rows.push(row);
+        stamps.push(stamp(&cells[0]));
     }
-    Ok(Document { paths, rows })
+    Ok(Document { paths, rows, stamps })
 }
 
 /// `\\HOST\Set(Instance)\Counter` as (set, instance, counter); a single-instance set has no instance.
@@ -155,11 +178,13 @@ pub struct Verdict {
     pub checked: usize,
     /// Ratio cells whose totals did not move (shown must be 0).
     pub idle: usize,
+    /// Rate cells compared with their totals' growth.
+    pub rates: usize,
     pub violations: Vec<String>,
 }
 
 /// Checks every ratio cell of `document` from its second row on against its totals (see the module
-/// docs).
+/// docs), and every rate against its totals' growth over the rows' times ([`rates`]).
 pub fn check(document: &Document) -> Verdict {
     let columns: std::collections::HashMap<(String, Option<String>, String), usize> = document
         .paths
@@ -235,6 +260,7 @@ pub fn check(document: &Document) -> Verdict {
             }
         }
     }
+    rates::check(document, &mut verdict);
     verdict
 }
 

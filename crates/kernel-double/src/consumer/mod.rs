@@ -179,10 +179,10 @@ pub fn performance_counter() -> (i64, i64) {
     (ticks, frequency)
 }
 
+/// The sample's time as typeperf stamps its rows: the system time, which in the double moves with the
+/// kernel's clock (a virtual ten-minute interval is ten minutes between two rows).
 fn unix_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+    crate::control::ke::system_time_unix_millis()
 }
 
 /// One collect of a counterset.

@@ -128,11 +128,14 @@ pub unsafe extern "win64" fn ke_clear_event(event: *mut DispatcherHeader) {
 /// Waits with a non-zero timeout that expired: how often a driver thread woke up on a timer.
 static TIMED_OUT_WAITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// 100 ns units from 1601-01-01, where the system time counts from, to 1970-01-01.
+const UNIX_EPOCH_100NS: i64 = 116_444_736_000_000_000;
+
 /// 100 ns units since 1601-01-01, the kernel's system time.
 fn system_time() -> i64 {
     let since_unix = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let host = HOST_TIME_STOPPED.get().map_or((since_unix.as_nanos() / 100) as i64, |stop| stop.unix);
-    116_444_736_000_000_000 + host + TIME_ADVANCE.load(Ordering::SeqCst) as i64
+    UNIX_EPOCH_100NS + host + TIME_ADVANCE.load(Ordering::SeqCst) as i64
 }
 
 /// Where the host's part of both clocks stood when [`stop_host_time`] was called.

@@ -69,6 +69,7 @@ mod late_resume;
 mod lazy_ownership;
 mod load_unload_cycles;
 mod memory_controller;
+mod memory_traffic_runs;
 mod overflow_storm;
 mod perf_metrics_overflow;
 mod pmi_at_every_instruction;

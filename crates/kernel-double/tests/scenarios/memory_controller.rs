@@ -115,9 +115,8 @@ fn every_platform_is_covered() {
 }
 
 /// Skylake's 32-bit counters at 60 GB/s (reads) and 20 GB/s (writes), sampled every 10 virtual
-/// minutes while a dashboard collects every minute (which keeps the mapping: a sole consumer
-/// sampling every 10 minutes or slower reaches the idle release, `MAX_IDLE_100NS`, as the core
-/// counters do). Neither consumer reads often enough to see each wrap (the read counter wraps every
+/// minutes while a dashboard collects every minute (`memory_traffic_runs.rs` runs a sole 10-minute
+/// consumer). Neither consumer reads often enough to see each wrap (the read counter wraps every
 /// 4.6 s, about 130 times a minute): the housekeeping thread's 1 s poll does, and every 10-minute
 /// interval's DRAM Read and Write Bytes deltas equal the traffic model's truth.
 #[test]

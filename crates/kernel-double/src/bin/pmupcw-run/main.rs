@@ -22,6 +22,8 @@ fn main() {
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod dram_truth;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod options;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod run;

@@ -3,6 +3,7 @@
 //! they become for the run (`super::run`).
 
 use kernel_double::consumer;
+use kernel_double::control::memory::{self, Platform};
 use kernel_double::cpu::cpuid::{self, CpuModel};
 use kernel_double::cpu::pmu;
 use kernel_double::kernel_build;
@@ -17,6 +18,10 @@ pub(super) struct Options {
     pub(super) virtual_interval: Option<f64>,
     pub(super) processors: Option<u32>,
     pub(super) model: &'static CpuModel,
+    /// The machine around the processors, where `--platform` names one (else the model's own).
+    pub(super) platform: Option<&'static Platform>,
+    /// The memory controllers' DRAM traffic: read and write bytes per second of the kernel's clock.
+    pub(super) dram_traffic: (u64, u64),
     pub(super) kernel_build: u32,
     pub(super) consumer: ConsumerMode,
     pub(super) formatter: consumer::Formatter,
@@ -71,14 +76,20 @@ pub(super) enum Profile {
 }
 
 /// The CPU models `--cpu-model` takes: every model of the double's table (which the configuration
-/// matrix runs too) and the two Hyper-V models with a PMU whose IA32_PERF_METRICS the hypervisor
-/// intercepts (`hyperv_perf_metrics.rs` runs them).
+/// matrix runs too), the two Hyper-V models with a PMU whose IA32_PERF_METRICS the hypervisor
+/// intercepts (`hyperv_perf_metrics.rs` runs them) and Tiger Lake-U, whose two memory controllers
+/// have 64-bit counters at their own offsets (`memory_controller.rs` runs it).
 pub(super) fn models() -> Vec<(&'static str, &'static CpuModel)> {
     let mut models = cpuid::MODELS.to_vec();
     models.push(("hyperv-root-alder-lake", &cpuid::HYPERV_ROOT_ALDER_LAKE));
     models.push(("hyperv-guest-alder-lake-pmu", &cpuid::HYPERV_GUEST_ALDER_LAKE_PMU));
+    models.push(("tiger-lake-u", &cpuid::TIGER_LAKE_U));
     models
 }
+
+/// The fastest DRAM traffic `--dram-read-gbps` and `--dram-write-gbps` take each, in GB/s: beyond
+/// any client memory's peak (Ice Lake-U's LPDDR4X-3733 on 128 bits is 59.7 GB/s).
+const DRAM_GBPS_MAX: f64 = 200.0;
 
 /// The Windows builds `--kernel-build` takes: released x64 builds from Windows 10 1903 on (the
 /// oldest the double presents), so that a typo is not taken for a future Windows.
@@ -117,9 +128,10 @@ pub(super) struct Cli {
     /// Samples to take (a rate or ratio shows a value from the second on)
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     samples: u32,
-    /// Real time between samples, in milliseconds
+    /// Real time between samples, in milliseconds, by which the kernel's clock moves too: at least the
+    /// driver's minimum collect interval (10 ms), so that every sample is a fresh read
     #[arg(long, value_name = "MS", default_value_t = 1000, conflicts_with = "virtual_interval",
-          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
     interval_ms: u64,
     /// Sample on the double's virtual clock, SECONDS apart (0.1 to 600), each processor running up to
     /// 6 GHz worth of work in between: minutes-long samples take no time
@@ -131,6 +143,16 @@ pub(super) struct Cli {
     /// The CPU model the virtual processors present (listed below)
     #[arg(long, value_name = "MODEL", default_value = "skylake", value_parser = cpu_model)]
     cpu_model: &'static CpuModel,
+    /// A machine (listed below): its CPU model with the device at 00:00.0 and memory controller it
+    /// has, or one a driver must refuse (an unknown bridge, MCHBAR disabled, a guest's bridge)
+    #[arg(long, value_name = "PLATFORM", conflicts_with = "cpu_model", value_parser = platform)]
+    platform: Option<(&'static CpuModel, &'static Platform)>,
+    /// DRAM reads the memory controllers serve, in GB/s (10^9 bytes a second) of the kernel's clock
+    #[arg(long, value_name = "GBPS", default_value_t = 20.0, value_parser = dram_gbps)]
+    dram_read_gbps: f64,
+    /// DRAM writes the memory controllers serve, in GB/s
+    #[arg(long, value_name = "GBPS", default_value_t = 8.0, value_parser = dram_gbps)]
+    dram_write_gbps: f64,
     /// The Windows build the fake kernel presents (listed below); it decides what ntoskrnl.exe exports
     #[arg(long, value_name = "BUILD", default_value_t = kernel_build::WINDOWS_11_24H2, value_parser = windows_build)]
     kernel_build: u32,
@@ -161,6 +183,26 @@ pub(super) fn cpu_model(name: &str) -> Result<&'static CpuModel, String> {
         let names: Vec<&str> = models().iter().map(|(known, _)| *known).collect();
         format!("unknown CPU model; one of: {}", names.join(", "))
     })
+}
+
+pub(super) fn platform(name: &str) -> Result<(&'static CpuModel, &'static Platform), String> {
+    memory::named(name).ok_or_else(|| {
+        let names: Vec<&str> = memory::PLATFORMS.iter().map(|(known, _, _)| *known).collect();
+        format!("unknown platform; one of: {}", names.join(", "))
+    })
+}
+
+pub(super) fn dram_gbps(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|gbps| (0.0..=DRAM_GBPS_MAX).contains(gbps))
+        .ok_or_else(|| format!("from 0 to {DRAM_GBPS_MAX} GB/s"))
+}
+
+/// Bytes a second of `gbps` GB/s, whole 64-byte lines (what a memory controller counts).
+fn bytes_per_second(gbps: f64) -> u64 {
+    let bytes = (gbps * 1e9).round() as u64;
+    bytes - bytes % memory::LINE_BYTES
 }
 
 pub(super) fn windows_build(text: &str) -> Result<u32, String> {
@@ -201,6 +243,10 @@ pub(super) fn lists() -> String {
     let mut text = String::from("CPU models (--cpu-model):\n");
     for (name, model) in models() {
         text.push_str(&format!("  {name:<28} {}\n", model.name));
+    }
+    text.push_str("\nPlatforms (--platform):\n");
+    for (name, _, platform) in memory::PLATFORMS.iter() {
+        text.push_str(&format!("  {name:<28} {}\n", platform.name));
     }
     text.push_str("\nWindows builds (--kernel-build):\n");
     for (build, name) in KERNEL_BUILDS {
@@ -244,7 +290,9 @@ pub(super) fn options() -> Options {
         interval: Duration::from_millis(cli.interval_ms),
         virtual_interval: cli.virtual_interval,
         processors: cli.processors,
-        model: cli.cpu_model,
+        model: cli.platform.map_or(cli.cpu_model, |(model, _)| model),
+        platform: cli.platform.map(|(_, platform)| platform),
+        dram_traffic: (bytes_per_second(cli.dram_read_gbps), bytes_per_second(cli.dram_write_gbps)),
         kernel_build: cli.kernel_build,
         consumer: cli.consumer,
         formatter: match cli.formatter {

@@ -3,10 +3,10 @@
 //! unloads the driver and prints the double's end-of-run report; exits 1 on any fault.
 
 use super::options::*;
-use super::workload_truth;
+use super::{dram_truth, workload_truth};
 use kernel_double::consumer::{self, Counterset, Sample, csv, exactness, perf_object};
 use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
-use kernel_double::control::{hal, pcw};
+use kernel_double::control::{hal, ke, memory, pcw};
 use kernel_double::cpu::cpuid;
 use kernel_double::cpu::{pmu, topology};
 use kernel_double::driver::Driver;
@@ -33,6 +33,9 @@ pub fn main() -> i32 {
         topology::configure(processors, processors.min(64));
     }
     cpuid::set_model(options.model);
+    if let Some(platform) = options.platform {
+        memory::set(platform);
+    }
     kernel_build::set(options.kernel_build);
     println!(
         "# CPU model: {}, {} virtual processors, Windows build {}",
@@ -41,12 +44,17 @@ pub fn main() -> i32 {
         options.kernel_build
     );
     set_parameters(&options);
-    if options.virtual_interval.is_some() {
-        // Only the samples' intervals move the clock: the driver's housekeeping thread then acts at
-        // the moments the intervals end, never in the middle of the workload's steps however slow
-        // they are on a loaded machine.
-        hal::stop_host_clock();
-    }
+    // Only the samples' intervals move the clock: the driver's housekeeping thread then acts at the
+    // moments the intervals end, never in the middle of the workload's steps however slow they are
+    // on a loaded machine, and what a collect reads is the traffic model's truth at a known moment.
+    hal::stop_host_clock();
+    let (read, write) = options.dram_traffic;
+    memory::set_traffic(read, write);
+    println!(
+        "# platform: {}; DRAM traffic {read} bytes/s read, {write} bytes/s written, over {} memory controllers",
+        memory::current().name,
+        memory::controllers()
+    );
     if let Some((instructions, core_cycles, reference_cycles)) = options.workload {
         if let Err(error) = pmu::set_workload(instructions, core_cycles, reference_cycles) {
             eprintln!("pmupcw-run: {error}");
@@ -175,6 +183,7 @@ fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<(
     let mut columns = Vec::new();
     let mut paths = Vec::new();
     let mut rows = Vec::new();
+    let mut traffic = Vec::new();
     for round in 0..options.samples {
         if round > 0 {
             advance(options);
@@ -205,6 +214,7 @@ fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<(
             previous[index] = Some(sample);
         }
         rows.push(csv::row(&csv::timestamp(stamp.unwrap_or(0)), &values));
+        traffic.push(dram_truth::Moved::now());
     }
     let document = csv::document(&paths, &rows, "\n");
     print!("{document}");
@@ -215,12 +225,19 @@ fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<(
             return Some((previous, true));
         }
     };
-    let verdict = exactness::check(&document);
+    Some((previous, check_document(&document, options, &traffic)))
+}
+
+/// The checks of the printed CSV: its ratios against its totals, and on what the runner knows moved
+/// (the workload's cycles on the virtual clock, the DRAM traffic): returns true if one failed.
+fn check_document(document: &exactness::Document, options: &Options, traffic: &[dram_truth::Moved]) -> bool {
+    let verdict = exactness::check(document);
     println!();
     println!(
-        "# ratios against the 64-bit totals: {} checked ({} idle), {} off",
+        "# ratios and rates against the 64-bit totals: {} ratios checked ({} idle), {} rates, {} off",
         verdict.checked,
         verdict.idle,
+        verdict.rates,
         verdict.violations.len()
     );
     for violation in &verdict.violations {
@@ -233,7 +250,7 @@ fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<(
             cpuid::PmuKind::None => 0,
             _ => virtual_interval_units(vp, seconds) * pmu::rate(pmu::CORE_CYCLES),
         };
-        let (checked, off) = workload_truth::check(&document, cycles);
+        let (checked, off) = workload_truth::check(document, cycles);
         println!(
             "# core cycles against the workload: {checked} processor intervals checked, {} off",
             off.len()
@@ -243,7 +260,20 @@ fn print_samples(sets: &[Counterset], options: &Options, host: &str) -> Option<(
         }
         inexact |= checked == 0 || !off.is_empty();
     }
-    Some((previous, inexact))
+    let counts = memory::current().controller_base(0).is_some();
+    let (checked, absent, off) = dram_truth::check(document, traffic);
+    println!(
+        "# DRAM against the traffic model: {checked} values checked, {absent} without a value ({}), {} off",
+        if counts { "a memory controller counts" } else { "no memory controller: none expected" },
+        off.len()
+    );
+    for line in off.iter().take(12) {
+        println!("#   {line}");
+    }
+    // Where a memory controller counts, every interval's values are compared; where none does, the
+    // counterset has no instance, and `_Total` no value.
+    let compared = if counts { options.samples < 2 || (checked > 0 && absent == 0) } else { checked == 0 };
+    inexact | !off.is_empty() | !compared
 }
 
 /// The time between two samples, and the work the processors do in it (see `docs/kernel-double.md`,
@@ -254,6 +284,7 @@ fn advance(options: &Options) {
         for vp in 0..topology::processor_count() {
             pmu::step(vp, 100_000 * u64::from(vp + 1));
         }
+        pass(options.interval.as_secs_f64());
         return;
     };
     // The interval's work, then its end: what the driver's housekeeping thread does when the time
@@ -262,7 +293,20 @@ fn advance(options: &Options) {
     for vp in 0..topology::processor_count() {
         pmu::step(vp, virtual_interval_units(vp, seconds));
     }
-    hal::advance_clock((seconds * hal::PERFORMANCE_FREQUENCY as f64) as i64);
+    pass(seconds);
+}
+
+/// Moves the kernel's clock by `seconds`, a second at a time, each step once the driver's system
+/// threads have done what came due in it (its housekeeping thread polls 32-bit memory controller
+/// counters every second: a ten-minute jump would let them wrap unseen, which no real clock does).
+fn pass(seconds: f64) {
+    let mut left = (seconds * hal::PERFORMANCE_FREQUENCY as f64).round() as i64;
+    while left > 0 {
+        let step = left.min(hal::PERFORMANCE_FREQUENCY);
+        hal::advance_clock(step);
+        ke::settle_system_threads();
+        left -= step;
+    }
 }
 
 /// The workload units processor `vp` runs in a virtual interval of `seconds`: (vp mod 4 + 1) / 4 of

@@ -58,6 +58,7 @@ mod tests {
                 r"\\VM\Hardware Counters(_Total)\Unhalted Core Cycles".into(),
             ],
             rows: values.iter().map(|row| vec![Some(row[0]), Some(row[1]), Some(row[0] + row[1])]).collect(),
+            stamps: values.iter().enumerate().map(|(second, _)| Some(second as f64)).collect(),
         }
     }
 

@@ -31,3 +31,9 @@ pub fn ipi_calls_returned() -> u64 {
 pub fn settle_system_threads() {
     super::settle_system_threads(std::time::Duration::from_secs(30));
 }
+
+/// The kernel's system time (KeQuerySystemTime's clock) in milliseconds since the Unix epoch: the
+/// host's, moved on by the clock advances tests make, or standing with the stopped host clock.
+pub fn system_time_unix_millis() -> i64 {
+    (super::system_time() - UNIX_EPOCH_100NS) / 10_000
+}

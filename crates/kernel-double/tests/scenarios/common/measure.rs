@@ -25,8 +25,11 @@ pub const SKYLAKE_COUNTERS: u64 = 7;
 const RESULT: &str = "RESULT";
 
 /// Loads the driver (`load`) on `processors` virtual Skylake processors, runs DriverEntry and starts a
-/// query of every Hardware Counters counter (counters owned).
+/// query of every Hardware Counters counter (counters owned). Only the measurements move the kernel's
+/// clock: a single-stepped collect lasts half a minute of host time on a loaded machine, after which
+/// the housekeeping thread would otherwise release and re-take the counters amid what is counted.
 pub fn start(processors: u32, load: impl FnOnce() -> Driver) -> Driver {
+    hal::stop_host_clock();
     topology::configure(processors, topology::MAX_GROUP_SIZE);
     cpuid::set_model(&cpuid::SKYLAKE);
     let mut driver = load();
