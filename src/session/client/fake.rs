@@ -177,6 +177,28 @@ pub(super) fn fake_platform(answers: &[i32]) -> FakePlatform {
     }
 }
 
+/// MCHBAR as a Skylake's firmware sets it (enabled), and the 32-bit counters' page.
+pub(super) const MCHBAR: u64 = 0xFED1_0000;
+pub(super) const PAGE: u64 = MCHBAR + 0x5000;
+
+/// CPUID of a bare-metal Skylake (family 6, model 0x5E): "GenuineIntel" in EBX, EDX, ECX.
+pub(super) fn skylake_cpu() -> CpuIdValues {
+    CpuIdValues {
+        leaf0: [0x16, 0x756E_6547, 0x6C65_746E, 0x4965_6E69],
+        leaf1_eax: 0x0005_06E3,
+        ..CpuIdValues::default()
+    }
+}
+
+/// A client whose platform shows a Skylake host bridge (8086:191F) with MCHBAR enabled, detected.
+pub(super) fn skylake_with_memory() -> PmuClient<FakePlatform> {
+    let mut client = skylake(&[]);
+    *client.platform.io.bridge.lock().unwrap() =
+        HostBridge { id: 0x191F_8086, mchbar_low: MCHBAR as u32 | 1, mchbar_high: 0 };
+    client.detect_memory_controller(&skylake_cpu());
+    client
+}
+
 pub(super) fn skylake(answers: &[i32]) -> PmuClient<FakePlatform> {
     client_for(Some(SKYLAKE_I7_6700K.model()), answers)
 }

@@ -1,6 +1,7 @@
 //! Loom models of collects racing the ownership changes, over the fake platform: whatever the
 //! interleaving, the HAL is asked once per session (the fake fails a second ownership), a collect
-//! during a change reads nothing and waits for nothing, and no count goes backwards.
+//! during a change reads nothing and waits for nothing, and no count goes backwards; and the memory
+//! controller's poll racing a collect's read extends each reading once.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test --release --lib session::` (Makefile.toml's loom task).
 
@@ -68,5 +69,29 @@ fn an_add_counter_racing_a_release_leaves_a_consistent_state() {
         release.join().unwrap();
         assert_eq!(client.owns(), client.state() == PmuState::Active as u32);
         assert_eq!(client.status.block().counters_owned.load(Ordering::Relaxed) > 0, client.owns());
+    });
+}
+
+#[test]
+fn the_poll_racing_a_collect_extends_each_memory_reading_once() {
+    use crate::pcw::memory_controller::MemorySource;
+    model(|| {
+        // Skylake's 32-bit reads counter, mapped, about to wrap: the housekeeping thread's poll and a
+        // collect's fresh read race for the one reader's place; whoever loses reads nothing and is
+        // served what the winner stores, so the wrap is counted once, never twice or not at all.
+        let client = Arc::new(skylake_with_memory());
+        client.platform.io.set(PAGE, 0x50, 0xFFFF_FFF0);
+        client.memory_query_added();
+        client.platform.io.set(PAGE, 0x50, 0x10);
+        client.advance(SECOND);
+        let housekeeping = client.clone();
+        let poll = thread::spawn(move || housekeeping.tick());
+        client.memory_refresh();
+        client.memory_collect_done();
+        poll.join().unwrap();
+        // Either reader may have been the one; one more read publishes what the last one extended.
+        client.advance(SECOND);
+        client.memory_refresh();
+        assert_eq!(client.memory_values(0).read_bytes, 0x20 * 64, "the wrap was counted once");
     });
 }

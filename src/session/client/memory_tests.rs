@@ -10,28 +10,6 @@ use crate::pcw::memory_controller::MemorySource;
 use crate::session::schedule::MAX_IDLE_100NS;
 use std::sync::atomic::Ordering as StdOrdering;
 
-/// MCHBAR as a Skylake's firmware sets it (enabled), and the 32-bit counters' page.
-const MCHBAR: u64 = 0xFED1_0000;
-const PAGE: u64 = MCHBAR + 0x5000;
-
-/// CPUID of a bare-metal Skylake (family 6, model 0x5E): "GenuineIntel" in EBX, EDX, ECX.
-fn skylake_cpu() -> CpuIdValues {
-    CpuIdValues {
-        leaf0: [0x16, 0x756E_6547, 0x6C65_746E, 0x4965_6E69],
-        leaf1_eax: 0x0005_06E3,
-        ..CpuIdValues::default()
-    }
-}
-
-/// A client whose platform shows a Skylake host bridge (8086:191F) with MCHBAR enabled, detected.
-fn skylake_with_memory() -> PmuClient<FakePlatform> {
-    let mut client = skylake(&[]);
-    *client.platform.io.bridge.lock().unwrap() =
-        HostBridge { id: 0x191F_8086, mchbar_low: MCHBAR as u32 | 1, mchbar_high: 0 };
-    client.detect_memory_controller(&skylake_cpu());
-    client
-}
-
 fn memory_state(client: &PmuClient<FakePlatform>) -> u32 {
     client.status.memory_controller_state()
 }

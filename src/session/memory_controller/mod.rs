@@ -17,12 +17,14 @@ use crate::imc::models::{
 use crate::imc::status::Status;
 use crate::pcw::driver_status::DriverStatus;
 use crate::pmu::extend::advance;
-use crate::sync::unmodelled::AtomicU64;
-use crate::sync::{AtomicBool, Ordering, SessionLock};
+use crate::sync::unmodelled;
+use crate::sync::{AtomicBool, AtomicU64, Ordering, SessionLock};
 
 mod read;
 
-/// One counter's extension: its last raw value and its 64-bit count since the driver loaded.
+/// One counter's extension: its last raw value and its 64-bit count since the driver loaded (loom's
+/// atomics under `--cfg loom`, so the model of the poll racing a collect sees every interleaving of
+/// two extensions, as the single reader's flag must prevent).
 #[derive(Default)]
 struct Extension {
     last_raw: AtomicU64,
@@ -98,7 +100,7 @@ impl<P: Platform> MemoryController<P> {
     /// Controller `index`'s block as of the last read: byte totals and request counts.
     pub fn values(&self, index: usize) -> Values {
         let Some(block) = self.published.get(index) else { return Values::default() };
-        let load = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
+        let load = |cell: &unmodelled::AtomicU64| cell.load(Ordering::Relaxed);
         Values {
             read_bytes: load(&block.read_bytes),
             write_bytes: load(&block.write_bytes),
