@@ -35,7 +35,7 @@ pub struct Receiver {
 pub struct Metric {
     pub unit: Option<String>,
     pub description: Option<String>,
-    pub gauge: Option<serde_yaml::Value>,
+    pub gauge: Option<serde_norway::Value>,
     pub sum: Option<Sum>,
 }
 
@@ -74,10 +74,10 @@ pub struct CounterConfig {
 /// The collector's configuration file: the receivers this checks, and the service's pipelines.
 #[derive(Debug, Deserialize)]
 pub struct CollectorFile {
-    pub receivers: BTreeMap<String, serde_yaml::Value>,
+    pub receivers: BTreeMap<String, serde_norway::Value>,
     #[serde(default)]
-    pub processors: BTreeMap<String, serde_yaml::Value>,
-    pub exporters: BTreeMap<String, serde_yaml::Value>,
+    pub processors: BTreeMap<String, serde_norway::Value>,
+    pub exporters: BTreeMap<String, serde_norway::Value>,
     pub service: Service,
 }
 

@@ -56,14 +56,14 @@ pub struct Counter {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    pub debug: Option<serde_yaml::Value>,
+    pub debug: Option<serde_norway::Value>,
     pub collectors: Option<Collectors>,
-    pub collector: Option<BTreeMap<String, BTreeMap<String, serde_yaml::Value>>>,
-    pub log: Option<serde_yaml::Value>,
-    pub process: Option<serde_yaml::Value>,
-    pub scrape: Option<serde_yaml::Value>,
-    pub telemetry: Option<serde_yaml::Value>,
-    pub web: Option<serde_yaml::Value>,
+    pub collector: Option<BTreeMap<String, BTreeMap<String, serde_norway::Value>>>,
+    pub log: Option<serde_norway::Value>,
+    pub process: Option<serde_norway::Value>,
+    pub scrape: Option<serde_norway::Value>,
+    pub telemetry: Option<serde_norway::Value>,
+    pub web: Option<serde_norway::Value>,
 }
 
 /// `collectors:` (`enabled` is one comma-separated string).
@@ -243,21 +243,21 @@ fn check_counter(
 
 /// The `objects` string of a configuration file, parsed, or what is wrong with the file.
 pub fn objects_of_config_file(text: &str) -> Result<(ConfigFile, Vec<Object>), String> {
-    let file: ConfigFile = serde_yaml::from_str(text).map_err(|error| format!("config file: {error}"))?;
+    let file: ConfigFile = serde_norway::from_str(text).map_err(|error| format!("config file: {error}"))?;
     let objects = file
         .collector
         .as_ref()
         .and_then(|collector| collector.get("performancecounter"))
         .and_then(|collector| collector.get("objects"))
         .ok_or("no collector.performancecounter.objects")?;
-    let serde_yaml::Value::String(objects) = objects else {
+    let serde_norway::Value::String(objects) = objects else {
         return Err("collector.performancecounter.objects must be a string (`|-`)".to_string());
     };
     let enabled = file.collectors.as_ref().and_then(|collectors| collectors.enabled.as_deref()).unwrap_or("");
     if !enabled.split(',').any(|name| name.trim() == "performancecounter") {
         return Err(format!("collectors.enabled {enabled:?} leaves performancecounter out"));
     }
-    let objects = serde_yaml::from_str(objects).map_err(|error| format!("objects: {error}"))?;
+    let objects = serde_norway::from_str(objects).map_err(|error| format!("objects: {error}"))?;
     Ok((file, objects))
 }
 

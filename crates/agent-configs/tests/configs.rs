@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use agent_configs::{alloy, manifest, otel, read, telegraf, windows_exporter};
 
 fn objects_file() -> Vec<windows_exporter::Object> {
-    serde_yaml::from_str(&read("docs/agents/performancecounter-objects.yml")).expect("the objects parse")
+    serde_norway::from_str(&read("docs/agents/performancecounter-objects.yml")).expect("the objects parse")
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
     ] {
         let mutated = text.replacen(from, to, 1);
         assert_ne!(mutated, text, "{from}");
-        let objects: Vec<windows_exporter::Object> = serde_yaml::from_str(&mutated).unwrap();
+        let objects: Vec<windows_exporter::Object> = serde_norway::from_str(&mutated).unwrap();
         let problems = windows_exporter::check_objects(&manifest, &objects);
         match expected {
             Some(expected) => assert!(problems.iter().any(|p| p.contains(expected)), "{to}: {problems:?}"),
@@ -83,7 +83,7 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
         }
     }
     let unknown = text.replacen("instance_label: processor", "instance_lable: processor", 1);
-    assert!(serde_yaml::from_str::<Vec<windows_exporter::Object>>(&unknown).is_err());
+    assert!(serde_norway::from_str::<Vec<windows_exporter::Object>>(&unknown).is_err());
     let list = "collectors:\n  enabled: performancecounter\ncollector:\n  performancecounter:\n    objects:\n      - name: x\n";
     assert!(windows_exporter::objects_of_config_file(list).unwrap_err().contains("must be a string"));
     let off = read("docs/agents/windows_exporter.yml")
@@ -94,9 +94,9 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
 }
 
 fn otel_file() -> (otel::CollectorFile, otel::Receiver) {
-    let file: otel::CollectorFile = serde_yaml::from_str(&read("docs/agents/otelcol.yaml")).unwrap();
+    let file: otel::CollectorFile = serde_norway::from_str(&read("docs/agents/otelcol.yaml")).unwrap();
     let receiver = file.receivers.iter().find(|(id, _)| otel::is_windowsperfcounters(id)).unwrap().1.clone();
-    (file, serde_yaml::from_value(receiver).expect("the receiver's configuration"))
+    (file, serde_norway::from_value(receiver).expect("the receiver's configuration"))
 }
 
 #[test]
@@ -136,9 +136,9 @@ fn otel_rules_catch_the_mistakes_they_are_for() {
     ] {
         let mutated = text.replacen(from, to, 1);
         assert_ne!(mutated, text, "{from}");
-        let file: otel::CollectorFile = serde_yaml::from_str(&mutated).unwrap();
+        let file: otel::CollectorFile = serde_norway::from_str(&mutated).unwrap();
         let receiver: otel::Receiver =
-            serde_yaml::from_value(file.receivers["windowsperfcounters/pmupcw"].clone()).unwrap();
+            serde_norway::from_value(file.receivers["windowsperfcounters/pmupcw"].clone()).unwrap();
         let mut problems = otel::check_receiver(&manifest, &receiver);
         problems.extend(otel::check_pipelines(&file));
         let reported = otel::reported(&manifest, &receiver);

@@ -10,7 +10,7 @@ use agent_configs::{manifest, promql, read, telegraf, windows_exporter};
 
 fn families() -> Vec<windows_exporter::Family> {
     let objects: Vec<windows_exporter::Object> =
-        serde_yaml::from_str(&read("docs/agents/performancecounter-objects.yml")).unwrap();
+        serde_norway::from_str(&read("docs/agents/performancecounter-objects.yml")).unwrap();
     windows_exporter::families(&manifest::load(), &objects)
 }
 

@@ -62,47 +62,113 @@ pub enum Command {
     Help,
 }
 
-/// Parses the arguments after the program name. Accepts `--name value` and `--name=value`.
-pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String> {
-    let mut options = Options::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(Command::Help);
-        }
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        if !name.starts_with("--") {
-            return Err(format!("unexpected argument {arg:?}"));
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => args.next().ok_or_else(|| format!("{name} needs a value"))?,
-        };
-        let number = |min: u64| -> Result<u64, String> {
-            let n: u64 = value.parse().map_err(|_| format!("{name}: {value:?} is not a number"))?;
-            if n < min { Err(format!("{name} must be at least {min}")) } else { Ok(n) }
-        };
-        let ms = |min| number(min).map(Duration::from_millis);
-        let c = &mut options.config;
-        match name.as_str() {
-            "--threads" => c.threads = usize::try_from(number(1)?).map_err(|e| e.to_string())?,
-            "--cycles" => c.cycles = u32::try_from(number(0)?).map_err(|e| format!("--cycles: {e}"))?,
-            "--interval-ms" => c.interval = ms(1)?,
-            "--running-ms" => c.running_for = ms(0)?,
-            "--stopped-ms" => c.stopped_for = ms(0)?,
-            "--settle-ms" => c.settle = ms(0)?,
-            "--min-iterations" => c.min_iterations = number(1)?,
-            "--timeout-ms" => options.timeout = ms(1)?,
-            "--service" if !value.is_empty() => options.service = value,
-            "--csv" if !value.is_empty() => options.csv = PathBuf::from(value),
-            "--service" | "--csv" => return Err(format!("{name} needs a value")),
-            _ => return Err(format!("unknown option {name}")),
+/// The options as clap parses them: each one given overrides [`Options::default`]. `-h`/`--help` is
+/// clap's own help flag, whose text is [`USAGE`].
+#[derive(clap::Parser)]
+#[command(no_binary_name = true, override_help = USAGE, args_override_self = true, disable_version_flag = true)]
+struct Arguments {
+    #[arg(long, value_name = "N", value_parser = number::<usize, 1>)]
+    threads: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = number::<u32, 0>)]
+    cycles: Option<u32>,
+    #[arg(long, value_name = "NAME", value_parser = non_empty)]
+    service: Option<String>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 1>)]
+    interval_ms: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 0>)]
+    running_ms: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 0>)]
+    stopped_ms: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 0>)]
+    settle_ms: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 1>)]
+    timeout_ms: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = number::<u64, 1>)]
+    min_iterations: Option<u64>,
+    #[arg(long, value_name = "PATH", value_parser = non_empty)]
+    csv: Option<String>,
+}
+
+/// Why a value is refused; [`message`] puts the option's name in front.
+#[derive(Debug)]
+enum Refusal {
+    NotANumber(String),
+    Below(u64),
+    OutOfRange(String),
+    Empty,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotANumber(value) => write!(f, ": {value:?} is not a number"),
+            Refusal::Below(min) => write!(f, " must be at least {min}"),
+            Refusal::OutOfRange(why) => write!(f, ": {why}"),
+            Refusal::Empty => write!(f, " needs a value"),
         }
     }
+}
+
+impl std::error::Error for Refusal {}
+
+/// A decimal number of at least `MIN` that fits `T`.
+fn number<T: TryFrom<u64>, const MIN: u64>(value: &str) -> Result<T, Refusal>
+where
+    T::Error: std::fmt::Display,
+{
+    let n: u64 = value.parse().map_err(|_| Refusal::NotANumber(value.to_owned()))?;
+    if n < MIN {
+        return Err(Refusal::Below(MIN));
+    }
+    T::try_from(n).map_err(|e| Refusal::OutOfRange(e.to_string()))
+}
+
+fn non_empty(value: &str) -> Result<String, Refusal> {
+    if value.is_empty() { Err(Refusal::Empty) } else { Ok(value.to_owned()) }
+}
+
+/// Parses the arguments after the program name. Accepts `--name value` and `--name=value`; a later
+/// `--name` overrides an earlier one.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String> {
+    use clap::Parser;
+    let arguments = match Arguments::try_parse_from(args) {
+        Ok(arguments) => arguments,
+        Err(error) if error.kind() == clap::error::ErrorKind::DisplayHelp => return Ok(Command::Help),
+        Err(error) => return Err(message(&error)),
+    };
+    let mut options = Options::default();
+    let c = &mut options.config;
+    let ms = Duration::from_millis;
+    c.threads = arguments.threads.unwrap_or(c.threads);
+    c.cycles = arguments.cycles.unwrap_or(c.cycles);
+    c.interval = arguments.interval_ms.map_or(c.interval, ms);
+    c.running_for = arguments.running_ms.map_or(c.running_for, ms);
+    c.stopped_for = arguments.stopped_ms.map_or(c.stopped_for, ms);
+    c.settle = arguments.settle_ms.map_or(c.settle, ms);
+    c.min_iterations = arguments.min_iterations.unwrap_or(c.min_iterations);
+    options.timeout = arguments.timeout_ms.map_or(options.timeout, ms);
+    options.service = arguments.service.unwrap_or(options.service);
+    options.csv = arguments.csv.map_or(options.csv, PathBuf::from);
     Ok(Command::Run(options))
+}
+
+/// One line for a refused command line, naming the option (`--threads must be at least 1`).
+fn message(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    // clap names the argument as `--threads <N>` (or `--bogus=1`, or a stray word as given).
+    let argument = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(argument)) => argument.as_str(),
+        _ => "",
+    };
+    let name = argument.split([' ', '=']).next().unwrap_or_default();
+    let refusal = std::error::Error::source(error).and_then(|source| source.downcast_ref::<Refusal>());
+    match (error.kind(), refusal) {
+        (ErrorKind::ValueValidation, Some(refusal)) => format!("{name}{refusal}"),
+        (ErrorKind::InvalidValue, _) => format!("{name}{}", Refusal::Empty),
+        (ErrorKind::UnknownArgument, _) if name.starts_with('-') => format!("unknown option {name}"),
+        (ErrorKind::UnknownArgument, _) => format!("unexpected argument {argument:?}"),
+        _ => error.render().to_string().trim_end().to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -149,6 +215,13 @@ mod tests {
     }
 
     #[test]
+    fn a_later_option_overrides_an_earlier_one() {
+        let o = run("--threads 2 --csv a.csv --threads=3");
+        assert_eq!(o.config.threads, 3);
+        assert_eq!(o.csv, PathBuf::from("a.csv"));
+    }
+
+    #[test]
     fn help() {
         assert_eq!(parse(args("--threads 2 --help")), Ok(Command::Help));
         assert_eq!(parse(args("-h")), Ok(Command::Help));
@@ -163,6 +236,8 @@ mod tests {
             ("--threads x", "--threads: \"x\" is not a number"),
             ("--interval-ms 0", "--interval-ms must be at least 1"),
             ("--bogus 1", "unknown option --bogus"),
+            ("--bogus=1", "unknown option --bogus"),
+            ("--service", "--service needs a value"),
             ("stray", "unexpected argument \"stray\""),
             ("--csv=", "--csv needs a value"),
             ("--cycles 99999999999", "--cycles: out of range integral type conversion attempted"),

@@ -62,11 +62,11 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row as one CSV line (RFC 4180 quoting), without the line ending.
-    pub fn to_csv(&self) -> String {
+    /// The row's fields, in [`HEADER`]'s order.
+    fn fields(&self) -> [String; 12] {
         let thread = self.thread.map_or_else(|| "stopper".to_owned(), |t| t.to_string());
         let session = self.session.map_or_else(String::new, |s| s.to_string());
-        let fields = [
+        [
             format_utc(self.time),
             self.elapsed.as_millis().to_string(),
             thread,
@@ -79,19 +79,23 @@ impl Row {
             self.value.clone(),
             self.verdict.as_str().to_owned(),
             self.detail.clone(),
-        ];
-        fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",")
+        ]
+    }
+
+    /// The row as one CSV line, without the line ending: the `csv` crate's RFC 4180 quoting (a field
+    /// holding a comma, a quote or a line break is quoted, as instance names such as `0,1` are).
+    pub fn to_csv(&self) -> String {
+        let mut writer = csv_writer(Vec::new());
+        writer.write_record(self.fields()).expect("writing CSV to memory does not fail");
+        let mut line = writer.into_inner().expect("flushing CSV to memory does not fail");
+        line.pop(); // the terminator
+        String::from_utf8(line).expect("fields written from strings are UTF-8")
     }
 }
 
-/// Quotes a CSV field when it holds a comma, a quote or a line break (instance names such as `0,1` do),
-/// doubling inner quotes.
-pub fn csv_field(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_owned()
-    }
+/// The report's CSV writer: quotes only where needed, lines ended by `\n`.
+fn csv_writer<W: Write>(out: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(out)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`. Times before 1970 print as the epoch.
@@ -111,7 +115,7 @@ pub fn format_utc(time: SystemTime) -> String {
 
 /// Writes rows as CSV and counts them per check and verdict.
 pub struct Report<W: Write> {
-    out: W,
+    out: csv::Writer<W>,
     counts: BTreeMap<(Check, Verdict), u64>,
     first_violations: Vec<String>,
 }
@@ -120,8 +124,9 @@ pub struct Report<W: Write> {
 const QUOTED_VIOLATIONS: usize = 20;
 
 impl<W: Write> Report<W> {
-    pub fn new(mut out: W) -> io::Result<Self> {
-        writeln!(out, "{HEADER}")?;
+    pub fn new(out: W) -> io::Result<Self> {
+        let mut out = csv_writer(out);
+        out.write_record(HEADER.split(','))?;
         Ok(Self { out, counts: BTreeMap::new(), first_violations: Vec::new() })
     }
 
@@ -130,7 +135,7 @@ impl<W: Write> Report<W> {
         if row.verdict == Verdict::Violation && self.first_violations.len() < QUOTED_VIOLATIONS {
             self.first_violations.push(row.to_csv());
         }
-        writeln!(self.out, "{}", row.to_csv())
+        Ok(self.out.write_record(row.fields())?)
     }
 
     pub fn violations(&self) -> u64 {
@@ -142,10 +147,10 @@ impl<W: Write> Report<W> {
     }
 
     /// Flushes the CSV and returns the summary text.
-    pub fn finish(mut self) -> io::Result<(W, String)> {
-        self.out.flush()?;
+    pub fn finish(self) -> io::Result<(W, String)> {
         let summary = self.summary();
-        Ok((self.out, summary))
+        let out = self.out.into_inner().map_err(csv::IntoInnerError::into_error)?;
+        Ok((out, summary))
     }
 
     pub fn summary(&self) -> String {
@@ -198,11 +203,20 @@ mod tests {
 
     #[test]
     fn csv_quoting() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("0,1"), "\"0,1\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field(""), "");
+        let row = Row {
+            counter_path: "say \"hi\"".into(),
+            value: String::new(),
+            detail: "two\nlines".into(),
+            ..row()
+        };
+        assert_eq!(
+            row.to_csv(),
+            "2023-11-14T22:13:20.123Z,1500,3,7,2,false,monotonic,\"say \"\"hi\"\"\",\"0,1\",,ok,\"two\nlines\""
+        );
+        let mut report = Report::new(Vec::new()).unwrap();
+        report.write(&row).unwrap();
+        let (csv, _) = report.finish().unwrap();
+        assert_eq!(String::from_utf8(csv).unwrap(), format!("{HEADER}\n{}\n", row.to_csv()));
     }
 
     #[test]

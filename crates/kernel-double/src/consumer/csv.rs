@@ -2,13 +2,26 @@
 //! the header `"(PDH-CSV 4.0) (Coordinated Universal Time)(0)","\\HOST\Set(Inst)\Counter",...` (the
 //! time zone of the rows, here UTC), then one row per sample,
 //! `"MM/DD/YYYY HH:MM:SS.mmm","123.000000",...`, with `" "` where a counter has no value (the first
-//! sample of a rate counter, or a PDH error status). Pure functions: the strings are the output.
+//! sample of a rate counter, or a PDH error status). Pure functions: the strings are the output. The
+//! `csv` crate writes the fields, quoting every one as typeperf does (`QuoteStyle::Always`).
 
 use super::pdh::Value;
 
+/// One CSV line (without line end) of `fields`, every field quoted and a `"` inside doubled.
+fn line<I: IntoIterator<Item = T>, T: AsRef<[u8]>>(fields: I) -> String {
+    let mut writer = ::csv::WriterBuilder::new()
+        .quote_style(::csv::QuoteStyle::Always)
+        .terminator(::csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    writer.write_record(fields).expect("writing CSV to memory does not fail");
+    let mut bytes = writer.into_inner().expect("flushing CSV to memory does not fail");
+    bytes.pop(); // the terminator: the caller ends the line (`document`)
+    String::from_utf8(bytes).expect("fields written from strings are UTF-8")
+}
+
 /// A quoted CSV field (a `"` inside is doubled).
 pub fn field(text: &str) -> String {
-    format!("\"{}\"", text.replace('"', "\"\""))
+    line([text])
 }
 
 /// A full counter path: `\\HOST\Set(Instance)\Counter`, or `\\HOST\Set\Counter` for a
@@ -27,9 +40,7 @@ pub const FORMAT_FIELD: &str = "(PDH-CSV 4.0) (Coordinated Universal Time)(0)";
 
 /// The header line (without line end).
 pub fn header(paths: &[String]) -> String {
-    let mut fields = vec![field(FORMAT_FIELD)];
-    fields.extend(paths.iter().map(|path| field(path)));
-    fields.join(",")
+    line(std::iter::once(FORMAT_FIELD).chain(paths.iter().map(String::as_str)))
 }
 
 /// The time of `unix_millis` (milliseconds since the Unix epoch) in UTC.
@@ -53,19 +64,22 @@ pub fn timestamp(unix_millis: i64) -> String {
     )
 }
 
+/// One value's text: `123.000000`, or ` ` when there is none.
+fn text(value: &Value) -> String {
+    match value {
+        Value::Value(number) => format!("{number:.6}"),
+        Value::NoValue | Value::Status(_) => " ".to_owned(),
+    }
+}
+
 /// One value's field: `"123.000000"`, or `" "` when there is none.
 pub fn value(value: &Value) -> String {
-    match value {
-        Value::Value(number) => field(&format!("{number:.6}")),
-        Value::NoValue | Value::Status(_) => field(" "),
-    }
+    field(&text(value))
 }
 
 /// One sample's row (without line end).
 pub fn row(timestamp: &str, values: &[Value]) -> String {
-    let mut fields = vec![field(timestamp)];
-    fields.extend(values.iter().map(value));
-    fields.join(",")
+    line(std::iter::once(timestamp.to_owned()).chain(values.iter().map(text)))
 }
 
 /// The whole output: a blank line, the header, the rows, each line ended by `line_end` (typeperf
@@ -126,6 +140,13 @@ mod tests {
             row("11/22/2026 01:05:09.042", &[Value::NoValue, Value::Value(4.5)]),
             r#""11/22/2026 01:05:09.042"," ","4.500000""#
         );
+    }
+
+    #[test]
+    fn quotes_inside_a_field_are_doubled_and_empty_fields_quoted() {
+        assert_eq!(field(r#"say "hi""#), r#""say ""hi""""#);
+        assert_eq!(field(""), r#""""#);
+        assert_eq!(header(&[String::new()]), r#""(PDH-CSV 4.0) (Coordinated Universal Time)(0)","""#);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Whether the ratios a typeperf CSV shows are the ratios of the 64-bit totals beside them: for every
 //! sample after the first, every instance and `_Total`, each ratio counter against its numerator's
 //! and its base's totals (`perf_counter_large_rawcount` columns, which PDH shows as they are) over the
-//! same two samples. Reads the CSV with its own parser ([`parse`]), so it checks what a user sees.
+//! same two samples. Reads the CSV as printed ([`parse`], with the `csv` crate), so it checks what a user sees.
 //!
 //! The bounds: a ratio (instructions per cycle) within 1e-4 of the totals' ratio, relative; a
 //! percentage within 0.01 points of 100 x the totals' ratio. A ratio cell without a value (`" "`)
@@ -42,57 +42,35 @@ fn stamp(text: &str) -> Option<f64> {
     Some(at.unix_timestamp_nanos() as f64 / 1e9)
 }
 
-/// The fields of one CSV line: quoted, separated by commas, `""` inside a field for `"`.
-fn fields(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        if chars.next() != Some('"') {
-            return Err(format!("a field does not start with a quote: {line:?}"));
-        }
-        let mut field = String::new();
-        loop {
-            match chars.next() {
-                Some('"') if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    field.push('"');
-                }
-                Some('"') => break,
-                Some(c) => field.push(c),
-                None => return Err(format!("an unterminated field: {line:?}")),
-            }
-        }
-        fields.push(field);
-        match chars.next() {
-            None => return Ok(fields),
-            Some(',') => {}
-            Some(c) => return Err(format!("{c:?} after a field: {line:?}")),
-        }
-    }
-}
-
 /// Parses typeperf's CSV (the lines of [`super::csv::document`]; lines starting with `#` are the
-/// run's comments and are skipped).
+/// run's comments and are skipped): from its header line to the first empty line after it, read by the
+/// `csv` crate.
 pub fn parse(text: &str) -> Result<Document, String> {
-    let mut lines =
-        text.lines().map(|line| line.trim_end_matches('\r')).filter(|line| !line.starts_with('#'));
-    let header = lines
-        .find(|line| line.starts_with("\"(PDH-CSV 4.0)"))
-        .ok_or_else(|| "no typeperf header line".to_string())?;
-    let paths: Vec<String> = fields(header)?.into_iter().skip(1).collect();
+    let block: String = text
+        .lines()
+        .map(|line| line.trim_end_matches('\r'))
+        .filter(|line| !line.starts_with('#'))
+        .skip_while(|line| !line.starts_with("\"(PDH-CSV 4.0)"))
+        .take_while(|line| !line.is_empty())
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    let mut reader =
+        ::csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(block.as_bytes());
+    let mut records = reader.records();
+    let header = records.next().ok_or_else(|| "no typeperf header line".to_string())?;
+    let paths: Vec<String> =
+        header.map_err(|error| format!("the header: {error}"))?.iter().skip(1).map(String::from).collect();
     let mut rows = Vec::new();
     let mut stamps = Vec::new();
-    for line in lines {
-        if line.is_empty() {
-            break;
-        }
-        let cells = fields(line)?;
+    for record in records {
+        let cells = record.map_err(|error| format!("a row: {error}"))?;
         if cells.len() != paths.len() + 1 {
             return Err(format!("a row has {} fields, the header {}", cells.len(), paths.len() + 1));
         }
-        let row = cells[1..]
+        let row = cells
             .iter()
-            .map(|cell| match cell.as_str() {
+            .skip(1)
+            .map(|cell| match cell {
                 " " => Ok(None),
                 number => number.parse::<f64>().map(Some).map_err(|_| format!("not a number: {number:?}")),
             })

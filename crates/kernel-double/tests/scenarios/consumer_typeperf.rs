@@ -203,13 +203,11 @@ fn readme_typeperf_paths() -> Vec<String> {
     line.split('"').skip(1).step_by(2).map(str::to_string).collect()
 }
 
-/// The fields of a typeperf CSV line (quoted, comma-separated; no field here holds `","`).
-fn csv_fields(line: &str) -> Vec<&str> {
-    line.strip_prefix('"')
-        .and_then(|line| line.strip_suffix('"'))
-        .expect("a quoted CSV line")
-        .split("\",\"")
-        .collect()
+/// The fields of a typeperf CSV line, read by the `csv` crate.
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut reader = ::csv::ReaderBuilder::new().has_headers(false).from_reader(line.as_bytes());
+    let record = reader.records().next().expect("a CSV line").expect("a valid CSV line");
+    record.iter().map(String::from).collect()
 }
 
 /// Whether header path `\\HOST\Set(Instance)\Counter` is what `wanted` (`\Set(Instance)\Counter`, the
@@ -256,13 +254,13 @@ fn pmupcw_run_passes_and_prints_the_readme_example_with_values() {
     let wanted = readme_typeperf_paths();
     assert_eq!(wanted.len(), 3, "{wanted:?}");
     for path in &wanted {
-        let columns: Vec<usize> = (1..header.len()).filter(|&at| path_matches(header[at], path)).collect();
+        let columns: Vec<usize> = (1..header.len()).filter(|&at| path_matches(&header[at], path)).collect();
         let expected = if path.contains("(*)") { 4 + 1 } else { 1 };
         assert_eq!(
             columns.len(),
             expected,
             "{path}: {:?}",
-            columns.iter().map(|&at| header[at]).collect::<Vec<_>>()
+            columns.iter().map(|&at| &header[at]).collect::<Vec<_>>()
         );
         for at in columns {
             assert!(last[at].parse::<f64>().is_ok(), "{}: {:?}", header[at], last[at]);
