@@ -50,6 +50,9 @@ mod submission;
 #[path = "deployment/reproducible.rs"]
 mod reproducible;
 
+#[path = "deployment/powershell.rs"]
+mod powershell;
+
 // Test-Pmupcw.ps1's sleep check bounds the rise by elapsed time and the processor's clock.
 #[path = "deployment/rise_bound.rs"]
 mod rise_bound;

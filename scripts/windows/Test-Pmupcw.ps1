@@ -586,8 +586,9 @@ function Invoke-TestRun($Pending) {
             "SHA-256: $runningHash (package: $packagedHash)"
             "installed DriverVer: $(Format-DriverVer $installedDriverVer) (package: $(Format-DriverVer $packageDriverVer))"
             ''
-            (Invoke-Tool sc.exe @('query', $ServiceName) -Quiet).Output
-            (Invoke-Tool sc.exe @('qc', $ServiceName) -Quiet).Output
+            # The service as CIM sees it (Win32_SystemDriver), not sc.exe query's localized labels.
+            (Get-CimInstance -ClassName Win32_SystemDriver -Filter "Name='$ServiceName'" |
+                Format-List Name, State, Status, StartMode, ExitCode, PathName | Out-String).Trim()
         ) -join "`r`n")
     if ($runningHash -eq $packagedHash -and (Format-DriverVer $installedDriverVer) -eq (Format-DriverVer $packageDriverVer)) {
         Add-Check 'installed driver' PASS "the service runs the package's $($PackageFiles.Driver) (file version $fileVersion, DriverVer $(Format-DriverVer $packageDriverVer)) from $folder"
