@@ -13,6 +13,11 @@
 //!   names a counterset and counter of `manifests/pmupcw.man`, with an instance exactly where the
 //!   counterset has instances;
 //! - Test-Pmupcw.ps1 installs and enables Driver Verifier through the package's own scripts.
+//! - pmupcw-package.zip holds exactly the package's files, with its SHA-256 beside it
+//!   (tests/deployment/download.rs);
+//! - every PowerShell file parses with tree-sitter-powershell, no script reads localized text, and the
+//!   install decision holds on every boot state and package signature
+//!   (tests/deployment/powershell.rs, tests/deployment/boot_checks.rs).
 //!
 //! Then each checker is shown to fail on mutated copies (no AddService, wrong start type, unstamped
 //! template, a file missing from the package, a script naming a file the package lacks, a misspelt
@@ -50,6 +55,12 @@ mod submission;
 #[path = "deployment/reproducible.rs"]
 mod reproducible;
 
+// pmupcw-package.zip and its checksum, the package to download.
+#[path = "deployment/download.rs"]
+mod download;
+
+// Every PowerShell file parsed with a real PowerShell grammar; no script reads localized text; the
+// install decision's functions evaluated from their syntax tree.
 #[path = "deployment/powershell.rs"]
 mod powershell;
 

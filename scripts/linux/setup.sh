@@ -7,8 +7,8 @@
 #   - llvm-rc (compiles the counter names and version resource into pmupcw.sys), from Debian's llvm
 #   - x86_64-w64-mingw32-gcc (links the Windows test harness, crates/pdh-harness), from Debian's mingw-w64
 #   - gcab (the attestation-submission cabinet), zip (Info-ZIP: the downloadable pmupcw-package.zip),
-#     flock (util-linux: overlapping package runs wait for
-#     each other) and git (the source's time, which the build number comes from), from Debian's packages
+#     flock (util-linux: overlapping package runs wait for each other) and git (the source's time,
+#     which the build number comes from), from Debian's packages
 #   - cargo-make (the task runner) and cargo-nextest (the test runner), from crates.io
 # Then it prints the version of every external tool the build and the tests run, and fails, saying
 # which version is needed and why, where a tool is older than the oldest one the project was tested
