@@ -175,7 +175,8 @@ try {
         throw ("the $ServiceName service starts $image (SHA-256 $installedHash), not this package's " +
             "$($PackageFiles.Driver) (SHA-256 $packageHash): the installed driver package stayed in place (Windows " +
             "prefers the later DriverVer, date then version). Build the package again ('cargo make package' stamps " +
-            "a later DriverVer), or remove the installed one with .\$($PackageFiles.UninstallScript) first.")
+            "a later DriverVer), or remove the installed one first: powershell -ExecutionPolicy Bypass -File " +
+            "$(Join-Path $PSScriptRoot $PackageFiles.UninstallScript)")
     }
     $folder = Split-Path -Parent $image
     Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder (SHA-256 $packageHash)"
@@ -259,7 +260,8 @@ try {
         }
         Write-Step "typeperf read the Hardware Counters countersets (_Total: $value instructions/s)"
     }
-    Write-Step "done. Remove with .\$($PackageFiles.UninstallScript); Driver Verifier with .\$($PackageFiles.VerifierScript)."
+    Write-Step ("done. Remove with: powershell -ExecutionPolicy Bypass -File $(Join-Path $PSScriptRoot $PackageFiles.UninstallScript); " +
+        "Driver Verifier with: powershell -ExecutionPolicy Bypass -File $(Join-Path $PSScriptRoot $PackageFiles.VerifierScript)")
     exit 0
 } catch {
     Write-Error "install: FAILED: $($_.Exception.Message)" -ErrorAction Continue

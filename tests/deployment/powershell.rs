@@ -588,3 +588,88 @@ fn localized_text_checker_reports_the_scripts_as_they_were() {
     );
     assert_reported(&localized_text_problems(&bcdedit), "runs bcdedit");
 }
+
+// -------------------------------------------------------------------------------------------------
+// One way to run the scripts
+
+/// The form every documented run of a script takes (docs/install.md, "One way to run the scripts").
+const RUN: &str = "powershell -ExecutionPolicy Bypass -File ";
+
+/// Every run of a `.ps1` in a Markdown text that is not in the one form: a line of a fenced code block
+/// whose command is a script, or an inline code span that starts with a script's path (`C:\...` or
+/// `.\...`), and a `powershell` command line that runs a script in another form.
+fn script_run_problems(text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut fenced = false;
+    for (number, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let runs: Vec<&str> = if fenced {
+            vec![trimmed]
+        } else {
+            trimmed
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|span| ["C:\\", ".\\", "powershell "].iter().any(|start| span.starts_with(start)))
+                .collect()
+        };
+        for run in runs {
+            let command = run.split_whitespace().next().unwrap_or("");
+            let names_script = command.to_ascii_lowercase().ends_with(".ps1");
+            let wrong_form = run.contains(".ps1") && run.starts_with("powershell") && !run.starts_with(RUN);
+            if names_script || wrong_form {
+                problems.push(format!("line {}: {run:?} is not run as {RUN:?}", number + 1));
+            }
+        }
+    }
+    problems
+}
+
+/// The Markdown files that tell how to run the scripts.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![repository().join("README.md")];
+    let docs = repository().join("docs");
+    let mut listed: Vec<PathBuf> = fs::read_dir(&docs)
+        .unwrap_or_else(|error| panic!("{}: {error}", docs.display()))
+        .map(|entry| entry.expect("a docs entry").path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "md"))
+        .collect();
+    listed.sort();
+    files.extend(listed);
+    files
+}
+
+#[test]
+fn the_documentation_runs_every_script_one_way() {
+    let mut report = String::new();
+    for file in markdown_files() {
+        let problems = script_run_problems(&read_text(&file));
+        if !problems.is_empty() {
+            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
+}
+
+#[test]
+fn script_run_checker_reports_a_direct_run_and_another_policy() {
+    let readme = read_text(&repository().join("README.md"));
+    let direct = mutated(
+        &readme,
+        "powershell -ExecutionPolicy Bypass -File C:\\pmupcw\\Install-Pmupcw.ps1\n",
+        "C:\\pmupcw\\Install-Pmupcw.ps1\n",
+    );
+    assert_reported(&script_run_problems(&direct), "\"C:\\\\pmupcw\\\\Install-Pmupcw.ps1\" is not run as");
+    let policy = mutated(
+        &readme,
+        "`powershell -ExecutionPolicy Bypass -File C:\\pmupcw\\Test-Pmupcw.ps1 -Restart`",
+        "`powershell -ExecutionPolicy RemoteSigned -File C:\\pmupcw\\Test-Pmupcw.ps1 -Restart` and `.\\Test-Pmupcw.ps1`",
+    );
+    let problems = script_run_problems(&policy);
+    assert_reported(&problems, "RemoteSigned");
+    assert_reported(&problems, "\".\\\\Test-Pmupcw.ps1\"");
+}
