@@ -387,3 +387,65 @@ fn signing_checker_reports_another_information_class_or_bit() {
     let bit = mutated(&module, "-band 0x2)", "-band 0x1)");
     assert_signing_problem(&install, &bit, "does not test CODEINTEGRITY_OPTION_TESTSIGN");
 }
+
+// -------------------------------------------------------------------------------------------------
+// Uninstall-Pmupcw.ps1 -RemoveCertificate
+
+/// What is wrong with how the uninstall script removes the test certificate on request: a
+/// `[switch]$RemoveCertificate`, and under `if ($RemoveCertificate)` the package's pmupcw.cer found by
+/// thumbprint and removed from both stores the install script imports it into.
+fn certificate_removal_problems(script: &str) -> Vec<String> {
+    let tree = Script::parse(script);
+    let mut problems = Vec::new();
+    if !script.contains("[switch]$RemoveCertificate") {
+        problems.push("declares no [switch]$RemoveCertificate".to_owned());
+    }
+    let branch = tree.nodes("if_statement").into_iter().find(|statement| {
+        statement
+            .child_by_field_name("condition")
+            .is_some_and(|condition| tree.text(condition) == "$RemoveCertificate")
+    });
+    let Some(branch) = branch else {
+        problems.push("has no `if ($RemoveCertificate)` branch".to_owned());
+        return problems;
+    };
+    let body = tree.text(branch);
+    for (needed, problem) in [
+        ("$PackageFiles.Certificate", "does not read the package's pmupcw.cer"),
+        (
+            "foreach ($storeName in 'Root', 'TrustedPublisher')",
+            "does not remove it from both Root and TrustedPublisher",
+        ),
+        (
+            "[System.Security.Cryptography.X509Certificates.X509Store]::new($storeName, 'LocalMachine')",
+            "does not open the LocalMachine stores",
+        ),
+        (
+            "Find('FindByThumbprint', $cert.Thumbprint, $false)",
+            "does not find the certificate by its thumbprint",
+        ),
+        ("RemoveRange($found)", "does not remove what it found"),
+    ] {
+        if !body.contains(needed) {
+            problems.push(problem.to_owned());
+        }
+    }
+    problems
+}
+
+#[test]
+fn uninstall_removes_the_test_certificate_by_thumbprint_from_both_stores() {
+    let uninstall = read_text(&repository().join("scripts/windows/Uninstall-Pmupcw.ps1"));
+    let problems = certificate_removal_problems(&uninstall);
+    assert!(problems.is_empty(), "Uninstall-Pmupcw.ps1:\n{}", listed(&problems));
+    let one_store = mutated(&uninstall, "'Root', 'TrustedPublisher')", "'Root')");
+    assert_reported(&certificate_removal_problems(&one_store), "both Root and TrustedPublisher");
+    let by_name = mutated(
+        &uninstall,
+        "Find('FindByThumbprint', $cert.Thumbprint, $false)",
+        "Find('FindBySubjectName', 'pmupcw Test Signing', $false)",
+    );
+    assert_reported(&certificate_removal_problems(&by_name), "by its thumbprint");
+    let never = mutated(&uninstall, "if ($RemoveCertificate) {", "if ($false) {");
+    assert_reported(&certificate_removal_problems(&never), "no `if ($RemoveCertificate)` branch");
+}
