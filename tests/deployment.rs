@@ -55,6 +55,10 @@ mod submission;
 #[path = "deployment/reproducible.rs"]
 mod reproducible;
 
+// Microsoft's signed files put back into the package, without the test certificate.
+#[path = "deployment/production.rs"]
+mod production;
+
 // pmupcw-package.zip and its checksum, the package to download.
 #[path = "deployment/download.rs"]
 mod download;

@@ -30,7 +30,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// What is wrong with the zip at `zip` (and `zip`.sha256) as the download of the package in `dir`.
-fn zip_problems(zip: &Path, dir: &Path) -> Vec<String> {
+pub(super) fn zip_problems(zip: &Path, dir: &Path) -> Vec<String> {
     let bytes = match fs::read(zip) {
         Ok(bytes) => bytes,
         Err(error) => return vec![format!("{}: {error}", zip.display())],
