@@ -126,6 +126,18 @@ fn listed(problems: &[String]) -> String {
     problems.iter().map(|problem| format!("  - {problem}\n")).collect()
 }
 
+/// `check`'s problems with each of `files`, file by file; empty when there are none.
+fn report_files(files: &[PathBuf], check: impl Fn(&str) -> Vec<String>) -> String {
+    let mut report = String::new();
+    for file in files {
+        let problems = check(&read_text(file));
+        if !problems.is_empty() {
+            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
+        }
+    }
+    report
+}
+
 /// A checker's `problems` include one naming `expected`: the checker caught the fault a mutation
 /// test planted.
 #[track_caller]
@@ -871,13 +883,7 @@ fn documents_with_counter_paths() -> Vec<PathBuf> {
 #[test]
 fn scripts_and_documentation_name_only_counters_the_manifest_declares() {
     let manifest = manifest();
-    let mut report = String::new();
-    for file in documents_with_counter_paths() {
-        let problems = check_counter_paths(&read_text(&file), &manifest);
-        if !problems.is_empty() {
-            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
-        }
-    }
+    let report = report_files(&documents_with_counter_paths(), |text| check_counter_paths(text, &manifest));
     assert!(report.is_empty(), "{report}");
     // The check reads paths where they are: every counterset in the test script, the smoke query's.
     let dir = repository().join("scripts/windows");

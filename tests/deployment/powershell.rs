@@ -437,13 +437,7 @@ fn every_powershell_file_parses_with_the_powershell_grammar() {
     for script in repository_scripts() {
         assert!(files.contains(&script), "{} was not found", script.display());
     }
-    let mut report = String::new();
-    for file in &files {
-        let errors = Script::parse(&read_text(file)).syntax_errors();
-        if !errors.is_empty() {
-            report.push_str(&format!("{}:\n{}", file.display(), listed(&errors)));
-        }
-    }
+    let report = report_files(&files, |text| Script::parse(text).syntax_errors());
     assert!(report.is_empty(), "{report}");
 }
 
@@ -550,13 +544,7 @@ fn localized_text_problems(text: &str) -> Vec<String> {
 
 #[test]
 fn no_script_reads_localized_text() {
-    let mut report = String::new();
-    for file in powershell_files() {
-        let problems = localized_text_problems(&read_text(&file));
-        if !problems.is_empty() {
-            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
-        }
-    }
+    let report = report_files(&powershell_files(), localized_text_problems);
     assert!(report.is_empty(), "{report}");
 }
 
@@ -645,13 +633,7 @@ fn markdown_files() -> Vec<PathBuf> {
 
 #[test]
 fn the_documentation_runs_every_script_one_way() {
-    let mut report = String::new();
-    for file in markdown_files() {
-        let problems = script_run_problems(&read_text(&file));
-        if !problems.is_empty() {
-            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
-        }
-    }
+    let report = report_files(&markdown_files(), script_run_problems);
     assert!(report.is_empty(), "{report}");
 }
 
