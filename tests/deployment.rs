@@ -13,6 +13,11 @@
 //!   names a counterset and counter of `manifests/pmupcw.man`, with an instance exactly where the
 //!   counterset has instances;
 //! - Test-Pmupcw.ps1 installs and enables Driver Verifier through the package's own scripts.
+//! - pmupcw-package.zip holds exactly the package's files, with its SHA-256 beside it
+//!   (tests/deployment/download.rs);
+//! - every PowerShell file parses with tree-sitter-powershell, no script reads localized text, and the
+//!   install decision holds on every boot state and package signature
+//!   (tests/deployment/powershell.rs, tests/deployment/boot_checks.rs).
 //!
 //! Then each checker is shown to fail on mutated copies (no AddService, wrong start type, unstamped
 //! template, a file missing from the package, a script naming a file the package lacks, a misspelt
@@ -49,6 +54,19 @@ mod submission;
 // The build time is the source's, and packaging an unchanged source again changes nothing.
 #[path = "deployment/reproducible.rs"]
 mod reproducible;
+
+// Microsoft's signed files put back into the package, without the test certificate.
+#[path = "deployment/production.rs"]
+mod production;
+
+// pmupcw-package.zip and its checksum, the package to download.
+#[path = "deployment/download.rs"]
+mod download;
+
+// Every PowerShell file parsed with a real PowerShell grammar; no script reads localized text; the
+// install decision's functions evaluated from their syntax tree.
+#[path = "deployment/powershell.rs"]
+mod powershell;
 
 // Test-Pmupcw.ps1's sleep check bounds the rise by elapsed time and the processor's clock.
 #[path = "deployment/rise_bound.rs"]
@@ -106,6 +124,18 @@ fn repository_scripts() -> Vec<PathBuf> {
 
 fn listed(problems: &[String]) -> String {
     problems.iter().map(|problem| format!("  - {problem}\n")).collect()
+}
+
+/// `check`'s problems with each of `files`, file by file; empty when there are none.
+fn report_files(files: &[PathBuf], check: impl Fn(&str) -> Vec<String>) -> String {
+    let mut report = String::new();
+    for file in files {
+        let problems = check(&read_text(file));
+        if !problems.is_empty() {
+            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
+        }
+    }
+    report
 }
 
 /// A checker's `problems` include one naming `expected`: the checker caught the fault a mutation
@@ -853,13 +883,7 @@ fn documents_with_counter_paths() -> Vec<PathBuf> {
 #[test]
 fn scripts_and_documentation_name_only_counters_the_manifest_declares() {
     let manifest = manifest();
-    let mut report = String::new();
-    for file in documents_with_counter_paths() {
-        let problems = check_counter_paths(&read_text(&file), &manifest);
-        if !problems.is_empty() {
-            report.push_str(&format!("{}:\n{}", file.display(), listed(&problems)));
-        }
-    }
+    let report = report_files(&documents_with_counter_paths(), |text| check_counter_paths(text, &manifest));
     assert!(report.is_empty(), "{report}");
     // The check reads paths where they are: every counterset in the test script, the smoke query's.
     let dir = repository().join("scripts/windows");

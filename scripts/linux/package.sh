@@ -15,7 +15,9 @@
 #               Test-Pmupcw.ps1 runs
 # and beside it target/package/pmupcw-attestation.cab, the cabinet Partner Center's attestation
 # signing takes (docs/signing.md): pmupcw\ holding the INF, the files it installs (pmupcw.sys without
-# the test signature, pmupcw.man), the catalog (unsigned: Microsoft makes its own) and pmupcw.pdb.
+# the test signature, pmupcw.man), the catalog (unsigned: Microsoft makes its own) and pmupcw.pdb;
+# and target/package/pmupcw-package.zip, the package's files in the zip a user downloads and unpacks
+# on Windows, with pmupcw-package.zip.sha256, its checksum (scripts/linux/package-zip.sh: reproducible).
 #
 # Nothing is rebuilt or re-signed when nothing changed: the build number comes from the source's time,
 # not the clock (scripts/linux/driver-ver.sh), so cargo finds the driver fresh, and a package whose
@@ -36,8 +38,10 @@ package_root=target/package
 package_link=$package_root/pmupcw
 cabinet_name=pmupcw-attestation.cab
 cabinet_link=$package_root/$cabinet_name
+zip_name=pmupcw-package.zip
+zip_link=$package_root/$zip_name
 
-for tool in osslsigncode openssl x86_64-w64-mingw32-gcc gcab flock git sha256sum; do
+for tool in osslsigncode openssl x86_64-w64-mingw32-gcc gcab zip flock git sha256sum; do
     command -v "$tool" >/dev/null || { echo "package: $tool is missing; run scripts/linux/setup.sh" >&2; exit 1; }
 done
 
@@ -54,6 +58,7 @@ fi
 # PMUPCW_BUILD_NUMBER), so the image and the INF say the same version, and an unchanged source gives
 # an unchanged number, which leaves cargo's build of the driver fresh.
 source scripts/linux/driver-ver.sh
+source scripts/linux/package-zip.sh
 build_epoch=$(package_epoch .)
 PMUPCW_BUILD_NUMBER=$(driver_build_number "$build_epoch")
 export PMUPCW_BUILD_NUMBER
@@ -107,13 +112,16 @@ inputs=$(
         sha256sum "$build_dir/pmupcw.dll" "$build_dir/pmupcw.pdb" manifests/pmupcw.man "$staging/pmupcw.inf" \
             scripts/windows/*.ps1 scripts/windows/*.psm1 "$harness" target/release/driver-catalog \
             "$cert_dir/pmupcw-test.pem" "$cert_dir/pmupcw-test.key" \
-            scripts/linux/package.sh scripts/linux/driver-ver.sh | sed "s|$staging/||"
+            scripts/linux/package.sh scripts/linux/driver-ver.sh scripts/linux/package-zip.sh \
+            | sed "s|$staging/||"
         gcab --version
+        zip -v | sed -n 2p
     } | sha256sum | cut -c1-16
 )
 build=build.$inputs
 
-# assemble DIR: the package in DIR/pmupcw and the attestation cabinet in DIR/$cabinet_name.
+# assemble DIR: the package in DIR/pmupcw, the attestation cabinet in DIR/$cabinet_name and the
+# downloadable zip in DIR/$zip_name, with DIR/$zip_name.sha256.
 assemble() {
     local dir=$1 package=$1/pmupcw submission=$1/submission/pmupcw
     mkdir -p "$package" "$submission"
@@ -148,6 +156,7 @@ assemble() {
     osslsigncode verify -CAfile "$cert_dir/pmupcw-test.pem" -catalog "$package/pmupcw.cat" \
         -in "$package/pmupcw.sys" >/dev/null \
         || { echo "package: pmupcw.sys is not covered by pmupcw.cat" >&2; return 1; }
+    make_zip "$package" "$dir/$zip_name" "$build_epoch"
 }
 
 # switch LINK TARGET: LINK becomes a symbolic link to TARGET in one rename(2).
@@ -169,6 +178,8 @@ else
     fi
     switch "$package_link" "$build/pmupcw"
     switch "$cabinet_link" "$build/$cabinet_name"
+    switch "$zip_link" "$build/$zip_name"
+    switch "$zip_link.sha256" "$build/$zip_name.sha256"
     touch "$package_root/$build"
     # Keep the package before this one for readers still in it; delete older ones.
     mapfile -t old < <(cd "$package_root" && ls -1dt build.* | grep -vx "$build" | tail -n +2)
@@ -182,4 +193,5 @@ printf 'package: contents: %s\n' "$(cd "$package_link" && ls | tr '\n' ' ')"
 printf 'package: DriverVer %s\n' "$(sed -n 's/^DriverVer *= *//p' "$package_link/pmupcw.inf")"
 printf 'package: %s (attestation submission, unsigned; docs/signing.md):\n' "$cabinet_link"
 gcab --list-details "$cabinet_link" | sed 's/^/package:   /'
+printf 'package: %s, sha256 %s (%s.sha256)\n' "$zip_link" "$(cut -d' ' -f1 "$zip_link.sha256")" "$zip_link"
 printf 'package: driver build took %d.%03d s\n' $((build_ms / 1000)) $((build_ms % 1000))

@@ -6,8 +6,9 @@
 #   - osslsigncode and openssl (test signing), from Debian's packages
 #   - llvm-rc (compiles the counter names and version resource into pmupcw.sys), from Debian's llvm
 #   - x86_64-w64-mingw32-gcc (links the Windows test harness, crates/pdh-harness), from Debian's mingw-w64
-#   - gcab (the attestation-submission cabinet), flock (util-linux: overlapping package runs wait for
-#     each other) and git (the source's time, which the build number comes from), from Debian's packages
+#   - gcab (the attestation-submission cabinet), zip (Info-ZIP: the downloadable pmupcw-package.zip),
+#     flock (util-linux: overlapping package runs wait for each other) and git (the source's time,
+#     which the build number comes from), from Debian's packages
 #   - cargo-make (the task runner) and cargo-nextest (the test runner), from crates.io
 # Then it prints the version of every external tool the build and the tests run, and fails, saying
 # which version is needed and why, where a tool is older than the oldest one the project was tested
@@ -38,6 +39,7 @@ install_debian_packages() {
     command -v llvm-rc >/dev/null || missing+=(llvm)
     command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(mingw-w64)
     command -v gcab >/dev/null || missing+=(gcab)
+    command -v zip >/dev/null || missing+=(zip)
     command -v flock >/dev/null || missing+=(util-linux)
     command -v git >/dev/null || missing+=(git)
     if ((${#missing[@]})); then
@@ -117,6 +119,7 @@ report_versions() {
     say "  llvm-rc                llvm ${llvm:-?} ($(origin llvm-rc))"
     say "  x86_64-w64-mingw32-gcc $(x86_64-w64-mingw32-gcc --version | head -1)"
     say "  gcab                   $(gcab --version | head -1) ($(origin gcab))"
+    say "  zip                    $(zip -v | sed -n 2p) ($(origin zip))"
     say "  flock                  $(flock --version | head -1)"
     say "  git                    $(git --version | head -1)"
     say "  cargo-make             $(cargo make --version | head -1)"

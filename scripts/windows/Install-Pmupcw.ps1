@@ -1,19 +1,26 @@
 #Requires -RunAsAdministrator
 <#
 .SYNOPSIS
-    Installs the pmupcw driver package on a test-signed machine, registers its counters, starts it
-    and runs a typeperf smoke query.
+    Installs the pmupcw driver package, test-signed on a test machine or production-signed on any,
+    registers its counters, starts it and runs a typeperf smoke query.
 
 .DESCRIPTION
-    Run from the package folder (the one holding pmupcw.inf, pmupcw.sys, pmupcw.man, pmupcw.cer and
-    the signed catalog). Each step checks first and is skipped when already done, so running the
-    script again is harmless, and running it from a newer package upgrades:
-      1. the running boot must load test-signed drivers: its code-integrity options
-         (NtQuerySystemInformation, not bcdedit's localized text) have TESTSIGN. When they do not, the
-         message says what to do: restart first where the boot entry already has test signing on (the
-         setting applies from the next boot), else turn it on (Secure Boot off first where it is on);
-      2. the test certificate goes into LocalMachine\Root and LocalMachine\TrustedPublisher
-         (skipped when its thumbprint is already there);
+    Run from the package folder (the one holding pmupcw.inf, pmupcw.sys, pmupcw.man, the signed
+    catalog and, in a test-signed package, pmupcw.cer). Each step checks first and is skipped when
+    already done, so running the script again is harmless, and running it from a newer package upgrades:
+      1. the package's signature decides (docs/install.md): pmupcw.sys and pmupcw.cat are read with
+         Get-AuthenticodeSignature, by its Status enum and the signer certificate's thumbprint and
+         enhanced key usages, never its localized message. Production-signed (Microsoft's attestation
+         or HLK signing) installs on any boot, Secure Boot on and test signing off included.
+         Test-signed (by the package's pmupcw.cer) needs a running boot that loads test-signed
+         drivers: its code-integrity options (NtQuerySystemInformation, not bcdedit's localized text)
+         have TESTSIGN. When they do not, the message says what to do: install a production-signed
+         package where Secure Boot stays on, restart first where the boot entry already has test
+         signing on (the setting applies from the next boot), else turn it on (Secure Boot off first
+         where it is on). An unsigned package, or one whose signature is neither, is refused;
+      2. a test-signed package's certificate goes into LocalMachine\Root and
+         LocalMachine\TrustedPublisher (skipped when its thumbprint is already there); a
+         production-signed package imports no certificate;
       3. pnputil /add-driver pmupcw.inf /install (a primitive driver: this creates the kernel service
          pmupcw, running from the driver store and started at every boot from then on), then checks
          that the service's image
@@ -26,7 +33,9 @@
          EnumDeviceDrivers, not the ImagePath configured since) is not the package's pmupcw.sys by
          SHA-256, or cannot be found, sc.exe stop pmupcw first, so that the new image runs against
          the new manifest (an upgrade: a running driver keeps the image it was started from);
-      6. typeperf "\Hardware Counters(*)\Instructions Retired/sec" -sc 2.
+      6. typeperf "\Hardware Counters(*)\Instructions Retired/sec" -sc 2 into a CSV file, judged by
+         typeperf's exit code and by the CSV's own content (a _Total column with a number), never by
+         the words typeperf prints.
     Any failure stops the script with a message saying what failed and what to do, and exit code 1.
 
 .PARAMETER PackageDir
@@ -93,7 +102,6 @@ function Get-PackagePath([string]$Name) {
 
 try {
     $inf = Get-PackagePath $PackageFiles.Inf
-    $cer = Get-PackagePath $PackageFiles.Certificate
     $driver = Get-PackagePath $PackageFiles.Driver
     $null = Get-PackagePath $PackageFiles.Manifest
     # pnputil installs a driver package only with a catalog signed by a trusted certificate: check it
@@ -107,45 +115,41 @@ try {
             "certificate you import into Root and TrustedPublisher.")
     }
 
-    # 1. Test signing, in the running boot: bcdedit's setting applies only from the next boot.
+    # 1. The package's signature against the running boot (bcdedit's setting applies only from the
+    #    next boot). A test-signed package carries its certificate; a production-signed one has none.
+    $testCertificate = $null
+    $cer = Join-Path $PackageDir $PackageFiles.Certificate
+    if (Test-Path -LiteralPath $cer -PathType Leaf) {
+        $testCertificate = [System.Security.Cryptography.X509Certificates.X509Certificate2]::new($cer)
+    }
+    $signature = Get-PackageSignature $driver $catalog $testCertificate
     $integrity = Get-CodeIntegrityState
     $options = '0x{0:X8}' -f $integrity.Options
-    if (-not $integrity.TestSigning) {
-        $configured = Get-BcdTestSigning
-        # With Secure Boot on, the boot loader ignores the setting: a restart alone would not help.
-        if ($configured -eq $true -and $integrity.SecureBoot -ne $true) {
-            throw ("test signing is set for the next boot ('bcdedit /set testsigning on' was run), but this boot " +
-                "started without it (code integrity options $options), so Windows will not load the test-signed " +
-                "$($PackageFiles.Driver). Restart first (Restart-Computer), then run this script again.")
-        }
-        $secureBootHint = if ($integrity.SecureBoot -eq $true) {
-            "Secure Boot is on, which keeps test signing off (and bcdedit from turning it on): turn Secure Boot off in the firmware (the VM's settings) first. "
-        } elseif ($null -eq $integrity.SecureBoot) {
-            "With Secure Boot on, bcdedit refuses: turn it off in the firmware (the VM's settings) first. "
-        } else { '' }
-        $known = if ($null -eq $configured) { 'If you have already run it, restart first. ' } else { '' }
-        throw ("this boot does not load test-signed drivers (code integrity options $options: no TESTSIGN), so " +
-            "Windows will not load $($PackageFiles.Driver). ${secureBootHint}Run 'bcdedit /set testsigning on' " +
-            "from an elevated prompt and restart, then run this script again. $known".TrimEnd())
-    }
-    Write-Step ("this boot loads test-signed drivers (code integrity options $options; Secure Boot " +
-        "$($integrity.SecureBoot); memory integrity (HVCI) $($integrity.Hvci))")
+    $refusal = Get-InstallRefusal -Signature $signature.Kind -Files $signature.Files -Detail $signature.Detail `
+        -TestSigning $integrity.TestSigning -SecureBoot $integrity.SecureBoot -Configured (Get-BcdTestSigning) `
+        -Options $options
+    if ($refusal) { throw $refusal }
+    Write-Step ("package signature: $($signature.Kind) ($($signature.Detail)); code integrity options $options " +
+        "(test signing $($integrity.TestSigning)); Secure Boot $($integrity.SecureBoot); memory integrity (HVCI) $($integrity.Hvci)")
 
-    # 2. Test certificate into Root and TrustedPublisher.
-    $cert = [System.Security.Cryptography.X509Certificates.X509Certificate2]::new($cer)
-    foreach ($storeName in 'Root', 'TrustedPublisher') {
-        $store = [System.Security.Cryptography.X509Certificates.X509Store]::new($storeName, 'LocalMachine')
-        $store.Open('ReadWrite')
-        try {
-            if ($store.Certificates.Find('FindByThumbprint', $cert.Thumbprint, $false).Count -gt 0) {
-                Write-Step "certificate $($cert.Thumbprint) ($($cert.Subject)) already in LocalMachine\$storeName"
-            } else {
-                $store.Add($cert)
-                Write-Step "imported certificate $($cert.Thumbprint) ($($cert.Subject)) into LocalMachine\$storeName"
+    # 2. A test-signed package's certificate into Root and TrustedPublisher; none for a production one.
+    if ($signature.Kind -eq 'Test') {
+        foreach ($storeName in 'Root', 'TrustedPublisher') {
+            $store = [System.Security.Cryptography.X509Certificates.X509Store]::new($storeName, 'LocalMachine')
+            $store.Open('ReadWrite')
+            try {
+                if ($store.Certificates.Find('FindByThumbprint', $testCertificate.Thumbprint, $false).Count -gt 0) {
+                    Write-Step "certificate $($testCertificate.Thumbprint) ($($testCertificate.Subject)) already in LocalMachine\$storeName"
+                } else {
+                    $store.Add($testCertificate)
+                    Write-Step "imported certificate $($testCertificate.Thumbprint) ($($testCertificate.Subject)) into LocalMachine\$storeName"
+                }
+            } finally {
+                $store.Close()
             }
-        } finally {
-            $store.Close()
         }
+    } else {
+        Write-Step 'production-signed package: no certificate imported'
     }
 
     # 3. The driver package (its signed catalog was checked above). A running service keeps the image
@@ -171,7 +175,8 @@ try {
         throw ("the $ServiceName service starts $image (SHA-256 $installedHash), not this package's " +
             "$($PackageFiles.Driver) (SHA-256 $packageHash): the installed driver package stayed in place (Windows " +
             "prefers the later DriverVer, date then version). Build the package again ('cargo make package' stamps " +
-            "a later DriverVer), or remove the installed one with .\$($PackageFiles.UninstallScript) first.")
+            "a later DriverVer), or remove the installed one first: powershell -ExecutionPolicy Bypass -File " +
+            "$(Join-Path $PSScriptRoot $PackageFiles.UninstallScript)")
     }
     $folder = Split-Path -Parent $image
     Write-Step "service $ServiceName runs $($PackageFiles.Driver) from $folder (SHA-256 $packageHash)"
@@ -232,13 +237,31 @@ try {
 
     # 6. Smoke query: two samples, so that the rate has two raw values to compute from.
     if (-not $SkipSmokeQuery) {
-        $smoke = Invoke-Tool typeperf.exe @($SmokeCounter, '-sc', '2')
-        if ($smoke.Output -match '(?i)No valid counters|Error:') {
-            throw "typeperf could not read $SmokeCounter; run 'lodctr /q' and check the counter registration."
+        # typeperf's exit code says whether it could query (Invoke-Tool throws on any other than 0); its
+        # CSV, read here, says what it read: a _Total column and, in the second sample, a number.
+        $csv = Join-Path ([IO.Path]::GetTempPath()) 'pmupcw-install-smoke.csv'
+        $null = Invoke-Tool typeperf.exe @($SmokeCounter, '-sc', '2', '-f', 'CSV', '-o', $csv, '-y')
+        $rows = @(Import-Csv -LiteralPath $csv)
+        Remove-Item -LiteralPath $csv -ErrorAction SilentlyContinue
+        $column = if ($rows.Count -gt 0) {
+            @($rows[0].PSObject.Properties.Name) | Where-Object { $_.EndsWith('\Hardware Counters(_Total)\Instructions Retired/sec', [StringComparison]::OrdinalIgnoreCase) } | Select-Object -First 1
         }
-        Write-Step 'typeperf read the Hardware Counters countersets'
+        # typeperf writes numbers in the invariant or the current culture's form.
+        $value = 0.0
+        $parsed = $false
+        foreach ($culture in [cultureinfo]::InvariantCulture, [cultureinfo]::CurrentCulture) {
+            if (-not $parsed -and $column -and $rows.Count -ge 2) {
+                $parsed = [double]::TryParse($rows[-1].$column, [Globalization.NumberStyles]::Float, $culture, [ref]$value)
+            }
+        }
+        if (-not $parsed) {
+            throw ("typeperf wrote no _Total sample of $SmokeCounter; run 'lodctr /q' and check the counter " +
+                'registration (docs/install.md, troubleshooting).')
+        }
+        Write-Step "typeperf read the Hardware Counters countersets (_Total: $value instructions/s)"
     }
-    Write-Step "done. Remove with .\$($PackageFiles.UninstallScript); Driver Verifier with .\$($PackageFiles.VerifierScript)."
+    Write-Step ("done. Remove with: powershell -ExecutionPolicy Bypass -File $(Join-Path $PSScriptRoot $PackageFiles.UninstallScript); " +
+        "Driver Verifier with: powershell -ExecutionPolicy Bypass -File $(Join-Path $PSScriptRoot $PackageFiles.VerifierScript)")
     exit 0
 } catch {
     Write-Error "install: FAILED: $($_.Exception.Message)" -ErrorAction Continue

@@ -29,13 +29,15 @@ function Invoke-Tool {
     [pscustomobject]@{ ExitCode = $code; Output = $output }
 }
 
-# The service's state as sc.exe names it (RUNNING, STOPPED, START_PENDING, ...), or MISSING.
+# The state of the kernel driver service $Name (RUNNING, STOPPED, START_PENDING, STOP_PENDING, ...), or
+# MISSING. Read from CIM, not from sc.exe query's STATE line, whose label Windows localizes: a kernel
+# driver's service is a Win32_SystemDriver (https://learn.microsoft.com/windows/win32/cimwin32prov/win32-systemdriver),
+# whose State is one of fixed values ('Running', 'Stopped', 'Start Pending', ...), written here in
+# sc.exe's form (upper case, '_' for the space), the names the scripts compare with.
 function Get-ServiceState([string]$Name) {
-    $ErrorActionPreference = 'Continue'
-    $query = & sc.exe query $Name 2>&1 | Out-String
-    if ($LASTEXITCODE -eq 1060) { return 'MISSING' }
-    if ($query -match 'STATE\s+:\s+\d+\s+(\w+)') { return $Matches[1] }
-    throw "sc.exe query $Name failed (exit code $LASTEXITCODE):`n$query"
+    $driver = Get-CimInstance -ClassName Win32_SystemDriver -Filter "Name='$Name'" -ErrorAction Stop
+    if (-not $driver) { return 'MISSING' }
+    $driver.State.ToUpperInvariant().Replace(' ', '_')
 }
 
 # The full path of the service's image (in the driver store), or $null without a service. The service
@@ -193,4 +195,119 @@ function Get-VerifierState([string]$Driver) {
     }
 }
 
-Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-ServiceImagePath, ConvertFrom-KernelPath, Initialize-NativeApi, Get-CodeIntegrityState, Get-BcdTestSigning, Get-LoadedDriverPath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider, Get-InfDriverVer, Get-VerifierState
+# What signs a package file, from facts that are not text: Get-AuthenticodeSignature's Status, a
+# SignatureStatus enum name (https://learn.microsoft.com/dotnet/api/system.management.automation.signaturestatus),
+# the signer certificate's thumbprint ($Signer, '' when unsigned), the package's test certificate's
+# thumbprint ($TestSigner, '' in a package without pmupcw.cer) and whether the signer certificate has
+# one of Microsoft's driver-signing enhanced key usages ($DriverVerification). Returns:
+#   'Unsigned'    no signature;
+#   'Test'        signed by the package's own test certificate: Valid once pmupcw.cer is in Root,
+#                 UnknownError or NotTrusted before (a self-signed root not yet trusted);
+#   'Production'  a valid signature whose signer is Microsoft's driver signing (attestation or HLK);
+#   'Invalid'     anything else: a file changed after signing (HashMismatch), or a signer that is
+#                 neither.
+# Install-Pmupcw.ps1 decides with it; tests/deployment/boot_checks.rs runs it on every input.
+function Get-SignatureKind {
+    param([string]$Status, [string]$Signer, [string]$TestSigner, [bool]$DriverVerification)
+    if ($Status -eq 'NotSigned') { return 'Unsigned' }
+    if ($Status -eq 'HashMismatch') { return 'Invalid' }
+    if ($TestSigner -and $Signer -eq $TestSigner) {
+        if ($Status -eq 'Valid' -or $Status -eq 'UnknownError' -or $Status -eq 'NotTrusted') { return 'Test' }
+        return 'Invalid'
+    }
+    if ($Status -eq 'Valid' -and $DriverVerification) { return 'Production' }
+    'Invalid'
+}
+
+# The signature of one package file, classified by Get-SignatureKind from what
+# Get-AuthenticodeSignature (https://learn.microsoft.com/powershell/module/microsoft.powershell.security/get-authenticodesignature)
+# returns as data (its Status enum and its SignerCertificate's properties), never from its
+# StatusMessage, which Windows localizes. $TestCertificate: the package's pmupcw.cer, or $null.
+# Microsoft's driver signing is told by the signer's enhanced key usages: Windows Hardware Driver
+# Verification, 1.3.6.1.4.1.311.10.3.5 (HLK), and Windows Hardware Driver Attested Verification,
+# 1.3.6.1.4.1.311.10.3.5.1 (attestation): https://learn.microsoft.com/windows-hardware/drivers/dashboard/code-signing-validate
+function Get-FileSignature([string]$Path, $TestCertificate) {
+    $signature = Get-AuthenticodeSignature -LiteralPath $Path
+    $signer = $signature.SignerCertificate
+    $thumbprint = ''
+    $usages = @()
+    if ($signer) {
+        $thumbprint = $signer.Thumbprint
+        $usages = @($signer.Extensions |
+                Where-Object { $_ -is [System.Security.Cryptography.X509Certificates.X509EnhancedKeyUsageExtension] } |
+                ForEach-Object { $_.EnhancedKeyUsages } | ForEach-Object { $_.Value })
+    }
+    $testThumbprint = if ($TestCertificate) { $TestCertificate.Thumbprint } else { '' }
+    $driverVerification = ($usages -contains '1.3.6.1.4.1.311.10.3.5') -or ($usages -contains '1.3.6.1.4.1.311.10.3.5.1')
+    $status = [string]$signature.Status
+    [pscustomobject]@{
+        File   = Split-Path -Leaf $Path
+        Status = $status
+        Signer = $thumbprint
+        Kind   = Get-SignatureKind -Status $status -Signer $thumbprint -TestSigner $testThumbprint `
+            -DriverVerification $driverVerification
+    }
+}
+
+# The package's signature: the driver image's and the catalog's, which must be of one kind (an image
+# and a catalog from different packages, or one re-signed alone, are not). Kind as Get-SignatureKind
+# says; Files and Detail name them for the messages.
+function Get-PackageSignature([string]$Driver, [string]$Catalog, $TestCertificate) {
+    $files = @((Get-FileSignature $Driver $TestCertificate), (Get-FileSignature $Catalog $TestCertificate))
+    $kinds = @($files | ForEach-Object { $_.Kind } | Sort-Object -Unique)
+    $kind = if ($kinds.Count -eq 1) { $kinds[0] } elseif ($kinds -contains 'Unsigned') { 'Unsigned' } else { 'Invalid' }
+    $detail = @($files | ForEach-Object {
+            $signer = if ($_.Signer) { "signer $($_.Signer)" } else { 'no signer' }
+            "$($_.File): status $($_.Status), $signer, $($_.Kind)"
+        }) -join '; '
+    [pscustomobject]@{ Kind = $kind; Files = (@($files | ForEach-Object { $_.File }) -join ' and '); Detail = $detail }
+}
+
+# Whether a package whose signature is $Signature (Get-PackageSignature's Kind) can be installed on this
+# boot: $null when it can, else why not and what to do, the message Install-Pmupcw.ps1 stops with.
+# $TestSigning: this boot loads test-signed drivers (Get-CodeIntegrityState); $SecureBoot: $true,
+# $false or $null (unknown); $Configured: the boot entry's test signing (Get-BcdTestSigning): $true,
+# $false or $null (unknown); $Options: the code integrity options, as text. A production-signed
+# package installs whatever the boot (Windows loads Microsoft-signed drivers with or without test
+# signing, and under Secure Boot); a test-signed one only where this boot loads test-signed drivers.
+# tests/deployment/boot_checks.rs runs this function on every combination and checks each message.
+function Get-InstallRefusal {
+    param(
+        [string]$Signature, [string]$Files, [string]$Detail,
+        [bool]$TestSigning, $SecureBoot, $Configured, [string]$Options
+    )
+    if ($Signature -eq 'Unsigned') {
+        return ("$Files carry no signature ($Detail), and Windows loads no unsigned driver. Install a package " +
+            "as 'cargo make package' makes it (test-signed) or as Microsoft signed it (docs/signing.md).")
+    }
+    if ($Signature -ne 'Test' -and $Signature -ne 'Production') {
+        return ("the signatures of $Files are neither this package's test signature nor Microsoft's driver " +
+            "signing ($Detail): a file changed after it was signed, or files of different packages were mixed. " +
+            "Unpack the package again from a pmupcw-package.zip whose Get-FileHash matches pmupcw-package.zip.sha256.")
+    }
+    if ($Signature -eq 'Production') { return $null }
+    if ($TestSigning) { return $null }
+    if ($SecureBoot -eq $true) {
+        return ("this package is test-signed, and this boot does not load test-signed drivers (code integrity " +
+            "options $($Options): no TESTSIGN): Secure Boot is on, which keeps test signing off. Where Secure Boot " +
+            "stays on, install a production-signed package (attestation or HLK signing, docs/signing.md), which " +
+            "needs neither test signing nor a certificate. On a test VM: turn Secure Boot off in the firmware " +
+            "(the VM's settings), run 'bcdedit /set testsigning on' from an elevated prompt and restart.")
+    }
+    if ($Configured -eq $true) {
+        return ("test signing is set for the next boot ('bcdedit /set testsigning on' was run), but this boot " +
+            "started without it (code integrity options $($Options)), so Windows will not load the test-signed " +
+            "$Files. Restart first (Restart-Computer), then run this script again.")
+    }
+    $secureBootHint = ''
+    if ($null -eq $SecureBoot) {
+        $secureBootHint = 'With Secure Boot on, bcdedit refuses: turn it off in the firmware (the VM''s settings) first. '
+    }
+    $known = ''
+    if ($null -eq $Configured) { $known = ' If you have already run it, restart first.' }
+    ("this boot does not load test-signed drivers (code integrity options $($Options): no TESTSIGN), so " +
+        "Windows will not load the test-signed $Files. $($secureBootHint)Run 'bcdedit /set testsigning on' " +
+        "from an elevated prompt and restart, then run this script again." + $known)
+}
+
+Export-ModuleMember -Function Set-StepPrefix, Write-Step, Invoke-Tool, Get-ServiceState, Get-SignatureKind, Get-FileSignature, Get-PackageSignature, Get-InstallRefusal, Get-ServiceImagePath, ConvertFrom-KernelPath, Initialize-NativeApi, Get-CodeIntegrityState, Get-BcdTestSigning, Get-LoadedDriverPath, Get-ServiceImageFolder, Stop-DriverService, Get-CounterProvider, Get-InfDriverVer, Get-VerifierState

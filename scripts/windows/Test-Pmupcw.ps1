@@ -427,7 +427,7 @@ function Invoke-SleepCycle([string]$Name, [int]$Seconds) {
 # is made before typeperf starts: it touches the destination (its first writes are page faults, not
 # copies) and times a copy, from which typeperf's sample count is sized (twice the time, and 8 s).
 function Invoke-BandwidthCopy([string]$Name, [int]$Megabytes, [int]$Copies) {
-    $bytes = [int64]$Megabytes * 1MB
+    $bytes = [int64]$Megabytes * 1mb
     $source = New-Object byte[] $bytes
     $destination = New-Object byte[] $bytes
     (New-Object Random 31).NextBytes($source)
@@ -499,10 +499,10 @@ function Get-BandwidthVerdict([int]$State, $ReadRise, $WriteRise, [double]$Floor
 # through the cache, which evicts every earlier line, while its own last lines may still sit in the
 # cache. So the floor is (copies - 1) x the buffer, for reads (the sources) and writes alike.
 function Add-BandwidthCheck {
-    $bytes = [int64]$BandwidthBufferMB * 1MB
-    $free = [int64](Get-CimInstance Win32_OperatingSystem).FreePhysicalMemory * 1KB
+    $bytes = [int64]$BandwidthBufferMB * 1mb
+    $free = [int64](Get-CimInstance Win32_OperatingSystem).FreePhysicalMemory * 1kb
     if ($free -lt 3 * $bytes) {
-        Add-Check 'memory bandwidth' SKIP "$([int]($free / 1MB)) MiB free, under 3 x -BandwidthBufferMB $BandwidthBufferMB (source, destination and a margin); give a smaller -BandwidthBufferMB (at least 256)"
+        Add-Check 'memory bandwidth' SKIP "$([int]($free / 1mb)) MiB free, under 3 x -BandwidthBufferMB $BandwidthBufferMB (source, destination and a margin); give a smaller -BandwidthBufferMB (at least 256)"
         return
     }
     $copy = Invoke-BandwidthCopy 'bandwidth.csv' $BandwidthBufferMB $BandwidthCopies
@@ -586,8 +586,9 @@ function Invoke-TestRun($Pending) {
             "SHA-256: $runningHash (package: $packagedHash)"
             "installed DriverVer: $(Format-DriverVer $installedDriverVer) (package: $(Format-DriverVer $packageDriverVer))"
             ''
-            (Invoke-Tool sc.exe @('query', $ServiceName) -Quiet).Output
-            (Invoke-Tool sc.exe @('qc', $ServiceName) -Quiet).Output
+            # The service as CIM sees it (Win32_SystemDriver), not sc.exe query's localized labels.
+            (Get-CimInstance -ClassName Win32_SystemDriver -Filter "Name='$ServiceName'" |
+                Format-List Name, State, Status, StartMode, ExitCode, PathName | Out-String).Trim()
         ) -join "`r`n")
     if ($runningHash -eq $packagedHash -and (Format-DriverVer $installedDriverVer) -eq (Format-DriverVer $packageDriverVer)) {
         Add-Check 'installed driver' PASS "the service runs the package's $($PackageFiles.Driver) (file version $fileVersion, DriverVer $(Format-DriverVer $packageDriverVer)) from $folder"

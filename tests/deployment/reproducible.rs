@@ -6,8 +6,9 @@
 //!   (modified, untracked, deleted: its folder's), never that of an ignored file; outside a git
 //!   repository it fails.
 //! - scripts/linux/package.sh run again, alone and as two overlapping runs, leaves the driver build,
-//!   the signed pmupcw.sys and the attestation cabinet as they were (bytes and modification times),
-//!   and every run succeeds.
+//!   the signed pmupcw.sys, the attestation cabinet and the downloadable zip with its checksum as
+//!   they were (bytes and modification times), and every run succeeds (tests/deployment/download.rs
+//!   shows the zip's bytes depend on nothing but the files and the package's time).
 //!
 //! The epoch checker is shown to fail on a copy of driver-ver.sh whose `source_epoch` answers the
 //! clock, as package.sh's build time did before.
@@ -149,16 +150,22 @@ fn finish(child: Child) {
 fn snapshot() -> (PathBuf, Vec<(PathBuf, Vec<u8>, SystemTime)>) {
     let root = repository().join("target");
     let link = fs::read_link(root.join("package/pmupcw")).expect("target/package/pmupcw is a link");
-    let files = ["package/pmupcw/pmupcw.sys", "package/pmupcw/pmupcw.cat", "package/pmupcw-attestation.cab"]
-        .iter()
-        .map(|file| root.join(file))
-        .chain([root.join("x86_64-pc-windows-msvc/release/pmupcw.dll")])
-        .map(|path| {
-            let bytes = fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-            let modified = fs::metadata(&path).and_then(|meta| meta.modified()).expect("a modification time");
-            (path, bytes, modified)
-        })
-        .collect();
+    let files = [
+        "package/pmupcw/pmupcw.sys",
+        "package/pmupcw/pmupcw.cat",
+        "package/pmupcw-attestation.cab",
+        "package/pmupcw-package.zip",
+        "package/pmupcw-package.zip.sha256",
+    ]
+    .iter()
+    .map(|file| root.join(file))
+    .chain([root.join("x86_64-pc-windows-msvc/release/pmupcw.dll")])
+    .map(|path| {
+        let bytes = fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let modified = fs::metadata(&path).and_then(|meta| meta.modified()).expect("a modification time");
+        (path, bytes, modified)
+    })
+    .collect();
     (link, files)
 }
 

@@ -167,3 +167,34 @@ fn submission_checker_reports_a_root_file_a_missing_pdb_and_other_images() {
     signed[sys].1 = fs::read(dir.join(DRIVER_FILE)).expect("the package's pmupcw.sys");
     assert_submission_problem(&signed, &dir, "carries a signature");
 }
+
+/// The files a MakeCab directive file adds (its lines that are neither directives, `.`, nor
+/// comments, `;`), as the cabinet stores them: `DestinationDir\name`.
+fn ddf_files(text: &str) -> Result<BTreeSet<String>, String> {
+    let mut destination = None;
+    let mut files = BTreeSet::new();
+    for line in text.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with(';')) {
+        if let Some(directive) = line.strip_prefix('.') {
+            if let Some(dir) = directive.strip_prefix("Set DestinationDir=") {
+                destination = Some(dir.to_owned());
+            }
+            continue;
+        }
+        let dir =
+            destination.as_deref().ok_or_else(|| format!("{line} is added before any DestinationDir"))?;
+        let name = line.rsplit('\\').next().unwrap_or(line);
+        files.insert(format!("{dir}\\{name}"));
+    }
+    Ok(files)
+}
+
+#[test]
+fn the_makecab_directives_add_the_files_of_the_linux_cabinet() {
+    let (bytes, _) = submission();
+    let cabinet: BTreeSet<String> =
+        cabinet_files(&bytes).expect("the cabinet reads").into_iter().map(|(name, _)| name).collect();
+    let ddf = read_text(&repository().join("scripts/windows/pmupcw-attestation.ddf"));
+    assert_eq!(ddf_files(&ddf), Ok(cabinet.clone()));
+    let missing = ddf.replace("pmupcw\\pmupcw.pdb\n", "");
+    assert_ne!(ddf_files(&missing), Ok(cabinet), "a .ddf without the symbols must differ");
+}
