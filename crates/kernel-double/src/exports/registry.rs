@@ -1,7 +1,6 @@
-//! The registry, as far as a driver reads and writes its service key: ZwOpenKey, ZwQueryValueKey and
-//! (through ZwClose) closing key handles here, ZwCreateKey, ZwSetValueKey, ZwDeleteValueKey and
-//! ZwFlushKey in [`mod@write`], over an in-memory tree that tests fill with [`set_value`], and the hive
-//! on disk that a flush writes and a reboot reads ([`mod@write`] says how a crash loses the rest).
+//! The registry as a driver uses its service key: ZwOpenKey, ZwQueryValueKey and (through ZwClose)
+//! closing key handles here, the writes in [`mod@write`] (with the hive on disk a flush writes), over
+//! an in-memory tree that tests fill with [`set_value`].
 //!
 //! Semantics, from Microsoft Learn ("ZwOpenKey function", "ZwQueryValueKey function",
 //! "KEY_VALUE_PARTIAL_INFORMATION structure", "OBJECT_ATTRIBUTES structure"):
@@ -15,9 +14,8 @@
 //! * KeyValuePartialInformation: TitleIndex, Type, DataLength, then the data. A buffer smaller than
 //!   the 12-byte header: STATUS_BUFFER_TOO_SMALL; one that holds the header but not all the data:
 //!   STATUS_BUFFER_OVERFLOW with the header written. *ResultLength is the size needed, either way;
-//! * other information classes are not modelled (the driver does not use them): a violation.
-//!
-//! Handles left open at unload are counted in the report.
+//! * other information classes are not modelled (the driver does not use them): a violation;
+//! * handles left open at unload are counted in the report.
 //!
 //! [`set_value`]: control::set_value
 
@@ -93,9 +91,17 @@ pub struct ObjectAttributes {
     pub security_quality_of_service: usize,
 }
 
-/// The key path `attributes` names (lower case), checked as ZwOpenKey and ZwCreateKey check it; on a
-/// violation, the status to return.
-fn key_path(call: &super::call::Call, attributes: *const ObjectAttributes) -> Result<String, i32> {
+/// The key path `attributes` names (lower case), checked as ZwOpenKey and ZwCreateKey check it with
+/// the KeyHandle they write; on a violation, the status to return.
+fn key_path(
+    call: &super::call::Call,
+    attributes: *const ObjectAttributes,
+    handle: *mut usize,
+) -> Result<String, i32> {
+    if handle.is_null() {
+        call.violation("NULL KeyHandle".into());
+        return Err(STATUS_INVALID_PARAMETER);
+    }
     // SAFETY: the driver passes a valid OBJECT_ATTRIBUTES, checked below.
     let Some(attributes) = (unsafe { attributes.as_ref() }) else {
         call.violation("NULL ObjectAttributes".into());
@@ -140,14 +146,10 @@ pub unsafe extern "win64" fn zw_open_key(
     attributes: *const ObjectAttributes,
 ) -> i32 {
     let call = enter("ZwOpenKey", PASSIVE_LEVEL);
-    let path = match key_path(&call, attributes) {
+    let path = match key_path(&call, attributes, handle) {
         Ok(path) => path,
         Err(status) => return status,
     };
-    if handle.is_null() {
-        call.violation("NULL KeyHandle".into());
-        return STATUS_INVALID_PARAMETER;
-    }
     let opened = with_tree(|tree| tree.keys.contains_key(&path).then(|| open_handle(tree, path, access)));
     match opened {
         Some(opened) => {

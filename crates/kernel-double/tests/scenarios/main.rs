@@ -16,6 +16,7 @@
 mod common;
 mod faulty_support;
 
+mod boot_guard;
 mod budgets;
 mod bug_check;
 mod coexisting_writers;

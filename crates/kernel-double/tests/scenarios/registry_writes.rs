@@ -19,18 +19,23 @@ fn units(text: &str) -> Vec<u16> {
     text.encode_utf16().collect()
 }
 
+/// A driver's OBJECT_ATTRIBUTES for the key `name` names.
+fn attributes(name: &UnicodeString) -> ObjectAttributes {
+    ObjectAttributes {
+        length: size_of::<ObjectAttributes>() as u32,
+        root_directory: 0,
+        object_name: name,
+        attributes: OBJ_CASE_INSENSITIVE_KERNEL_HANDLE,
+        security_descriptor: 0,
+        security_quality_of_service: 0,
+    }
+}
+
 /// ZwCreateKey of `path` with `access`: the status, the handle and the disposition.
 fn create(path: &str, access: u32) -> (i32, usize, u32) {
     let path = units(path);
     let name = UnicodeString::from_units(&path);
-    let attributes = ObjectAttributes {
-        length: size_of::<ObjectAttributes>() as u32,
-        root_directory: 0,
-        object_name: &name,
-        attributes: OBJ_CASE_INSENSITIVE_KERNEL_HANDLE,
-        security_descriptor: 0,
-        security_quality_of_service: 0,
-    };
+    let attributes = attributes(&name);
     let (mut handle, mut disposition) = (0usize, 0u32);
     // SAFETY: the attributes, the name and the outputs outlive the call.
     let status =
@@ -41,14 +46,7 @@ fn create(path: &str, access: u32) -> (i32, usize, u32) {
 fn open(path: &str, access: u32) -> usize {
     let path = units(path);
     let name = UnicodeString::from_units(&path);
-    let attributes = ObjectAttributes {
-        length: size_of::<ObjectAttributes>() as u32,
-        root_directory: 0,
-        object_name: &name,
-        attributes: OBJ_CASE_INSENSITIVE_KERNEL_HANDLE,
-        security_descriptor: 0,
-        security_quality_of_service: 0,
-    };
+    let attributes = attributes(&name);
     let mut handle = 0usize;
     // SAFETY: as for `create`.
     assert_eq!(unsafe { zw_open_key(&mut handle, access, &attributes) }, STATUS_SUCCESS);

@@ -45,14 +45,10 @@ pub unsafe extern "win64" fn zw_create_key(
     disposition: *mut u32,
 ) -> i32 {
     let call = enter("ZwCreateKey", PASSIVE_LEVEL);
-    let path = match key_path(&call, attributes) {
+    let path = match key_path(&call, attributes, handle) {
         Ok(path) => path,
         Err(status) => return status,
     };
-    if handle.is_null() {
-        call.violation("NULL KeyHandle".into());
-        return STATUS_INVALID_PARAMETER;
-    }
     if options & REG_OPTION_VOLATILE != 0 {
         call.violation(format!("CreateOptions {options:#x}: a volatile key is not modelled"));
         return STATUS_INVALID_PARAMETER;
