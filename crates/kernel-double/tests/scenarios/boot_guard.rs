@@ -84,6 +84,7 @@ fn a_bug_check_in_the_first_programming_holds_the_next_start_off() {
     let collected = totals();
     assert_eq!(hal::owner(), None, "the start after a crash in the first programming owned the PMU again");
     assert!(msr::writes().is_empty(), "the held-off start wrote MSRs: {:?}", msr::writes());
+    assert_eq!(msr::reads(), 0, "the held-off start read MSRs (IA32_PERF_CAPABILITIES at load, or a read)");
     assert_eq!(collected, vec![[0u64; 7]; 4], "the held-off start's four instances count nothing");
     assert_eq!(state_and_guard(), (HELD_OFF, GUARD_HELD_OFF), "PMU State, Hardware Guard");
     assert!(
