@@ -17,6 +17,8 @@ use crate::pcw::processor_instances::ProcessorInstance;
 use crate::pmu::hybrid::{CoreType, Machine, ProcessorDescription, own_counters};
 use crate::pmu::model::{self, Detection};
 use crate::pmu::placement::CounterPlan;
+use crate::session::boot_guard::{self, StartMode};
+use crate::settings::HEADER_UNITS;
 use windows_sys::Win32::Foundation::STATUS_INSUFFICIENT_RESOURCES;
 
 /// The PMU client, shared by the Hardware Counters callback, the power callback and the
@@ -46,13 +48,22 @@ impl Driver {
     /// Sets everything up at PASSIVE_LEVEL. On failure, what was already set up is torn down (in
     /// reverse order, by its owners' drops) before the error is returned.
     pub fn load(registry_path: &[u16]) -> Result<Self, NtStatus> {
+        let parameters =
+            ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
+        // The boot guard's marker, read before any hardware is touched (docs/internals.md, "No boot loop").
+        let mut marker = [0u16; HEADER_UNITS + 2];
+        let held_off = match boot_guard::start_mode(parameters.read(boot_guard::MARKER, &mut marker)) {
+            StartMode::Normal => None,
+            StartMode::HeldOff(why) => Some(why),
+        };
         let processors = processors::active_processors().ok_or_else(|| out_of_memory("processor table"))?;
         let processor_count = processors.len();
         let per_processor: PoolSlice<ProcessorState> =
             PoolSlice::zeroed(processor_count).ok_or_else(|| out_of_memory("per-processor PMU state"))?;
         let machine = Machine::of(processors.iter().map(|instance| {
-            let description =
-                processors::on_processor(instance.group(), instance.number(), describe_this_processor);
+            let description = processors::on_processor(instance.group(), instance.number(), || {
+                describe_this_processor(held_off.is_none())
+            });
             if let Some(state) = per_processor.get(instance.index() as usize) {
                 state.pmu.set_core_type(description.core_type);
             }
@@ -84,11 +95,12 @@ impl Driver {
             PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("core type sessions"))?;
         let plans: PoolSlice<Option<CounterPlan>> =
             PoolSlice::filled(core_types, || None).ok_or_else(|| out_of_memory("last plans"))?;
-        let parameters =
-            ParametersKey::new(registry_path).ok_or_else(|| out_of_memory("Parameters key path"))?;
         let mut client =
             Client::new(KernelPlatform::new(parameters), machine, per_processor, sessions, plans, &STATUS);
-        client.detect_memory_controller(&CpuIdValues::read(&raw_cpuid::CpuIdReaderNative));
+        match held_off {
+            None => client.detect_memory_controller(&CpuIdValues::read(&raw_cpuid::CpuIdReaderNative)),
+            Some(why) => client.hold_off(why),
+        }
         let pmu: SharedPmu = PoolArc::new(client).map_err(|_| out_of_memory("PMU client"))?;
         let housekeeping = SystemThread::spawn(pmu.clone())
             .inspect_err(|status| log_error!("PsCreateSystemThread failed: {status:#x}"))?;
@@ -124,10 +136,14 @@ impl Driver {
 }
 
 /// The processor this runs on, as it describes itself: its core type and its PMU, with
-/// IA32_PERF_CAPABILITIES read on it.
-fn describe_this_processor() -> ProcessorDescription {
+/// IA32_PERF_CAPABILITIES read on it if `read_msrs` (not in a start the boot guard holds off, which
+/// executes no rdmsr: CPUID only).
+fn describe_this_processor(read_msrs: bool) -> ProcessorDescription {
     let core_type = CoreType::detect(raw_cpuid::CpuIdReaderNative);
     let detection = match model::detect(raw_cpuid::CpuIdReaderNative) {
+        Detection::Usable(model) if !read_msrs => {
+            Detection::Usable(own_counters(&raw_cpuid::CpuIdReaderNative, core_type, model))
+        }
         Detection::Usable(model) => {
             let model = own_counters(&raw_cpuid::CpuIdReaderNative, core_type, model);
             Detection::Usable(model.with_perf_capabilities(|| msr::perf_capabilities(&model)))

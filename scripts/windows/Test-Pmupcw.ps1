@@ -149,7 +149,7 @@ $BandwidthCounterPaths = @($MemoryControllerStatePath, $DramReadBytesPath, $Dram
 $MaxDramFactor = 20
 $MemoryControllerStates = @{
     0 = 'idle'; 1 = 'counting'; 2 = 'unsupported model'; 3 = 'no device'; 4 = 'MCHBAR disabled'
-    5 = 'under a hypervisor'; 6 = 'map failed'
+    5 = 'under a hypervisor'; 6 = 'map failed'; 7 = 'held off'
 }
 # Why the bandwidth check cannot run, per Memory Controller State other than 1 (docs/memory-controller.md).
 $MemoryControllerSkipReasons = @{
@@ -159,10 +159,12 @@ $MemoryControllerSkipReasons = @{
     4 = 'the firmware left MCHBAR disabled or its address unusable: nothing the driver can change'
     5 = 'a virtual machine (or a hypervisor other than the Hyper-V root partition) sees no real memory controller: run the check on the host'
     6 = 'MmMapIoSpaceEx returned no mapping; the debug output says more'
+    7 = 'the boot guard holds the hardware off (PMU State 8): re-enable as the README (No boot loop) says'
 }
 $PmuStates = @{
     0 = 'idle'; 1 = 'active'; 2 = 'busy'; 3 = 'no PMU under this hypervisor'; 4 = 'failed'
     5 = 'no architectural perfmon'; 6 = 'not Intel/AMD'; 7 = 'too few counters'
+    8 = 'held off by the boot guard (the README: No boot loop)'
 }
 
 # The helpers every pmupcw script shares (Write-Step, Invoke-Tool, ...), from the package folder.

@@ -21,11 +21,13 @@ pub enum Status {
     UnderHypervisor = 5,
     /// MmMapIoSpaceEx returned no mapping.
     MapFailed = 6,
+    /// Not detected: the boot guard holds this start's hardware off (`crate::session::boot_guard`).
+    HeldOff = 7,
 }
 
 impl Status {
     /// Every status, in value order.
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Idle,
         Status::Counting,
         Status::UnsupportedModel,
@@ -33,6 +35,7 @@ impl Status {
         Status::MchbarDisabled,
         Status::UnderHypervisor,
         Status::MapFailed,
+        Status::HeldOff,
     ];
 
     /// The value the status counter publishes.
@@ -50,6 +53,7 @@ impl Status {
             Status::MchbarDisabled => "MCHBAR disabled, zero or misaligned",
             Status::UnderHypervisor => "under a hypervisor (not the Hyper-V root partition)",
             Status::MapFailed => "mapping the counters' page failed",
+            Status::HeldOff => "held off: the previous start did not reach its known-good point",
         }
     }
 }
@@ -61,7 +65,7 @@ mod tests {
     #[test]
     fn values_are_stable_and_dense() {
         // The published numbers: changing one breaks every consumer that keys on it.
-        let expected = [0, 1, 2, 3, 4, 5, 6];
+        let expected = [0, 1, 2, 3, 4, 5, 6, 7];
         let values: Vec<u32> = Status::ALL.iter().map(|s| s.value()).collect();
         assert_eq!(values, expected);
         for (i, a) in Status::ALL.iter().enumerate() {

@@ -163,6 +163,17 @@ impl Platform for KernelPlatform {
         self.parameters.read(name, buffer)
     }
 
+    fn write_guard_marker(&self, set: bool) -> bool {
+        let value = set.then_some(crate::session::boot_guard::MARKER_SET);
+        match self.parameters.write_dword(crate::session::boot_guard::MARKER, value) {
+            Ok(()) => true,
+            Err(status) => {
+                log_error!("writing Parameters\\HardwareGuard failed: {status:#x}");
+                false
+            }
+        }
+    }
+
     fn read_host_bridge(&self) -> HostBridge {
         mmio::read_host_bridge()
     }

@@ -20,6 +20,27 @@ pub enum PmuState {
     UnsupportedVendor = 6,
     /// Too few counters to count instructions and cycles together.
     UnsupportedTooFewCounters = 7,
+    /// Held off by the boot guard: this start touches no hardware (Hardware Guard says why).
+    HeldOff = 8,
+}
+
+/// The Hardware Guard counter's values (documented in the manifest): the marker around the first
+/// touch of the hardware (`crate::session::boot_guard`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum HardwareGuard {
+    /// No marker: nothing touched yet in this load, or every first touch was read back cleanly.
+    Clear = 0,
+    /// The marker is set: a first touch has not been read back yet.
+    Pending = 1,
+    /// The start found the marker set: the previous start stopped between a first touch and its
+    /// clean read. No hardware is touched until an administrator deletes it.
+    HeldOff = 2,
+    /// The start found a marker it could not read, or not as it writes it: held off likewise (for
+    /// this start only, if the value could not be read).
+    HeldOffUnreadable = 3,
+    /// Writing the marker failed: the hardware was not touched; the next acquisition tries again.
+    MarkerNotWritten = 4,
 }
 
 /// The Top-down Source counter's values (documented in the manifest).
@@ -131,6 +152,10 @@ impl DriverStatus {
 
     pub fn set_counters_owned(&self, counters: u32) {
         self.block.counters_owned.store(counters, Ordering::Relaxed);
+    }
+
+    pub fn set_hardware_guard(&self, guard: HardwareGuard) {
+        self.block.hardware_guard.store(guard as u32, Ordering::Relaxed);
     }
 
     pub fn set_pmu_ownership(&self, ownership: PmuOwnership) {

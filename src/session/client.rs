@@ -14,6 +14,7 @@
 //!   call (IPI_LEVEL, with interrupts held off for the read, so the PMI at PROFILE_LEVEL waits until
 //!   it ends) or by its overflow handler.
 
+use super::boot_guard::{BootGuard, Source};
 use super::core_pmu::core_type_session::{CoreTypeSession, Session};
 use super::core_pmu::overflow_target::OverflowTarget;
 use super::core_pmu::processor_state::ProcessorState;
@@ -49,6 +50,7 @@ use crate::sync::Ordering;
 use crate::sync::SessionLock;
 use crate::sync::unmodelled::AtomicU32;
 
+mod guarded;
 mod housekeeping;
 
 /// Why the counters could not be had.
@@ -87,6 +89,8 @@ pub struct PmuClient<P: Platform> {
     status: &'static DriverStatus,
     /// The second counter source, driven by the same policy with its own demand.
     memory: MemoryController<P>,
+    /// The marker around each source's first touch of its hardware in this load.
+    guard: BootGuard,
 }
 
 impl<P: Platform> PmuClient<P> {
@@ -130,6 +134,7 @@ impl<P: Platform> PmuClient<P> {
             throttle: Throttle::new(),
             status,
             memory: MemoryController::new(Err(Status::UnsupportedModel), status),
+            guard: BootGuard::new(),
         }
     }
 
@@ -168,6 +173,9 @@ impl<P: Platform> PmuClient<P> {
     /// PASSIVE_LEVEL.
     pub fn acquire(&self) {
         let Some(model) = self.model() else { return };
+        if self.guard.held_off() {
+            return;
+        }
         if self.session.try_read().is_some_and(|session| session.ownership.is_some()) {
             return;
         }
@@ -183,6 +191,13 @@ impl<P: Platform> PmuClient<P> {
         }
         self.schedule.attempted(self.platform.now_100ns());
         self.status.set_profile(selection.profile as u32, selection.rejected);
+        if !self.guard.before_touch(Source::CorePmu, |set| self.platform.write_guard_marker(set), self.status)
+        {
+            self.status.set_pmu_state(PmuState::Failed);
+            self.platform
+                .log(format_args!("Parameters\\HardwareGuard not written: the PMU stays unprogrammed"));
+            return;
+        }
         let Some(opened) = self.open(&mut session, &model, &wanted_events) else { return };
         drop(session);
         // Active once a collect can read the session.
@@ -324,6 +339,12 @@ impl<P: Platform> PmuClient<P> {
         for (_, owned) in self.target.pmi_owned.iter() {
             owned.store(0, Ordering::Release);
         }
+        // The release read every processor back: the boot guard's known-good point as a collect's is.
+        self.guard.after_clean_read(
+            Source::CorePmu,
+            |set| self.platform.write_guard_marker(set),
+            self.status,
+        );
         drop(ownership);
         session.clear();
         self.status.set_counters_owned(0);
@@ -435,7 +456,7 @@ impl<P: Platform> PmuClient<P> {
     /// last attempt found the PMU busy; a collect at most every second. At PASSIVE_LEVEL here; above
     /// it (PCW does not promise PASSIVE) the housekeeping thread does it at once.
     fn demand(&self, retry_now: bool) {
-        if self.model().is_none() || self.is_open() {
+        if self.model().is_none() || self.guard.held_off() || self.is_open() {
             return;
         }
         let now = self.platform.now_100ns();
@@ -481,6 +502,9 @@ impl<P: Platform> CountSource for PmuClient<P> {
         } else if self.read_all(Check::OneInTurn) {
             self.schedule.read_at(now);
             self.status.record_fresh_collect();
+            if self.guard.awaits_read(Source::CorePmu) {
+                self.first_read_done();
+            }
         } else {
             self.throttle.withdraw(now);
         }
@@ -519,7 +543,7 @@ impl<P: Platform> CountSource for PmuClient<P> {
 
 impl<P: Platform> MemorySource for PmuClient<P> {
     fn memory_refresh(&self) {
-        self.memory.refresh(&self.platform);
+        self.memory.refresh(&self.platform, &self.guard);
     }
 
     fn memory_collect_done(&self) {
@@ -527,7 +551,7 @@ impl<P: Platform> MemorySource for PmuClient<P> {
     }
 
     fn memory_query_added(&self) {
-        self.memory.query_added(&self.platform);
+        self.memory.query_added(&self.platform, &self.guard);
     }
 
     fn memory_controllers(&self) -> u8 {

@@ -9,6 +9,7 @@
 //! (`docs/ARCHITECTURE.md`, "Two counter sources").
 #![deny(unsafe_code)]
 
+pub mod boot_guard;
 mod client;
 mod core_pmu;
 #[cfg(test)]

@@ -86,6 +86,12 @@ pub trait Platform: Sync + Sized + 'static {
     /// header. PASSIVE_LEVEL.
     fn read_setting<'b>(&self, name: &str, buffer: &'b mut [u16]) -> Setting<'b>;
 
+    /// Sets (`true`: REG_DWORD [`MARKER_SET`](super::boot_guard::MARKER_SET)) or deletes the boot
+    /// guard's marker, value [`MARKER`](super::boot_guard::MARKER) of the service's `Parameters` key,
+    /// and flushes it to disk: whether both succeeded (deleting a marker that is not there succeeds).
+    /// PASSIVE_LEVEL.
+    fn write_guard_marker(&self, set: bool) -> bool;
+
     /// The configuration DWORDs of PCI bus 0, device 0, function 0 that memory controller detection
     /// reads (`crate::imc::detect`); all ones for a DWORD that could not be read. PASSIVE_LEVEL.
     fn read_host_bridge(&self) -> HostBridge;

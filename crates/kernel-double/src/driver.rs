@@ -47,6 +47,7 @@ impl Driver {
         cpu::trap::install();
         cpu::set_thread_object_source(crate::exports::ps::host_thread_object);
         cpu::trap::set_guard_fault_describer(crate::control::pool::describe_guard_fault);
+        cpu::trap::set_bug_check(crate::exports::dbg::bug_check);
         let image = Image::load(bytes, registry)?;
         mm::set_system_routines(registry);
         let units: Vec<u16> =

@@ -9,6 +9,9 @@ pub const STATUS_DEVICE_BUSY: NtStatus = 0x8000_0011_u32 as i32;
 pub const STATUS_BUFFER_TOO_SMALL: NtStatus = 0xC000_0023_u32 as i32;
 pub const STATUS_OBJECT_NAME_NOT_FOUND: NtStatus = 0xC000_0034_u32 as i32;
 pub const STATUS_INVALID_HANDLE: NtStatus = 0xC000_0008_u32 as i32;
+pub const STATUS_ACCESS_DENIED: NtStatus = 0xC000_0022_u32 as i32;
+/// A #GP's exception code once KiPreprocessFault has replaced the trap's internal code.
+pub const STATUS_ACCESS_VIOLATION: NtStatus = 0xC000_0005_u32 as i32;
 pub const STATUS_INVALID_PARAMETER: NtStatus = 0xC000_000D_u32 as i32;
 pub const STATUS_NO_MEMORY: NtStatus = 0xC000_0017_u32 as i32;
 pub const STATUS_OBJECT_NAME_COLLISION: NtStatus = 0xC000_0035_u32 as i32;

@@ -15,8 +15,7 @@
 //! NTSTATUS ZwClose(HANDLE Handle)                                         PASSIVE_LEVEL
 //! NTSTATUS ZwWaitForSingleObject(HANDLE, BOOLEAN, PLARGE_INTEGER)         PASSIVE_LEVEL
 //! NTSTATUS ZwOpenKey(PHANDLE, ACCESS_MASK, POBJECT_ATTRIBUTES)               PASSIVE_LEVEL
-//! NTSTATUS ZwQueryValueKey(HANDLE, PUNICODE_STRING, KEY_VALUE_INFORMATION_CLASS, PVOID, ULONG,
-//!                          PULONG)                                           PASSIVE_LEVEL
+//! ZwQueryValueKey, ZwCreateKey, ZwSetValueKey, ZwDeleteValueKey, ZwFlushKey     PASSIVE_LEVEL
 //! ```
 #![no_std]
 
@@ -70,6 +69,37 @@ unsafe extern "system" {
         length: u32,
         result_length: *mut u32,
     ) -> i32;
+
+    /// `NTSTATUS ZwCreateKey(PHANDLE KeyHandle, ACCESS_MASK DesiredAccess, POBJECT_ATTRIBUTES
+    /// ObjectAttributes, ULONG TitleIndex, PUNICODE_STRING Class, ULONG CreateOptions, PULONG
+    /// Disposition)`: opens a registry key, creating it if missing. PASSIVE_LEVEL.
+    pub fn ZwCreateKey(
+        key_handle: *mut *mut core::ffi::c_void,
+        desired_access: u32,
+        object_attributes: *const c_void,
+        title_index: u32,
+        class: *const c_void,
+        create_options: u32,
+        disposition: *mut u32,
+    ) -> i32;
+
+    /// `NTSTATUS ZwSetValueKey(HANDLE KeyHandle, PUNICODE_STRING ValueName, ULONG TitleIndex, ULONG
+    /// Type, PVOID Data, ULONG DataSize)`: writes a registry value. PASSIVE_LEVEL.
+    pub fn ZwSetValueKey(
+        key_handle: *mut core::ffi::c_void,
+        value_name: *const c_void,
+        title_index: u32,
+        value_type: u32,
+        data: *const c_void,
+        data_size: u32,
+    ) -> i32;
+
+    /// `NTSTATUS ZwDeleteValueKey(HANDLE KeyHandle, PUNICODE_STRING ValueName)`: deletes a registry
+    /// value. PASSIVE_LEVEL.
+    pub fn ZwDeleteValueKey(key_handle: *mut core::ffi::c_void, value_name: *const c_void) -> i32;
+
+    /// `NTSTATUS ZwFlushKey(HANDLE KeyHandle)`: commits the key's changes to disk. PASSIVE_LEVEL.
+    pub fn ZwFlushKey(key_handle: *mut core::ffi::c_void) -> i32;
 }
 
 /// DPFLTR_IHVDRIVER_ID: the debug-print component for third-party drivers.

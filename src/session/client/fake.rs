@@ -49,6 +49,11 @@ pub(super) struct FakePlatform {
     pub(super) settings: Mutex<Vec<(&'static str, u32, Vec<u16>)>>,
     /// Device 00:00.0 and the memory controller's pages.
     pub(super) io: Arc<FakeIo>,
+    /// The boot guard's marker as the registry holds it, and the MSR writes made when it was last
+    /// written (so a test sees it was set before the first programming).
+    pub(super) marker: Mutex<Option<(bool, usize)>>,
+    /// Whether writing the marker fails.
+    pub(super) marker_fails: AtomicBool,
 }
 
 pub(super) struct FakeOwnership(Arc<AtomicUsize>);
@@ -136,6 +141,15 @@ impl Platform for FakePlatform {
         Setting::Value { kind: *kind, units: &room[..data.len()], odd: false }
     }
 
+    fn write_guard_marker(&self, set: bool) -> bool {
+        if self.marker_fails.load(Ordering::SeqCst) {
+            return false;
+        }
+        let writes = self.msrs.iter().map(|file| file.lock().unwrap().len()).sum();
+        *self.marker.lock().unwrap() = Some((set, writes));
+        true
+    }
+
     fn read_host_bridge(&self) -> HostBridge {
         self.io.read_host_bridge()
     }
@@ -174,6 +188,8 @@ pub(super) fn fake_platform(answers: &[i32]) -> FakePlatform {
         call_time: AtomicU64::new(0),
         settings: Mutex::new(Vec::new()),
         io: Arc::new(FakeIo::default()),
+        marker: Mutex::new(None),
+        marker_fails: AtomicBool::new(false),
     }
 }
 

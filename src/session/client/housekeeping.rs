@@ -49,7 +49,7 @@ impl<P: Platform> PmuClient<P> {
     /// The housekeeping thread's work at PASSIVE_LEVEL: a deferred acquisition, a poll (or, when no
     /// read has taken IA32_PERF_METRICS and fixed counter 3 for MAX_READ_GAP_100NS, a read), a release.
     pub fn tick(&self) {
-        self.memory.tick(&self.platform);
+        self.memory.tick(&self.platform, &self.guard);
         if self.schedule.take_deferred() && !self.is_open() {
             self.acquire();
         }

@@ -127,3 +127,24 @@ fn a_failed_mapping_says_so_leaves_nothing_mapped_and_is_retried() {
     assert_eq!((mapped(&client), memory_state(&client)), (1, Status::Counting.value()));
     drop(client);
 }
+
+#[test]
+fn the_first_mapping_is_guarded_and_a_held_off_start_maps_nothing() {
+    let client = skylake_with_memory();
+    client.platform.marker_fails.store(true, StdOrdering::SeqCst);
+    client.memory_query_added();
+    assert_eq!(mapped(&client), 0, "mapped without the boot guard's marker");
+    client.platform.marker_fails.store(false, StdOrdering::SeqCst);
+    client.memory_query_added();
+    // Set before the mapping, deleted once the mapping read every controller's counters.
+    assert_eq!((mapped(&client), memory_state(&client)), (1, Status::Counting.value()));
+    assert!(matches!(*client.platform.marker.lock().unwrap(), Some((false, _))), "the marker stayed");
+
+    let mut client = skylake_with_memory();
+    client.hold_off(crate::pcw::driver_status::HardwareGuard::HeldOff);
+    client.memory_query_added();
+    client.memory_refresh();
+    assert_eq!((mapped(&client), memory_state(&client)), (0, Status::HeldOff.value()));
+    assert_eq!(client.memory_controllers(), 0);
+    assert_eq!(*client.platform.marker.lock().unwrap(), None);
+}

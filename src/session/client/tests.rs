@@ -482,3 +482,46 @@ fn a_list_refused_for_fixed_counter_3_is_asked_again_without_it_before_the_whole
     assert_eq!(status(&client), (every_counter, PmuOwnership::WholePmu as u32));
     assert!(client.owns() && client.polling());
 }
+
+#[test]
+fn the_boot_guard_marker_is_flushed_before_the_first_programming_and_gone_after_the_first_read() {
+    let client = skylake(&[]);
+    let marker = || *client.platform().marker.lock().unwrap();
+    client.query_added();
+    assert!(client.owns());
+    assert_eq!(marker(), Some((true, 0)), "the marker was not set before any MSR was written");
+    client.collect();
+    assert!(matches!(marker(), Some((false, writes)) if writes > 0), "a clean read left the marker");
+    // A later acquisition in the same load is no first programming: no marker.
+    client.release();
+    *client.platform().marker.lock().unwrap() = None;
+    client.query_added();
+    client.collect();
+    assert_eq!(marker(), None);
+    // A release reads every processor back too: without any collect, it clears the marker.
+    let client = skylake(&[]);
+    client.query_added();
+    assert!(matches!(*client.platform().marker.lock().unwrap(), Some((true, _))));
+    client.release();
+    assert!(matches!(*client.platform().marker.lock().unwrap(), Some((false, _))), "the release left it");
+}
+
+#[test]
+fn a_held_off_client_asks_for_nothing_and_one_that_cannot_write_the_marker_programs_nothing() {
+    let mut client = skylake(&[]);
+    client.hold_off(crate::pcw::driver_status::HardwareGuard::HeldOff);
+    client.query_added();
+    client.collect();
+    assert!(client.asked().is_empty() && !client.owns(), "a held-off start asked the HAL");
+    assert_eq!(client.state(), PmuState::HeldOff as u32);
+    assert_eq!(*client.platform().marker.lock().unwrap(), None, "a held-off start touched the marker");
+
+    let client = skylake(&[]);
+    client.platform().marker_fails.store(true, Ordering::SeqCst);
+    client.query_added();
+    assert!(client.asked().is_empty() && !client.owns(), "programmed without a marker");
+    assert_eq!(client.state(), PmuState::Failed as u32);
+    client.platform().marker_fails.store(false, Ordering::SeqCst);
+    client.query_added();
+    assert!(client.owns(), "the next query did not try again");
+}

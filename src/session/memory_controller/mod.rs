@@ -6,6 +6,7 @@
 //! (demand, throttle, idle release, the housekeeping thread) is the client's
 //! (`docs/memory-controller.md`).
 
+use super::boot_guard::{BootGuard, Source};
 use super::platform::{CounterPage, Platform};
 use super::schedule::{MAX_IDLE_100NS, Schedule};
 use super::throttle::{Throttle, read_interval_ms};
@@ -115,9 +116,17 @@ impl<P: Platform> MemoryController<P> {
     /// on while unmapped: a 64-bit counter's reading now is folded in as any read's (it cannot have
     /// wrapped), while a 32-bit counter's first reading is the base of this mapping, as it may have
     /// wrapped unseen (the totals carry on from the last mapping). On a failed mapping, nothing stays
-    /// mapped and the status says so. PASSIVE_LEVEL.
-    pub fn map(&self, platform: &P) {
+    /// mapped and the status says so. The first mapping of a load is guarded (`guard`): the marker is
+    /// set before it, and cleared once every controller's counters were read through it. PASSIVE_LEVEL.
+    pub fn map(&self, platform: &P, guard: &BootGuard) {
         let Ok(found) = self.detected else { return };
+        if !guard.before_touch(Source::MemoryController, |set| platform.write_guard_marker(set), self.status)
+        {
+            platform.log(format_args!(
+                "Parameters\\HardwareGuard not written: the memory controllers stay unmapped"
+            ));
+            return;
+        }
         // The core counters' minimum collect interval, read as they read it (before the lock: a
         // registry read may wait).
         self.throttle.set_interval_ms(read_interval_ms(platform));
@@ -150,6 +159,7 @@ impl<P: Platform> MemoryController<P> {
         *mapping = Some(Mapping { pages });
         self.mapped_before.store(true, Ordering::Relaxed);
         drop(mapping);
+        guard.after_clean_read(Source::MemoryController, |set| platform.write_guard_marker(set), self.status);
         self.schedule.read_at(platform.now_100ns());
         self.status.set_memory_controller_state(Status::Counting);
         platform.log(format_args!("memory controller counters mapped: {}", found.model.name));

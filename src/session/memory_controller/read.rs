@@ -4,6 +4,7 @@
 
 use super::{Mapping, MemoryController};
 use crate::imc::extend::POLL_PERIOD_100NS;
+use crate::session::boot_guard::BootGuard;
 use crate::session::platform::{CounterPage, Platform};
 use crate::sync::Ordering;
 
@@ -38,7 +39,7 @@ impl<P: Platform> MemoryController<P> {
     /// A query of the counterset is active (a collect, or an AddCounter when `retry_now`): map the
     /// pages if detection found them, nothing is mapped and an attempt is due; above PASSIVE_LEVEL
     /// the housekeeping thread maps them at once.
-    fn demand(&self, platform: &P, retry_now: bool) {
+    fn demand(&self, platform: &P, guard: &BootGuard, retry_now: bool) {
         if !self.usable() || self.is_mapped() {
             return;
         }
@@ -48,7 +49,7 @@ impl<P: Platform> MemoryController<P> {
             return;
         }
         if platform.at_passive_level() {
-            self.map(platform);
+            self.map(platform, guard);
         } else {
             self.schedule.defer_acquire();
             platform.wake_housekeeping();
@@ -61,10 +62,10 @@ impl<P: Platform> MemoryController<P> {
 
     /// A collect of the Memory Controller counterset begins: activity, a demand, and a fresh read
     /// unless one was made within the minimum collect interval (then the blocks as it left them).
-    pub fn refresh(&self, platform: &P) {
+    pub fn refresh(&self, platform: &P, guard: &BootGuard) {
         let now = platform.now_100ns();
         self.schedule.collect_started(now);
-        self.demand(platform, false);
+        self.demand(platform, guard, false);
         if !self.throttle.fresh_due(now) {
             return;
         }
@@ -81,9 +82,9 @@ impl<P: Platform> MemoryController<P> {
     }
 
     /// A consumer added counters of the counterset.
-    pub fn query_added(&self, platform: &P) {
+    pub fn query_added(&self, platform: &P, guard: &BootGuard) {
         self.schedule.active(platform.now_100ns());
-        self.demand(platform, true);
+        self.demand(platform, guard, true);
     }
 
     /// The housekeeping thread's next wake-up for this source, in 100 ns from now: at once for a
@@ -106,9 +107,9 @@ impl<P: Platform> MemoryController<P> {
 
     /// The housekeeping thread's work for this source at PASSIVE_LEVEL: a deferred mapping, the poll
     /// when due (32-bit layouts), the release once the activity stopped.
-    pub fn tick(&self, platform: &P) {
+    pub fn tick(&self, platform: &P, guard: &BootGuard) {
         if self.schedule.take_deferred() && !self.is_mapped() {
-            self.map(platform);
+            self.map(platform, guard);
         }
         let now = platform.now_100ns();
         if self.polled() && self.schedule.until_read(now, POLL_PERIOD_100NS as u64) == 0 && self.read_all() {

@@ -1298,8 +1298,8 @@ pub mod driver_status {
         pub pmu_ownership: u32,
         /// Field `MemoryControllerState`, offset 96: read by counter 18 (MemoryControllerState).
         pub memory_controller_state: u32,
-        /// Pads the odd 4-byte field out to a multiple of 8 bytes; always 0.
-        pub reserved: u32,
+        /// Field `HardwareGuard`, offset 100: read by counter 31 (HardwareGuard).
+        pub hardware_guard: u32,
     }
 
     // SAFETY: `#[repr(C)]` with only integer fields, laid out without padding (8-byte fields, then
@@ -1330,7 +1330,7 @@ pub mod driver_status {
         pub minimum_collect_interval: core::sync::atomic::AtomicU32,
         pub pmu_ownership: core::sync::atomic::AtomicU32,
         pub memory_controller_state: core::sync::atomic::AtomicU32,
-        pub reserved: core::sync::atomic::AtomicU32,
+        pub hardware_guard: core::sync::atomic::AtomicU32,
     }
 
     // SAFETY: as for `Values`: each atomic has the size, alignment and bit validity of its integer.
@@ -1360,7 +1360,7 @@ pub mod driver_status {
                 minimum_collect_interval: core::sync::atomic::AtomicU32::new(0),
                 pmu_ownership: core::sync::atomic::AtomicU32::new(0),
                 memory_controller_state: core::sync::atomic::AtomicU32::new(0),
-                reserved: core::sync::atomic::AtomicU32::new(0),
+                hardware_guard: core::sync::atomic::AtomicU32::new(0),
             }
         }
     }
@@ -1373,7 +1373,7 @@ pub mod driver_status {
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
         pub wide: [core::sync::atomic::AtomicU64; 5],
-        /// The 4-byte fields, in layout order (the last is `reserved`, always 0).
+        /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 16],
     }
 
@@ -1419,6 +1419,7 @@ pub mod driver_status {
         crate::pcw::Cell::Narrow(12),
         crate::pcw::Cell::Narrow(13),
         crate::pcw::Cell::Narrow(14),
+        crate::pcw::Cell::Narrow(15),
     ];
 
     /// Counter ids (the manifest's `id`), the bit numbers of PCW's counter mask.
@@ -1428,8 +1429,10 @@ pub mod driver_status {
         /// counters; retried on the next query. 3 Unsupported: a hypervisor does not pass the PMU through
         /// (Hyper-V: Set-VMProcessor -Perfmon pmu). 4 Failed: owning or programming the counters failed. 5
         /// Unsupported: no architectural performance monitoring (version 2 or later). 6 Unsupported: neither
-        /// an Intel nor an AMD processor. 7 Unsupported: too few counters for instructions and cycles. In
-        /// every unsupported state no MSR is touched and the counters read 0.
+        /// an Intel nor an AMD processor. 7 Unsupported: too few counters for instructions and cycles. 8 Held
+        /// off: the previous start did not reach its known-good point (Hardware Guard says why), so this
+        /// start touches no PMU register until an administrator re-enables it. In every unsupported state no
+        /// MSR is touched and the counters read 0.
         pub const PMU_STATE: u16 = 0;
         /// "Counters Owned" (perf_counter_rawcount, standard): Hardware counters the driver currently owns
         /// through HalAllocateHardwareCounters, as PMU Ownership says: with resource lists (1), the counters
@@ -1538,9 +1541,22 @@ pub mod driver_status {
         /// enable bit is clear, or its address is zero, misaligned or too high (firmware). 5 Under a
         /// hypervisor: a virtual machine, or a hypervisor other than the Microsoft hypervisor's root
         /// partition; read the counters on the host. 6 Map failed: MmMapIoSpaceEx returned no mapping;
-        /// retried on the next query. In every state but 1 nothing is mapped and the Memory Controller
-        /// counters read 0.
+        /// retried on the next query. 7 Held off: the previous start did not reach its known-good point
+        /// (Hardware Guard says why); not detected. In every state but 1 nothing is mapped and the Memory
+        /// Controller counters read 0.
         pub const MEMORY_CONTROLLER_STATE: u16 = 18;
+        /// "Hardware Guard" (perf_counter_rawcount, standard): The boot guard: the marker (REG_DWORD
+        /// Parameters\\HardwareGuard = 1) the driver sets and flushes before it first programs the PMU or
+        /// maps the memory controllers in a start, and deletes once a read of every processor (or controller)
+        /// came back. 0 Clear: no marker; nothing touched yet, or every first touch read back cleanly. 1
+        /// Pending: the marker is set, a first touch not yet read back. 2 Held off: this start found the
+        /// marker set (the previous start stopped in between: a bug check, a reset, a power loss), so it
+        /// touches neither the PMU nor the memory controllers and PMU State is 8; re-enable: reg delete
+        /// HKLM\\SYSTEM\\CurrentControlSet\\Services\\pmupcw\\Parameters /v HardwareGuard /f, then restart
+        /// the driver (sc.exe stop pmupcw, sc.exe start pmupcw) or the machine. 3 Held off: the marker was
+        /// found but not as the driver writes it, or could not be read; re-enable as for 2. 4 Marker not
+        /// written: setting the marker failed, so nothing was touched; the next query tries again.
+        pub const HARDWARE_GUARD: u16 = 31;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
@@ -1565,12 +1581,13 @@ pub mod driver_status {
         CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 88, size: 4 },
         CounterDescriptor { id: id::PMU_OWNERSHIP, struct_index: 0, offset: 92, size: 4 },
         CounterDescriptor { id: id::MEMORY_CONTROLLER_STATE, struct_index: 0, offset: 96, size: 4 },
+        CounterDescriptor { id: id::HARDWARE_GUARD, struct_index: 0, offset: 100, size: 4 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_4007_ffff == 0x0000_0000_4007_ffff {
+            if counter_mask & 0x0000_0000_c007_ffff == 0x0000_0000_c007_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1633,6 +1650,9 @@ pub mod driver_status {
             if counter_mask & 0x0000_0000_0004_0000 == 0 {
                 self.memory_controller_state = 0;
             }
+            if counter_mask & 0x0000_0000_8000_0000 == 0 {
+                self.hardware_guard = 0;
+            }
         }
     }
 
@@ -1658,6 +1678,7 @@ pub mod driver_status {
         "MinimumCollectInterval",
         "PmuOwnership",
         "MemoryControllerState",
+        "HardwareGuard",
     ];
 
     impl Values {
@@ -1686,7 +1707,7 @@ pub mod driver_status {
                 minimum_collect_interval: value(17) as u32,
                 pmu_ownership: value(18) as u32,
                 memory_controller_state: value(19) as u32,
-                reserved: 0,
+                hardware_guard: value(20) as u32,
             }
         }
     }
@@ -1738,7 +1759,7 @@ pub mod driver_status {
                 minimum_collect_interval: self.minimum_collect_interval.load(RELAXED),
                 pmu_ownership: self.pmu_ownership.load(RELAXED),
                 memory_controller_state: self.memory_controller_state.load(RELAXED),
-                reserved: 0,
+                hardware_guard: self.hardware_guard.load(RELAXED),
             }
         }
     }
@@ -1769,7 +1790,7 @@ pub mod driver_status {
                 minimum_collect_interval: self.narrow[12].load(RELAXED),
                 pmu_ownership: self.narrow[13].load(RELAXED),
                 memory_controller_state: self.narrow[14].load(RELAXED),
-                reserved: 0,
+                hardware_guard: self.narrow[15].load(RELAXED),
             }
         }
     }
@@ -1809,6 +1830,7 @@ pub mod driver_status {
                 offset_of!(Values, minimum_collect_interval),
                 offset_of!(Values, pmu_ownership),
                 offset_of!(Values, memory_controller_state),
+                offset_of!(Values, hardware_guard),
             ];
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
@@ -1881,8 +1903,8 @@ pub mod driver_status {
                 offset_of!(AtomicValues, memory_controller_state),
                 offset_of!(Values, memory_controller_state),
             );
-            assert_eq!(offset_of!(Values, reserved), 100);
-            assert_eq!(offset_of!(AtomicValues, reserved), offset_of!(Values, reserved));
+            assert_eq!(offset_of!(Values, hardware_guard), 100);
+            assert_eq!(offset_of!(AtomicValues, hardware_guard), offset_of!(Values, hardware_guard));
             let values = Values::default();
             let expected = [
                 (id::PMU_STATE, offset_of!(Values, pmu_state), size_of_val(&values.pmu_state)),
@@ -1961,6 +1983,7 @@ pub mod driver_status {
                     offset_of!(Values, memory_controller_state),
                     size_of_val(&values.memory_controller_state),
                 ),
+                (id::HARDWARE_GUARD, offset_of!(Values, hardware_guard), size_of_val(&values.hardware_guard)),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {

@@ -16,6 +16,8 @@ static WRITES: Mutex<Vec<MsrWrite>> = Mutex::new(Vec::new());
 /// The processors whose PMU the driver holds through the HAL (`None`: every processor).
 static PMU_OWNED: Mutex<Option<Option<HashSet<u32>>>> = Mutex::new(None);
 static READS: AtomicUsize = AtomicUsize::new(0);
+/// The processor whose next write of a PMU register raises #GP ([`fault_next_pmu_write`]).
+static FAULTING_PROCESSOR: Mutex<Option<u32>> = Mutex::new(None);
 
 /// One wrmsr the driver executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +86,23 @@ pub fn check_exists(processor: u32, msr: u32) -> Result<(), String> {
         return Err(format!("does not exist on {model} (#GP)"));
     }
     Ok(())
+}
+
+/// Makes the next wrmsr of a PMU register on `processor` raise #GP, as on a processor or hypervisor
+/// that refuses a register its CPUID leaves promise (an uncovered model): the trap handler turns it
+/// into the exception the kernel raises for it, unhandled in the driver (`super::trap`). Once.
+pub fn fault_next_pmu_write(processor: u32) {
+    *FAULTING_PROCESSOR.lock().ignore_poison() = Some(processor);
+}
+
+/// Whether this wrmsr of `msr` on `processor` is the one [`fault_next_pmu_write`] armed (disarming it).
+pub(crate) fn write_faults(processor: u32, msr: u32) -> bool {
+    let mut armed = FAULTING_PROCESSOR.lock().ignore_poison();
+    let hit = *armed == Some(processor) && is_any_pmu_msr(msr);
+    if hit {
+        *armed = None;
+    }
+    hit
 }
 
 /// rdmsr executed so far (every MSR, any processor).

@@ -125,6 +125,38 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
 /// the fake kernel's (`crate::exports::pool`), which names its describer here before the driver runs.
 static GUARD_FAULTS: OnceLock<fn(u64) -> Option<String>> = OnceLock::new();
 
+/// The fake kernel's bug check (`crate::exports::dbg::bug_check`): code, parameters, image RVA,
+/// processor, IRQL.
+pub type BugCheck = fn(u32, [usize; 4], Option<u64>, u32, u8) -> !;
+
+/// The fake kernel's bug check, named here before the driver runs, as the guard fault describer is.
+static BUG_CHECK: OnceLock<BugCheck> = OnceLock::new();
+
+/// Registers the fake kernel's bug check (once; later calls are ignored).
+pub fn set_bug_check(bug_check: BugCheck) {
+    let _ = BUG_CHECK.set(bug_check);
+}
+
+/// A #GP the driver's code does not handle (it has no exception handlers): KiGeneralProtectionFault
+/// dispatches KI_EXCEPTION_GP_FAULT, which KiPreprocessFault replaces with STATUS_ACCESS_VIOLATION
+/// (Windows Research Kernel, base/ntos/ke/amd64/trap.asm and exceptn.c); unhandled in kernel mode it
+/// is bug check 0x1E KMODE_EXCEPTION_NOT_HANDLED: the exception code, the faulting address, then the
+/// exception's two parameters, 0 and -1 for a #GP, whose address is not known (Microsoft Learn,
+/// "Bug Check 0x1E: KMODE_EXCEPTION_NOT_HANDLED").
+fn unhandled_general_protection(rip: u64, kpcr: &Kpcr) -> ! {
+    const KMODE_EXCEPTION_NOT_HANDLED: u32 = 0x1E;
+    let bug_check = BUG_CHECK.get().expect("the fake kernel named its bug check before the driver ran");
+    let code = crate::status::STATUS_ACCESS_VIOLATION as u32 as usize;
+    let parameters = [code, rip as usize, 0, usize::MAX];
+    bug_check(
+        KMODE_EXCEPTION_NOT_HANDLED,
+        parameters,
+        image_map::rva_of(rip),
+        kpcr.processor_index(),
+        kpcr.irql(),
+    )
+}
+
 /// Registers the describer of special pool guard faults (once; later calls are ignored).
 pub fn set_guard_fault_describer(describe: fn(u64) -> Option<String>) {
     let _ = GUARD_FAULTS.set(describe);
@@ -229,6 +261,9 @@ fn emulate(instruction: &Instruction, registers: &mut [libc::greg_t; 23], kpcr: 
             let msr = registers[libc::REG_RCX as usize] as u32;
             let low = registers[libc::REG_RAX as usize] as u64 & 0xFFFF_FFFF;
             let high = registers[libc::REG_RDX as usize] as u64 & 0xFFFF_FFFF;
+            if msr::write_faults(kpcr.processor_index(), msr) {
+                unhandled_general_protection(rip, kpcr);
+            }
             if let Err(why) = msr::write(kpcr.processor_index(), msr, high << 32 | low) {
                 violations::record("wrmsr", image_map::rva_of(rip), why);
             }

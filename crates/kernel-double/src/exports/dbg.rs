@@ -142,12 +142,22 @@ static BUG_CHECK: Mutex<Option<[u64; 5]>> = Mutex::new(None);
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn ke_bug_check_ex(code: u32, p1: usize, p2: usize, p3: usize, p4: usize) -> ! {
     let call = enter("KeBugCheckEx", HIGH_LEVEL);
+    bug_check(code, [p1, p2, p3, p4], call.caller_rva, call.kpcr.processor_index(), call.kpcr.irql())
+}
+
+/// A bug check raised at `caller_rva` of the image on `processor` at `irql`: by the driver
+/// (KeBugCheckEx), or by the kernel for an exception the driver did not handle (the trap handler's
+/// hook, `crate::cpu::trap::set_bug_check`). Reports it and aborts the process.
+pub fn bug_check(
+    code: u32,
+    [p1, p2, p3, p4]: [usize; 4],
+    caller_rva: Option<u64>,
+    processor: u32,
+    irql: u8,
+) -> ! {
     *BUG_CHECK.lock().ignore_poison() = Some([u64::from(code), p1 as u64, p2 as u64, p3 as u64, p4 as u64]);
     let mut message = format!(
-        "kernel-double: BUG CHECK {code:#010x} ({p1:#x}, {p2:#x}, {p3:#x}, {p4:#x}) from RVA {:#x?} on processor {} at IRQL {}",
-        call.caller_rva,
-        call.kpcr.processor_index(),
-        call.kpcr.irql()
+        "kernel-double: BUG CHECK {code:#010x} ({p1:#x}, {p2:#x}, {p3:#x}, {p4:#x}) from RVA {caller_rva:#x?} on processor {processor} at IRQL {irql}"
     );
     if code == u32::from_be_bytes(*b"PMUP") && p1 != 0 && p2 < 4096 {
         // SAFETY: pmupcw's panic bug check passes the source file name's address and length.

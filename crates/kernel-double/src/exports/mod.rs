@@ -97,8 +97,12 @@ exports! {
     "ntoskrnl.exe" "PsTerminateSystemThread" kd_PsTerminateSystemThread => ps::ps_terminate_system_thread;
     "ntoskrnl.exe" "RtlUpcaseUnicodeChar" kd_RtlUpcaseUnicodeChar => rtl::rtl_upcase_unicode_char;
     "ntoskrnl.exe" "ZwClose" kd_ZwClose => ps::zw_close;
+    "ntoskrnl.exe" "ZwCreateKey" kd_ZwCreateKey => registry::write::zw_create_key;
+    "ntoskrnl.exe" "ZwDeleteValueKey" kd_ZwDeleteValueKey => registry::write::zw_delete_value_key;
+    "ntoskrnl.exe" "ZwFlushKey" kd_ZwFlushKey => registry::write::zw_flush_key;
     "ntoskrnl.exe" "ZwOpenKey" kd_ZwOpenKey => registry::zw_open_key;
     "ntoskrnl.exe" "ZwQueryValueKey" kd_ZwQueryValueKey => registry::zw_query_value_key;
+    "ntoskrnl.exe" "ZwSetValueKey" kd_ZwSetValueKey => registry::write::zw_set_value_key;
     "ntoskrnl.exe" "ZwWaitForSingleObject" kd_ZwWaitForSingleObject => ps::zw_wait_for_single_object;
     "ntoskrnl.exe" "memcpy" kd_memcpy => rtl::memcpy;
     "ntoskrnl.exe" "memset" kd_memset => rtl::memset;

@@ -1,5 +1,6 @@
-//! The registry, as far as a driver reads its service key: ZwOpenKey, ZwQueryValueKey and (through
-//! ZwClose) closing key handles, over an in-memory tree that tests fill with [`set_value`].
+//! The registry as a driver uses its service key: ZwOpenKey, ZwQueryValueKey and (through ZwClose)
+//! closing key handles here, the writes in [`mod@write`] (with the hive on disk a flush writes), over
+//! an in-memory tree that tests fill with [`set_value`].
 //!
 //! Semantics, from Microsoft Learn ("ZwOpenKey function", "ZwQueryValueKey function",
 //! "KEY_VALUE_PARTIAL_INFORMATION structure", "OBJECT_ATTRIBUTES structure"):
@@ -13,9 +14,8 @@
 //! * KeyValuePartialInformation: TitleIndex, Type, DataLength, then the data. A buffer smaller than
 //!   the 12-byte header: STATUS_BUFFER_TOO_SMALL; one that holds the header but not all the data:
 //!   STATUS_BUFFER_OVERFLOW with the header written. *ResultLength is the size needed, either way;
-//! * other information classes are not modelled (the driver does not use them): a violation.
-//!
-//! Handles left open at unload are counted in the report.
+//! * other information classes are not modelled (the driver does not use them): a violation;
+//! * handles left open at unload are counted in the report.
 //!
 //! [`set_value`]: control::set_value
 
@@ -28,6 +28,8 @@ use std::sync::Mutex;
 
 /// What tests and tools use to steer and inspect this part of the double; the driver never calls it.
 pub mod control;
+/// The writing exports and the hive on disk.
+pub mod write;
 
 /// The driver's service key, as the double's DriverEntry passes it.
 pub const SERVICE_KEY: &str = "\\REGISTRY\\MACHINE\\SYSTEM\\CurrentControlSet\\Services\\pmupcw";
@@ -44,12 +46,19 @@ const OBJ_KERNEL_HANDLE: u32 = 0x200;
 const KEY_VALUE_PARTIAL_INFORMATION: i32 = 2;
 const PARTIAL_HEADER: usize = 12;
 
+/// Keys by lower-case path, each with its values by lower-case name: (type, data).
+type Keys = HashMap<String, HashMap<String, (u32, Vec<u8>)>>;
+
 #[derive(Default)]
 struct Tree {
-    /// Keys by lower-case path, each with its values by lower-case name: (type, data).
-    keys: HashMap<String, HashMap<String, (u32, Vec<u8>)>>,
-    /// Open handles: handle -> lower-case key path.
-    handles: HashMap<usize, String>,
+    /// The registry in memory, as every caller sees it.
+    keys: Keys,
+    /// The hive on disk: what the last flush (or a test's own value) left there, what a reboot reads.
+    disk: Keys,
+    /// Where the hive on disk is kept across processes, if a test asked ([`control::persist_hive`]).
+    hive_file: Option<std::path::PathBuf>,
+    /// Open handles: handle -> (lower-case key path, granted access).
+    handles: HashMap<usize, (String, u32)>,
     next_handle: usize,
 }
 
@@ -60,6 +69,7 @@ fn with_tree<R>(f: impl FnOnce(&mut Tree) -> R) -> R {
     let tree = tree.get_or_insert_with(|| {
         let mut tree = Tree { next_handle: 0xFFFF_D000_0000_0000, ..Tree::default() };
         tree.keys.insert(SERVICE_KEY.to_lowercase(), HashMap::new());
+        tree.disk = tree.keys.clone();
         tree
     });
     f(tree)
@@ -81,6 +91,50 @@ pub struct ObjectAttributes {
     pub security_quality_of_service: usize,
 }
 
+/// The key path `attributes` names (lower case), checked as ZwOpenKey and ZwCreateKey check it with
+/// the KeyHandle they write; on a violation, the status to return.
+fn key_path(
+    call: &super::call::Call,
+    attributes: *const ObjectAttributes,
+    handle: *mut usize,
+) -> Result<String, i32> {
+    if handle.is_null() {
+        call.violation("NULL KeyHandle".into());
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    // SAFETY: the driver passes a valid OBJECT_ATTRIBUTES, checked below.
+    let Some(attributes) = (unsafe { attributes.as_ref() }) else {
+        call.violation("NULL ObjectAttributes".into());
+        return Err(STATUS_INVALID_PARAMETER);
+    };
+    if attributes.length as usize != size_of::<ObjectAttributes>() || attributes.root_directory != 0 {
+        call.violation(format!(
+            "OBJECT_ATTRIBUTES Length {} / RootDirectory {:#x}",
+            attributes.length, attributes.root_directory
+        ));
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    if attributes.attributes & OBJ_KERNEL_HANDLE == 0 {
+        call.violation("a registry handle opened without OBJ_KERNEL_HANDLE".into());
+    }
+    // SAFETY: ObjectName is a UNICODE_STRING the driver owns.
+    match unsafe { units_of(attributes.object_name) } {
+        Ok(units) => Ok(String::from_utf16_lossy(&units).to_lowercase()),
+        Err(why) => {
+            call.violation(format!("ObjectName: {why}"));
+            Err(STATUS_INVALID_PARAMETER)
+        }
+    }
+}
+
+/// A new handle to the key at `path` (which exists), with `access`.
+fn open_handle(tree: &mut Tree, path: String, access: u32) -> usize {
+    tree.next_handle += 4;
+    let opened = tree.next_handle;
+    tree.handles.insert(opened, (path, access));
+    opened
+}
+
 /// `NTSTATUS ZwOpenKey(PHANDLE KeyHandle, ACCESS_MASK DesiredAccess, POBJECT_ATTRIBUTES
 /// ObjectAttributes)`: PASSIVE_LEVEL.
 ///
@@ -88,46 +142,15 @@ pub struct ObjectAttributes {
 /// Called by driver code through its import table, with the arguments the routine documents.
 pub unsafe extern "win64" fn zw_open_key(
     handle: *mut usize,
-    _access: u32,
+    access: u32,
     attributes: *const ObjectAttributes,
 ) -> i32 {
     let call = enter("ZwOpenKey", PASSIVE_LEVEL);
-    // SAFETY: the driver passes a valid OBJECT_ATTRIBUTES, checked below.
-    let Some(attributes) = (unsafe { attributes.as_ref() }) else {
-        call.violation("NULL ObjectAttributes".into());
-        return STATUS_INVALID_PARAMETER;
+    let path = match key_path(&call, attributes, handle) {
+        Ok(path) => path,
+        Err(status) => return status,
     };
-    if attributes.length as usize != size_of::<ObjectAttributes>() || attributes.root_directory != 0 {
-        call.violation(format!(
-            "OBJECT_ATTRIBUTES Length {} / RootDirectory {:#x}",
-            attributes.length, attributes.root_directory
-        ));
-        return STATUS_INVALID_PARAMETER;
-    }
-    if attributes.attributes & OBJ_KERNEL_HANDLE == 0 {
-        call.violation("a registry handle opened without OBJ_KERNEL_HANDLE".into());
-    }
-    // SAFETY: ObjectName is a UNICODE_STRING the driver owns.
-    let path = match unsafe { units_of(attributes.object_name) } {
-        Ok(units) => String::from_utf16_lossy(&units).to_lowercase(),
-        Err(why) => {
-            call.violation(format!("ObjectName: {why}"));
-            return STATUS_INVALID_PARAMETER;
-        }
-    };
-    if handle.is_null() {
-        call.violation("NULL KeyHandle".into());
-        return STATUS_INVALID_PARAMETER;
-    }
-    let opened = with_tree(|tree| {
-        if !tree.keys.contains_key(&path) {
-            return None;
-        }
-        tree.next_handle += 4;
-        let opened = tree.next_handle;
-        tree.handles.insert(opened, path);
-        Some(opened)
-    });
+    let opened = with_tree(|tree| tree.keys.contains_key(&path).then(|| open_handle(tree, path, access)));
     match opened {
         Some(opened) => {
             // SAFETY: checked non-null; the driver's HANDLE.
@@ -170,7 +193,7 @@ pub unsafe extern "win64" fn zw_query_value_key(
         return STATUS_INVALID_PARAMETER;
     }
     let value = with_tree(|tree| {
-        let path = tree.handles.get(&handle)?;
+        let (path, _) = tree.handles.get(&handle)?;
         Some(tree.keys.get(path).and_then(|values| values.get(&name).cloned()))
     });
     let Some(value) = value else {

@@ -16,6 +16,7 @@
 mod common;
 mod faulty_support;
 
+mod boot_guard;
 mod budgets;
 mod bug_check;
 mod coexisting_writers;
@@ -79,6 +80,7 @@ mod pool_fault_injection;
 mod pool_fault_injection_1903;
 mod processors_128;
 mod ratio_exactness;
+mod registry_writes;
 mod served_reads_never_fake_a_zero;
 mod seventy_two_processors;
 mod sleep_and_foreign_writers;
