@@ -162,7 +162,7 @@ pub struct Verdict {
 }
 
 /// Checks every ratio cell of `document` from its second row on against its totals (see the module
-/// docs), and every rate against its totals' growth over the rows' times ([`rates`]).
+/// docs), and every rate against its totals' growth over the rows' times (`rates.rs`).
 pub fn check(document: &Document) -> Verdict {
     let columns: std::collections::HashMap<(String, Option<String>, String), usize> = document
         .paths
