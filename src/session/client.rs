@@ -183,6 +183,7 @@ impl<P: Platform> PmuClient<P> {
         }
         self.schedule.attempted(self.platform.now_100ns());
         self.status.set_profile(selection.profile as u32, selection.rejected);
+        self.status.set_custom_event_selects(selection.custom_selects(model.vendor));
         let Some(opened) = self.open(&mut session, &model, &wanted_events) else { return };
         drop(session);
         // Active once a collect can read the session.
