@@ -250,3 +250,56 @@ fn the_agents_agree_on_what_they_collect() {
         }
     }
 }
+
+#[test]
+fn every_agent_exports_the_per_processor_topdown_source_and_the_collect_kinds() {
+    // (object, counter) pairs each agent must ask for: a processor's own Top-down Source (on a hybrid
+    // processor it differs by core type) and how many collects were fresh reads or served ones.
+    let wanted = [
+        ("Hardware Counters", "Top-down Source"),
+        ("Hardware Counters Driver", "Fresh Collects/sec"),
+        ("Hardware Counters Driver", "Served Collects/sec"),
+    ];
+    let pairs = |objects: Vec<(String, Vec<String>)>| -> Vec<(String, String)> {
+        objects
+            .into_iter()
+            .flat_map(|(object, counters)| counters.into_iter().map(move |c| (object.clone(), c)))
+            .collect()
+    };
+    let (_, receiver) = otel_file();
+    let agents = [
+        (
+            "windows_exporter and Alloy",
+            pairs(
+                objects_file()
+                    .iter()
+                    .map(|o| (o.object.clone(), o.counters.iter().map(|c| c.name.clone()).collect()))
+                    .collect(),
+            ),
+        ),
+        (
+            "telegraf",
+            pairs(
+                telegraf_plugin().object.iter().map(|o| (o.ObjectName.clone(), o.Counters.clone())).collect(),
+            ),
+        ),
+        (
+            "otel",
+            pairs(
+                receiver
+                    .perfcounters
+                    .iter()
+                    .map(|o| (o.object.clone(), o.counters.iter().map(|c| c.name.clone()).collect()))
+                    .collect(),
+            ),
+        ),
+    ];
+    for (agent, asked) in &agents {
+        for (object, counter) in wanted {
+            assert!(
+                asked.iter().any(|(o, c)| o == object && c == counter),
+                "{agent} does not export {object}\\{counter}"
+            );
+        }
+    }
+}
