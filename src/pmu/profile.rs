@@ -120,7 +120,8 @@ impl Selection {
     /// counterset's Custom Event n Select counters publish. 0 for a line absent or rejected, and for
     /// every line outside the `custom` profile.
     pub fn custom_selects(&self, vendor: Vendor) -> [u64; CUSTOM_EVENTS] {
-        self.custom.map(|line| line.map_or(0, |encoding| super::encoding::evtsel_for(vendor, encoding, false)))
+        self.custom
+            .map(|line| line.map_or(0, |encoding| super::encoding::evtsel_for(vendor, encoding, false)))
     }
 }
 
