@@ -127,9 +127,25 @@ impl Exporter {
 
     /// Stops the exporter: its queries close (the providers' RemoveCounter callbacks).
     pub fn stop(self) {
-        for (_, state) in self.objects {
+        self.detach();
+    }
+
+    /// The provider goes away under the open queries (the service stops): its RemoveCounter
+    /// callbacks. The exporter keeps its objects and their last samples.
+    pub fn detach(&self) {
+        for (_, state) in &self.objects {
             if let State::Live { set, .. } = state {
                 crate::control::pcw::remove_counter(&set.name, set.full_mask());
+            }
+        }
+    }
+
+    /// A provider of the same countersets registers again (the service restarts): the open queries'
+    /// counters are added to it, with no new initial sample.
+    pub fn attach(&self) {
+        for (_, state) in &self.objects {
+            if let State::Live { set, .. } = state {
+                crate::control::pcw::add_counter(&set.name, set.full_mask());
             }
         }
     }

@@ -193,3 +193,47 @@ fn check_every_query(series: &[Series], at: f64) {
     }
     assert!(wrong.is_empty(), "{} of {} queries wrong:\n{}", wrong.len(), queries.len(), wrong.join("\n"));
 }
+
+/// After the service restarts under a running exporter, the counts start again from 0: PDH cannot
+/// compute Instructions per Cycle (PDH_CALC_NEGATIVE_VALUE) while Relative Frequency (APERF and
+/// MPERF as read, which kept counting) is valid, so windows_exporter exports the IPC as 0 for that
+/// scrape instead of leaving it out (`collectWorkerFormatted`'s zeroed row).
+#[test]
+fn a_service_restart_under_the_exporter_exports_a_zero_filled_ipc() {
+    cpuid::set_model(&cpuid::SKYLAKE);
+    let manifest = consumer::manifest();
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    pmu::set_workload(WORKLOAD.0, WORKLOAD.1, WORKLOAD.2).unwrap();
+    let mut exporter = Exporter::start(&manifest, &objects());
+    let ipc_of = |metrics: &[Metric]| -> Vec<f64> {
+        metrics
+            .iter()
+            .filter(|m| {
+                m.name == "windows_pmupcw_instructions_per_cycle" && m.labels["processor"] != "_Total"
+            })
+            .map(|m| m.value)
+            .collect()
+    };
+    let processors = topology::processor_count() as usize;
+    let (_, before) = run_and_scrape(&mut exporter);
+    assert_eq!(ipc_of(&before), vec![IPC; processors]);
+    exporter.detach();
+    assert!(driver.unload());
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    exporter.attach();
+    let (_, after) = run_and_scrape(&mut exporter);
+    assert_eq!(ipc_of(&after), vec![0.0; processors], "the restart's scrape: zero-filled, not left out");
+    let frequency: Vec<f64> = after
+        .iter()
+        .filter(|m| m.name == "windows_pmupcw_relative_frequency_ratio" && m.labels["processor"] != "_Total")
+        .map(|m| m.value)
+        .collect();
+    assert!(frequency.len() == processors && frequency.iter().all(|&f| f > 0.5), "{frequency:?}");
+    let (_, next) = run_and_scrape(&mut exporter);
+    assert_eq!(ipc_of(&next), vec![IPC; processors], "the next scrape computes again");
+    exporter.stop();
+    assert!(driver.unload());
+    common::assert_clean();
+}
