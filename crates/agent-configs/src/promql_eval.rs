@@ -1,6 +1,6 @@
 //! A small PromQL evaluator over scraped series, for the expressions `docs/fleet-collection.md` and the
 //! dashboard use: selectors with `=`, `!=`, `=~`, `!~`; `rate`, `irate` and `increase` over a range;
-//! `sum`, `avg`, `min`, `max` and `count` with `by`/`without`; arithmetic and comparisons between
+//! `sum`, `avg`, `min`, `max`, `count` and `count_values` with `by`/`without`; arithmetic and comparisons between
 //! scalars and vectors, with `on`/`ignoring`, `group_left`/`group_right`; `and`; parentheses and
 //! unary minus. Parsed with promql-parser; the semantics are Prometheus's
 //! (prometheus/prometheus, `promql/engine.go` `VectorBinop`, `resultMetric`, `signatureFunc`, and
@@ -128,9 +128,18 @@ impl Evaluator<'_> {
         let Value::Vector(vector) = self.eval(&aggregate.expr)? else {
             return Err("an aggregation needs a vector".into());
         };
+        // count_values("label", v): the values become a label, each group counting its samples.
+        let value_label = match (aggregate.op.id(), aggregate.param.as_deref()) {
+            (token::T_COUNT_VALUES, Some(Expr::StringLiteral(label))) => Some(label.val.clone()),
+            (token::T_COUNT_VALUES, _) => return Err("count_values needs a label name".into()),
+            _ => None,
+        };
         let mut groups: BTreeMap<Labels, Vec<f64>> = BTreeMap::new();
         for (labels, value) in vector {
-            let key = grouping(&labels, aggregate.modifier.as_ref());
+            let mut key = grouping(&labels, aggregate.modifier.as_ref());
+            if let Some(label) = &value_label {
+                key.insert(label.clone(), value.to_string());
+            }
             groups.entry(key).or_default().push(value);
         }
         let op = aggregate.op.id();
@@ -140,7 +149,7 @@ impl Evaluator<'_> {
                 token::T_AVG => values.iter().sum::<f64>() / values.len() as f64,
                 token::T_MIN => values.iter().copied().fold(f64::INFINITY, f64::min),
                 token::T_MAX => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                token::T_COUNT => values.len() as f64,
+                token::T_COUNT | token::T_COUNT_VALUES => values.len() as f64,
                 _ => return Err(format!("aggregation {} is not evaluated here", aggregate.op)),
             })
         };

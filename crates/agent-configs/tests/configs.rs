@@ -66,6 +66,12 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
             "windows_pmupcw_instructions_total, type: counter",
             Some("exported twice"),
         ),
+        // A constant label does not make a second family of one name with other label names.
+        (
+            "windows_pmupcw_core_cycles_total, type: counter",
+            "windows_pmupcw_instructions_total, type: counter, labels: {kind: cycles}",
+            Some("exported twice"),
+        ),
     ] {
         let mutated = text.replacen(from, to, 1);
         assert_ne!(mutated, text, "{from}");
@@ -302,4 +308,20 @@ fn every_agent_exports_the_per_processor_topdown_source_and_the_collect_kinds() 
             );
         }
     }
+}
+
+#[test]
+fn one_metric_with_a_constant_label_per_counter_is_one_family_unless_two_share_its_values() {
+    // The fleet guide's custom event objects export every line as one metric, told apart by the
+    // constant label `event` (client_golang's rule for descriptors sharing a name).
+    let manifest = manifest::load();
+    let guide = read("docs/fleet-collection.md");
+    let block = agent_configs::promql::blocks(&guide, "yaml").into_iter().next().expect("the objects");
+    let objects: Vec<windows_exporter::Object> = serde_yaml::from_str(&block).unwrap();
+    assert_eq!(windows_exporter::check_objects(&manifest, &objects), Vec::<String>::new());
+    let same = block.replacen("labels: {event: \"1\"}", "labels: {event: \"0\"}", 1);
+    assert_ne!(same, block);
+    let objects: Vec<windows_exporter::Object> = serde_yaml::from_str(&same).unwrap();
+    let problems = windows_exporter::check_objects(&manifest, &objects);
+    assert!(problems.iter().any(|problem| problem.contains("exported twice")), "{problems:?}");
 }

@@ -8,10 +8,31 @@ use std::collections::BTreeSet;
 
 use agent_configs::{manifest, promql, read, telegraf, windows_exporter};
 
-fn families() -> Vec<windows_exporter::Family> {
-    let objects: Vec<windows_exporter::Object> =
+/// The objects the fleet guide shows beside the configurations (its `yaml` blocks: the custom event
+/// objects), checked under the exporter's rules.
+fn guide_objects() -> Vec<windows_exporter::Object> {
+    let mut objects = Vec::new();
+    for block in promql::blocks(&read("docs/fleet-collection.md"), "yaml") {
+        let shown: Vec<windows_exporter::Object> =
+            serde_yaml::from_str(&block).expect("the guide's objects parse");
+        assert_eq!(windows_exporter::check_objects(&manifest::load(), &shown), Vec::<String>::new());
+        objects.extend(shown);
+    }
+    objects
+}
+
+/// The families the configurations export, and with `guide` those of the guide's objects too.
+fn families_with(guide: bool) -> Vec<windows_exporter::Family> {
+    let mut objects: Vec<windows_exporter::Object> =
         serde_yaml::from_str(&read("docs/agents/performancecounter-objects.yml")).unwrap();
+    if guide {
+        objects.extend(guide_objects());
+    }
     windows_exporter::families(&manifest::load(), &objects)
+}
+
+fn families() -> Vec<windows_exporter::Family> {
+    families_with(false)
 }
 
 /// What is wrong with `expr` against `families`.
@@ -150,7 +171,7 @@ fn the_status_panels_name_every_state_the_driver_reports() {
 #[test]
 fn the_fleet_guide_queries_return_data_under_the_agents_rules() {
     let guide = read("docs/fleet-collection.md");
-    let families = families();
+    let families = families_with(true);
     let mut queries = 0;
     // One query per paragraph, comments on their own lines.
     for query in promql::guide_queries(&guide) {

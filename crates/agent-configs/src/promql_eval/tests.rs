@@ -65,4 +65,16 @@ fn comparisons_filter_and_group_left_copies_labels() {
     let and = vector(evaluate("count and on (instance) (state == 1)", &data, 1.0).unwrap());
     assert_eq!(and.len(), 1);
     assert!(evaluate("sum(", &data, 1.0).is_err());
+    // count_values turns the value into a label (Go's shortest decimal), which group_left copies.
+    let labelled = vector(
+        evaluate(
+            "count * on (instance, event) group_left (select) count_values by (instance, event) (\"select\", select)",
+            &data,
+            1.0,
+        )
+        .unwrap(),
+    );
+    assert_eq!(labelled.len(), 1);
+    assert_eq!(labelled[0].0["select"], "4407854");
+    assert_eq!(labelled[0].1, 7.0);
 }

@@ -47,8 +47,8 @@ pub struct ObjectConfig {
     /// Empty: the object has no instances.
     pub instances: Vec<String>,
     pub instance_label: String,
-    /// (counter name, metric name).
-    pub counters: Vec<(String, String)>,
+    /// (counter name, metric name, the counter's constant `labels`).
+    pub counters: Vec<(String, String, BTreeMap<String, String>)>,
 }
 
 /// One exported sample: metric name, labels (without Prometheus's own `instance` and `job`), value.
@@ -80,12 +80,12 @@ fn build(manifest: &Manifest, config: &ObjectConfig) -> Result<(Counterset, Vec<
         let instance = config.instances.first().map_or(String::new(), |instance| format!("({instance})"));
         format!("\\{}{instance}\\{counter}", config.object)
     };
-    let first = config.counters.first().map_or("", |(counter, _)| counter.as_str());
+    let first = config.counters.first().map_or("", |(counter, ..)| counter.as_str());
     let set = Counterset::open(manifest, &config.object).map_err(|_| (PDH_CSTATUS_NO_OBJECT, path(first)))?;
     let indexes = config
         .counters
         .iter()
-        .map(|(counter, _)| {
+        .map(|(counter, ..)| {
             set.counters
                 .iter()
                 .position(|candidate| candidate.is_displayed() && &candidate.name == counter)
@@ -266,15 +266,18 @@ fn rows(
         .collect()
 }
 
-/// `collectObject`: every configured counter of every row, labelled with the row's instance.
+/// `collectObject`: every configured counter of every row, labelled with the row's instance and the
+/// counter's `labels`.
 fn emit(config: &ObjectConfig, rows: &[(String, Vec<f64>)]) -> Vec<Metric> {
     let mut out = Vec::new();
     for (instance, values) in rows {
-        for ((_, metric), value) in config.counters.iter().zip(values) {
+        for ((_, metric, constant), value) in config.counters.iter().zip(values) {
             let mut labels = BTreeMap::new();
             if !config.instances.is_empty() && !instance.is_empty() {
                 labels.insert(config.instance_label.clone(), instance.clone());
             }
+            // The counter's own `labels` are copied over the instance label (`maps.Copy`).
+            labels.extend(constant.clone());
             out.push(Metric { name: metric.clone(), labels, value: *value });
         }
     }
