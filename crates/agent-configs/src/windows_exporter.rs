@@ -137,11 +137,14 @@ pub fn families(manifest: &Manifest, objects: &[Object]) -> Vec<Family> {
     families
 }
 
+/// One exported descriptor: metric name, label names, constant label values, Prometheus type.
+type Exported = (String, BTreeSet<String>, BTreeMap<String, String>, String);
+
 /// What is wrong with `objects` under the collector's rules and the manifest.
 pub fn check_objects(manifest: &Manifest, objects: &[Object]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut names = BTreeSet::new();
-    let mut metrics: Vec<(String, BTreeSet<String>, BTreeMap<String, String>, String)> = Vec::new();
+    let mut metrics: Vec<Exported> = Vec::new();
     for object in objects {
         let at = format!("object {:?}", object.name);
         if object.name.is_empty() {
@@ -190,8 +193,7 @@ pub fn check_objects(manifest: &Manifest, objects: &[Object]) -> Vec<String> {
                 .collect();
             let values = counter.labels.clone().unwrap_or_default();
             let kind = counter.kind.clone().unwrap_or_default();
-            let earlier: Vec<&(String, BTreeSet<String>, BTreeMap<String, String>, String)> =
-                metrics.iter().filter(|(name, ..)| name == &metric).collect();
+            let earlier: Vec<&Exported> = metrics.iter().filter(|(name, ..)| name == &metric).collect();
             let clash = earlier.iter().any(|(_, names, earlier_values, earlier_kind)| {
                 names != &label_names || earlier_values == &values || earlier_kind != &kind
             });
