@@ -1581,77 +1581,37 @@ pub mod driver_status {
         /// retried on the next query. In every state but 1 nothing is mapped and the Memory Controller
         /// counters read 0.
         pub const MEMORY_CONTROLLER_STATE: u16 = 18;
-        /// "Custom Event 0 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 0 counts: the event select value the driver programs for the first line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 0 series with
-        /// it.
+        /// "Custom Event 0 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 0 (Parameters\\CustomEvents line 0, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT0_SELECT: u16 = 40;
-        /// "Custom Event 1 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 1 counts: the event select value the driver programs for the second line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 1 series with
-        /// it.
+        /// "Custom Event 1 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 1 (Parameters\\CustomEvents line 1, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT1_SELECT: u16 = 41;
-        /// "Custom Event 2 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 2 counts: the event select value the driver programs for the third line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 2 series with
-        /// it.
+        /// "Custom Event 2 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 2 (Parameters\\CustomEvents line 2, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT2_SELECT: u16 = 42;
-        /// "Custom Event 3 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 3 counts: the event select value the driver programs for the fourth line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 3 series with
-        /// it.
+        /// "Custom Event 3 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 3 (Parameters\\CustomEvents line 3, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT3_SELECT: u16 = 43;
-        /// "Custom Event 4 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 4 counts: the event select value the driver programs for the fifth line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 4 series with
-        /// it.
+        /// "Custom Event 4 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 4 (Parameters\\CustomEvents line 4, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT4_SELECT: u16 = 44;
-        /// "Custom Event 5 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 5 counts: the event select value the driver programs for the sixth line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 5 series with
-        /// it.
+        /// "Custom Event 5 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 5 (Parameters\\CustomEvents line 5, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT5_SELECT: u16 = 45;
-        /// "Custom Event 6 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 6 counts: the event select value the driver programs for the seventh line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 6 series with
-        /// it.
+        /// "Custom Event 6 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 6 (Parameters\\CustomEvents line 6, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT6_SELECT: u16 = 46;
-        /// "Custom Event 7 Select" (perf_counter_large_rawcount, advanced): What Hardware Counters\\Custom
-        /// Event 7 counts: the event select value the driver programs for the eighth line of
-        /// Parameters\\CustomEvents (Intel IA32_PERFEVTSELx, AMD PerfCtl: event bits 7:0, unit mask 15:8, USR
-        /// 16, OS 17, edge 18, enable 22, invert 23, counter mask 31:24, and on AMD event bits 11:8 in bits
-        /// 35:32; the overflow interrupt bit 20 is left out, since it depends on the counter the line gets).
-        /// The same on every processor, set at each acquisition of the counters. 0 when the profile is not
-        /// custom and while the line is absent or rejected. An agent can label the Custom Event 7 series with
-        /// it.
+        /// "Custom Event 7 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 7 (Parameters\\CustomEvents line 7, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
         pub const CUSTOM_EVENT7_SELECT: u16 = 47;
     }
 

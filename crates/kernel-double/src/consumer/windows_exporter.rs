@@ -2,30 +2,16 @@
 //! as its source behaves, over the double's PCW: what it would emit for a configuration's objects.
 //! Read in prometheus-community/windows_exporter at v0.30.0 and v0.31.8 (the same code in both):
 //!
-//! * Built once, at start (`pkg/collector/collection.go` `Build`, `internal/pdh/collector.go`
-//!   `NewCollectorWithReflection`): each object adds a PDH counter per configured counter and instance
-//!   pattern. An object that is not there (pmupcw not installed, or its manifest not registered:
-//!   PdhAddEnglishCounter's PDH_CSTATUS_NO_OBJECT; a counter it lacks: PDH_CSTATUS_NO_COUNTER) fails
-//!   that object's build. Those two codes are on `Build`'s list of tolerated errors: the exporter logs
-//!   the warning "couldn't initialize collector" and serves on, but that object's PDH collector never
-//!   got its worker (`Collect` returns ErrPerformanceCounterNotInitialized), so every scrape reports
-//!   `windows_performancecounter_collector_success{collector="<name>"} 0` and no metric of it until the
-//!   exporter restarts. Any other build error is fatal: `cmd/windows_exporter/main.go` logs the same
-//!   text at error level and exits with 1. Versions before v0.30.0 have no `type: formatted` and are
-//!   not modelled. The build ends with one collect, so that a rate has a previous sample.
-//! * Raw objects (`collectWorkerRaw`): each item's first raw value; a PERF_100NSEC_TIMER or
-//!   PERF_PRECISION_100NS_TIMER is `FirstValue * 1e-7` (TicksToSecondScaleFactor); no base is read.
-//! * Formatted objects (`collectWorkerFormatted`): PdhGetFormattedCounterArrayW with PDH_FMT_DOUBLE
-//!   alone (`internal/pdh/pdh.go` GetFormattedCounterArrayDouble), so a percent-display type is capped
-//!   at 100 ([`super::Formatter::WindowsExporter`]).
-//! * In both, an item whose CStatus is not valid (a rate's first sample, a counter that went down) is
-//!   skipped, but the row of its instance exists as soon as any counter of that instance was valid,
-//!   created zeroed (`reflect.New(elemType)`), and `performancecounter.go` `collectObject` emits every
-//!   configured counter of every row: the invalid value is exported as 0 (zero-filled), not left out.
-//!   An instance whose every counter is invalid has no row and exports nothing.
-//! * Instances: `*` expands to every instance, `_Total` included; an instance whose name ends in
-//!   `_Total` is dropped unless the object lists `_Total` (`totalCounterRequested`). An object without
-//!   `instances` has no instance label; otherwise the label is `instance_label` (default `instance`).
+//! * Built once, at start ([`Exporter::start`]: `pkg/collector/collection.go` `Build`,
+//!   `internal/pdh/collector.go` `NewCollectorWithReflection`): an object missing then is dead until
+//!   the exporter restarts.
+//! * Raw objects read each counter's first raw value, formatted ones PDH's value with PDH_FMT_DOUBLE
+//!   alone, so capped at 100 for a percent type ([`item`]: `collectWorkerRaw`,
+//!   `collectWorkerFormatted`, `internal/pdh/pdh.go` GetFormattedCounterArrayDouble).
+//! * An invalid item is skipped, but its instance's row, created zeroed by any valid item, is emitted
+//!   whole: the invalid value is exported as 0 ([`rows`], `performancecounter.go` `collectObject`).
+//! * `*` expands to every instance, `_Total` included; a name ending in `_Total` is dropped unless the
+//!   object lists `_Total` ([`instances`]: `totalCounterRequested`).
 
 use std::collections::BTreeMap;
 
@@ -96,7 +82,16 @@ fn build(manifest: &Manifest, config: &ObjectConfig) -> Result<(Counterset, Vec<
 }
 
 impl Exporter {
-    /// Starts the exporter: builds every object now (and takes the initial sample of each).
+    /// Starts the exporter: builds every object now (and takes the initial sample of each). An object
+    /// that is not there (pmupcw not installed, or its manifest not registered: PdhAddEnglishCounter's
+    /// PDH_CSTATUS_NO_OBJECT; a counter it lacks: PDH_CSTATUS_NO_COUNTER) fails its build. Both codes
+    /// are on `Build`'s list of tolerated errors: the exporter logs the warning "couldn't initialize
+    /// collector" and serves on, but that object's PDH collector never got its worker (`Collect`
+    /// returns ErrPerformanceCounterNotInitialized): every scrape reports
+    /// `windows_performancecounter_collector_success{collector="<name>"} 0` and no metric of it.
+    /// Any other build error is fatal (`cmd/windows_exporter/main.go` logs the same text at error
+    /// level and exits with 1); versions before v0.30.0 have no `type: formatted` and are not
+    /// modelled.
     pub fn start(manifest: &Manifest, objects: &[ObjectConfig]) -> Exporter {
         let mut log = Vec::new();
         let objects = objects
@@ -220,7 +215,9 @@ fn raw(set: &Counterset, sample: &Sample, instance: &str, index: usize) -> Optio
     Some(Raw { value, base, time: sample.time, frequency: sample.frequency })
 }
 
-/// The value of one item as the worker reads it, None where its CStatus is not valid.
+/// The value of one item as the worker reads it, None where its CStatus is not valid: raw, the first
+/// raw value (a PERF_100NSEC_TIMER or PERF_PRECISION_100NS_TIMER times 1e-7, TicksToSecondScaleFactor;
+/// no base read); formatted, PDH's value with [`Formatter::WindowsExporter`]'s flags.
 fn item(
     set: &Counterset,
     index: usize,
@@ -243,7 +240,8 @@ fn item(
     }
 }
 
-/// The rows the worker fills: per instance with at least one valid item, each counter's value or 0.
+/// The rows the worker fills: per instance with at least one valid item, each counter's value or 0
+/// (the row is `reflect.New(elemType)`, zeroed; an instance whose every item is invalid has none).
 fn rows(
     config: &ObjectConfig,
     set: &Counterset,
