@@ -6,12 +6,12 @@
 //!   `internal/pdh/collector.go` `NewCollectorWithReflection`): an object missing then is dead until
 //!   the exporter restarts.
 //! * Raw objects read each counter's first raw value, formatted ones PDH's value with PDH_FMT_DOUBLE
-//!   alone, so capped at 100 for a percent type ([`item`]: `collectWorkerRaw`,
+//!   alone, so capped at 100 for a percent type (`item`: `collectWorkerRaw`,
 //!   `collectWorkerFormatted`, `internal/pdh/pdh.go` GetFormattedCounterArrayDouble).
 //! * An invalid item is skipped, but its instance's row, created zeroed by any valid item, is emitted
-//!   whole: the invalid value is exported as 0 ([`rows`], `performancecounter.go` `collectObject`).
+//!   whole: the invalid value is exported as 0 (`rows`, `performancecounter.go` `collectObject`).
 //! * `*` expands to every instance, `_Total` included; a name ending in `_Total` is dropped unless the
-//!   object lists `_Total` ([`instances`]: `totalCounterRequested`).
+//!   object lists `_Total` (`instances`: `totalCounterRequested`).
 
 use std::collections::BTreeMap;
 
