@@ -409,10 +409,14 @@ fn the_acquisition_reserves_little_of_a_consumer_s_stack() {
 /// and configuration reads and the model table search inlined, the Memory Controller callback +3.2 KB,
 /// the mapping +2.9 KB, the housekeeping thread +2.6 KB with the poll and release inlined, the read
 /// +1.3 KB), `.rdata` +4.3 KB (21 models with their host bridge ID lists and names, the log lines)
-/// and `.rsrc` +7.4 KB (the counterset's names and help, UTF-16).
-const IMAGE_BYTES: usize = 212 * 1024;
+/// and `.rsrc` +7.4 KB (the counterset's names and help, UTF-16). The boot guard (the Parameters
+/// marker through four Zw imports, the held-off start, the Hardware Guard counter) and the eight
+/// Custom Event n Select counters (their names and help, about 3.9 KB of UTF-16) took it to 217,080
+/// bytes, `.text` to 103,110 of code and `.rsrc` to 69,328: 8 bytes under the image budget, which a
+/// signature a few bytes longer would cross, so the image budget is 224 KiB and `.rsrc`'s 72 KiB.
+const IMAGE_BYTES: usize = 224 * 1024;
 const TEXT_BYTES: usize = 104 * 1024;
-const RSRC_BYTES: usize = 68 * 1024;
+const RSRC_BYTES: usize = 72 * 1024;
 
 /// The largest functions (from the PDB) and the code each module of the driver holds, for a
 /// failure message: what the code bytes are.

@@ -2,6 +2,7 @@
 //! resident block that PCW reads directly while the driver updates it with atomic operations.
 
 use crate::counters::driver_status::AtomicValues;
+use crate::pmu::events::CUSTOM_EVENTS;
 use crate::sync::Ordering;
 
 /// The PMU State counter's values (documented in the manifest). The unsupported states say why.
@@ -144,6 +145,26 @@ impl DriverStatus {
     pub fn set_profile(&self, profile: u32, rejected: u32) {
         self.block.active_profile.store(profile, Ordering::Relaxed);
         self.block.rejected_custom_events.store(rejected, Ordering::Relaxed);
+    }
+
+    /// The event select value of each custom event line (0 for a line absent or rejected), as the
+    /// Custom Event n Select counters publish them: the same on every processor, so one copy here
+    /// rather than one per processor instance.
+    pub fn set_custom_event_selects(&self, selects: [u64; CUSTOM_EVENTS]) {
+        let block = &self.block;
+        let fields = [
+            &block.custom_event0_select,
+            &block.custom_event1_select,
+            &block.custom_event2_select,
+            &block.custom_event3_select,
+            &block.custom_event4_select,
+            &block.custom_event5_select,
+            &block.custom_event6_select,
+            &block.custom_event7_select,
+        ];
+        for (field, select) in fields.into_iter().zip(selects) {
+            field.store(select, Ordering::Relaxed);
+        }
     }
 
     pub fn pmu_state(&self) -> u32 {

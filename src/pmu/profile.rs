@@ -114,6 +114,17 @@ impl Default for Selection {
     }
 }
 
+impl Selection {
+    /// The event select value of each custom line as the driver programs it on a `vendor` processor,
+    /// without the interrupt bit (which depends on the counter a line gets): what the status
+    /// counterset's Custom Event n Select counters publish. 0 for a line absent or rejected, and for
+    /// every line outside the `custom` profile.
+    pub fn custom_selects(&self, vendor: Vendor) -> [u64; CUSTOM_EVENTS] {
+        self.custom
+            .map(|line| line.map_or(0, |encoding| super::encoding::evtsel_for(vendor, encoding, false)))
+    }
+}
+
 /// Reads the `Profile` and (for `custom`) `CustomEvents` values for a `vendor` processor, calling
 /// `explain` for every rejection (line number from 1 for `CustomEvents` lines, 0 for a whole value).
 pub fn select(

@@ -191,6 +191,7 @@ impl<P: Platform> PmuClient<P> {
         }
         self.schedule.attempted(self.platform.now_100ns());
         self.status.set_profile(selection.profile as u32, selection.rejected);
+        self.status.set_custom_event_selects(selection.custom_selects(model.vendor));
         if !self.guard.before_touch(Source::CorePmu, |set| self.platform.write_guard_marker(set), self.status)
         {
             self.status.set_pmu_state(PmuState::Failed);

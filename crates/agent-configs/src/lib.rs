@@ -8,6 +8,7 @@ pub mod alloy;
 pub mod manifest;
 pub mod otel;
 pub mod promql;
+pub mod promql_eval;
 pub mod telegraf;
 pub mod windows_exporter;
 

@@ -63,6 +63,43 @@ pub fn selectors(expr: &str) -> Result<Vec<Selector>, String> {
     Ok(collect.0)
 }
 
+/// The fenced blocks of `language` in `markdown`.
+pub fn blocks(markdown: &str, language: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut current: Option<String> = None;
+    for line in markdown.lines() {
+        match &mut current {
+            None if line.trim() == format!("```{language}") => current = Some(String::new()),
+            Some(block) if line.trim() == "```" => {
+                found.push(std::mem::take(block));
+                current = None;
+            }
+            Some(block) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            None => {}
+        }
+    }
+    found
+}
+
+/// The PromQL queries of `markdown`'s `promql` blocks: one per paragraph, without its `#` comments.
+pub fn guide_queries(markdown: &str) -> Vec<String> {
+    blocks(markdown, "promql")
+        .iter()
+        .flat_map(|block| {
+            block
+                .split("\n\n")
+                .map(|q| {
+                    q.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n")
+                })
+                .filter(|query| !query.trim().is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,11 +137,14 @@ pub fn families(manifest: &Manifest, objects: &[Object]) -> Vec<Family> {
     families
 }
 
+/// One exported descriptor: metric name, label names, constant label values, Prometheus type.
+type Exported = (String, BTreeSet<String>, BTreeMap<String, String>, String);
+
 /// What is wrong with `objects` under the collector's rules and the manifest.
 pub fn check_objects(manifest: &Manifest, objects: &[Object]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut names = BTreeSet::new();
-    let mut metrics = BTreeSet::new();
+    let mut metrics: Vec<Exported> = Vec::new();
     for object in objects {
         let at = format!("object {:?}", object.name);
         if object.name.is_empty() {
@@ -178,8 +181,24 @@ pub fn check_objects(manifest: &Manifest, objects: &[Object]) -> Vec<String> {
                     .map(|problem| format!("{at}: counter {:?}: {problem}", counter.name)),
             );
             let metric = metric_name(object, counter);
-            if !metrics.insert(metric.clone()) {
-                // client_golang refuses a family collected with two label sets in one scrape.
+            // client_golang (prometheus/desc.go, `Desc`): descriptors sharing a name must have the
+            // same label names and type, and differ in their constant labels' values; the exporter
+            // makes each counter's instance label and `labels` constant labels (`collectObject`).
+            let label_names: BTreeSet<String> = object
+                .instances
+                .as_ref()
+                .map(|_| object.instance_label.clone().unwrap_or_else(|| "instance".into()))
+                .into_iter()
+                .chain(counter.labels.iter().flat_map(|labels| labels.keys().cloned()))
+                .collect();
+            let values = counter.labels.clone().unwrap_or_default();
+            let kind = counter.kind.clone().unwrap_or_default();
+            let earlier: Vec<&Exported> = metrics.iter().filter(|(name, ..)| name == &metric).collect();
+            let clash = earlier.iter().any(|(_, names, earlier_values, earlier_kind)| {
+                names != &label_names || earlier_values == &values || earlier_kind != &kind
+            });
+            metrics.push((metric.clone(), label_names, values, kind));
+            if clash {
                 problems.push(format!("{at}: metric {metric} is exported twice"));
             }
         }

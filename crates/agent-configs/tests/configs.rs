@@ -66,6 +66,12 @@ fn windows_exporter_rules_catch_the_mistakes_they_are_for() {
             "windows_pmupcw_instructions_total, type: counter",
             Some("exported twice"),
         ),
+        // A constant label does not make a second family of one name with other label names.
+        (
+            "windows_pmupcw_core_cycles_total, type: counter",
+            "windows_pmupcw_instructions_total, type: counter, labels: {kind: cycles}",
+            Some("exported twice"),
+        ),
     ] {
         let mutated = text.replacen(from, to, 1);
         assert_ne!(mutated, text, "{from}");
@@ -249,4 +255,73 @@ fn the_agents_agree_on_what_they_collect() {
             assert!(counters.iter().any(|counter| counter == wanted), "{agent} does not collect {wanted}");
         }
     }
+}
+
+#[test]
+fn every_agent_exports_the_per_processor_topdown_source_and_the_collect_kinds() {
+    // (object, counter) pairs each agent must ask for: a processor's own Top-down Source (on a hybrid
+    // processor it differs by core type) and how many collects were fresh reads or served ones.
+    let wanted = [
+        ("Hardware Counters", "Top-down Source"),
+        ("Hardware Counters Driver", "Fresh Collects/sec"),
+        ("Hardware Counters Driver", "Served Collects/sec"),
+    ];
+    let pairs = |objects: Vec<(String, Vec<String>)>| -> Vec<(String, String)> {
+        objects
+            .into_iter()
+            .flat_map(|(object, counters)| counters.into_iter().map(move |c| (object.clone(), c)))
+            .collect()
+    };
+    let (_, receiver) = otel_file();
+    let agents = [
+        (
+            "windows_exporter and Alloy",
+            pairs(
+                objects_file()
+                    .iter()
+                    .map(|o| (o.object.clone(), o.counters.iter().map(|c| c.name.clone()).collect()))
+                    .collect(),
+            ),
+        ),
+        (
+            "telegraf",
+            pairs(
+                telegraf_plugin().object.iter().map(|o| (o.ObjectName.clone(), o.Counters.clone())).collect(),
+            ),
+        ),
+        (
+            "otel",
+            pairs(
+                receiver
+                    .perfcounters
+                    .iter()
+                    .map(|o| (o.object.clone(), o.counters.iter().map(|c| c.name.clone()).collect()))
+                    .collect(),
+            ),
+        ),
+    ];
+    for (agent, asked) in &agents {
+        for (object, counter) in wanted {
+            assert!(
+                asked.iter().any(|(o, c)| o == object && c == counter),
+                "{agent} does not export {object}\\{counter}"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_metric_with_a_constant_label_per_counter_is_one_family_unless_two_share_its_values() {
+    // The fleet guide's custom event objects export every line as one metric, told apart by the
+    // constant label `event` (client_golang's rule for descriptors sharing a name).
+    let manifest = manifest::load();
+    let guide = read("docs/fleet-collection.md");
+    let block = agent_configs::promql::blocks(&guide, "yaml").into_iter().next().expect("the objects");
+    let objects: Vec<windows_exporter::Object> = serde_norway::from_str(&block).unwrap();
+    assert_eq!(windows_exporter::check_objects(&manifest, &objects), Vec::<String>::new());
+    let same = block.replacen("labels: {event: \"1\"}", "labels: {event: \"0\"}", 1);
+    assert_ne!(same, block);
+    let objects: Vec<windows_exporter::Object> = serde_norway::from_str(&same).unwrap();
+    let problems = windows_exporter::check_objects(&manifest, &objects);
+    assert!(problems.iter().any(|problem| problem.contains("exported twice")), "{problems:?}");
 }

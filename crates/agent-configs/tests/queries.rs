@@ -8,10 +8,31 @@ use std::collections::BTreeSet;
 
 use agent_configs::{manifest, promql, read, telegraf, windows_exporter};
 
-fn families() -> Vec<windows_exporter::Family> {
-    let objects: Vec<windows_exporter::Object> =
+/// The objects the fleet guide shows beside the configurations (its `yaml` blocks: the custom event
+/// objects), checked under the exporter's rules.
+fn guide_objects() -> Vec<windows_exporter::Object> {
+    let mut objects = Vec::new();
+    for block in promql::blocks(&read("docs/fleet-collection.md"), "yaml") {
+        let shown: Vec<windows_exporter::Object> =
+            serde_norway::from_str(&block).expect("the guide's objects parse");
+        assert_eq!(windows_exporter::check_objects(&manifest::load(), &shown), Vec::<String>::new());
+        objects.extend(shown);
+    }
+    objects
+}
+
+/// The families the configurations export, and with `guide` those of the guide's objects too.
+fn families_with(guide: bool) -> Vec<windows_exporter::Family> {
+    let mut objects: Vec<windows_exporter::Object> =
         serde_norway::from_str(&read("docs/agents/performancecounter-objects.yml")).unwrap();
+    if guide {
+        objects.extend(guide_objects());
+    }
     windows_exporter::families(&manifest::load(), &objects)
+}
+
+fn families() -> Vec<windows_exporter::Family> {
+    families_with(false)
 }
 
 /// What is wrong with `expr` against `families`.
@@ -147,44 +168,15 @@ fn the_status_panels_name_every_state_the_driver_reports() {
     assert_eq!(mapped, agent_configs::memory_controller_values(), "Memory Controller State");
 }
 
-/// The fenced blocks of `language` in `markdown`.
-fn blocks(markdown: &str, language: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut current: Option<String> = None;
-    for line in markdown.lines() {
-        match &mut current {
-            None if line.trim() == format!("```{language}") => current = Some(String::new()),
-            Some(block) if line.trim() == "```" => {
-                found.push(std::mem::take(block));
-                current = None;
-            }
-            Some(block) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            None => {}
-        }
-    }
-    found
-}
-
 #[test]
 fn the_fleet_guide_queries_return_data_under_the_agents_rules() {
     let guide = read("docs/fleet-collection.md");
-    let families = families();
+    let families = families_with(true);
     let mut queries = 0;
-    for block in blocks(&guide, "promql") {
-        // One query per paragraph, comments on their own lines.
-        for query in block
-            .split("\n\n")
-            .map(|q| q.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n"))
-        {
-            if query.trim().is_empty() {
-                continue;
-            }
-            queries += 1;
-            assert_eq!(check_expr(&query, &families), Vec::<String>::new(), "{query}");
-        }
+    // One query per paragraph, comments on their own lines.
+    for query in promql::guide_queries(&guide) {
+        queries += 1;
+        assert_eq!(check_expr(&query, &families), Vec::<String>::new(), "{query}");
     }
     assert!(queries >= 5, "{queries} PromQL queries");
     assert!(guide.contains("processor=\"_Total\""), "the guide shows a _Total query");
@@ -198,7 +190,7 @@ fn the_fleet_guide_queries_return_data_under_the_agents_rules() {
         written.extend(object.Counters.iter().map(|counter| telegraf::field(object, counter)));
     }
     let quoted = regex::Regex::new(r#""([^"]+)""#).unwrap();
-    let sql = blocks(&guide, "sql").join("\n");
+    let sql = promql::blocks(&guide, "sql").join("\n");
     let identifiers: Vec<String> = quoted.captures_iter(&sql).map(|c| c[1].to_string()).collect();
     assert!(identifiers.len() >= 10, "{identifiers:?}");
     let unknown: Vec<&String> = identifiers.iter().filter(|id| !written.contains(*id)).collect();

@@ -351,3 +351,28 @@ fn the_debug_output_names_a_value_rejection_by_its_own_name() {
     assert_eq!(format!("{:?}", Rejection::Value(Value::AfterEndOfList)), "AfterEndOfList");
     assert_eq!(format!("{:?}", Rejection::NeedsCounterPair), "NeedsCounterPair");
 }
+
+#[test]
+fn custom_selects_are_the_programmed_select_values_without_int_and_zero_for_rejected_lines() {
+    // Line 2 is rejected (no event=): its select reads 0, the others keep their numbers.
+    let lines = multi_sz(&[
+        "event=0x2E,umask=0x41,name=llc-misses",
+        "event=0xC5,umask=0x00,cmask=1,inv=1,edge=1,name=no-mispredict-cycles",
+        "umask=0x01",
+        "event=0x0E,umask=0x01,usr=0,name=uops-issued-kernel",
+    ]);
+    let (selection, rejected) =
+        select_all(Vendor::Intel, value(REG_SZ, &sz("custom")), value(REG_MULTI_SZ, &lines));
+    assert_eq!(rejected.len(), 1);
+    let selects = selection.custom_selects(Vendor::Intel);
+    // IA32_PERFEVTSELx: event | umask << 8 | USR | OS | EN (bit 22), no INT (bit 20).
+    assert_eq!(selects[0], 0x2E | 0x41 << 8 | 1 << 16 | 1 << 17 | 1 << 22);
+    assert_eq!(selects[1], 0xC5 | 1 << 16 | 1 << 17 | 1 << 18 | 1 << 22 | 1 << 23 | 1 << 24);
+    assert_eq!(selects[2], 0);
+    assert_eq!(selects[3], evtsel_for(Vendor::Intel, selection.custom[3].unwrap(), false));
+    assert_eq!(selects[3] & (EVTSEL_USR | EVTSEL_OS), EVTSEL_OS);
+    assert_eq!(&selects[4..], &[0; 4]);
+    // Outside the custom profile every select reads 0.
+    let (default, _) = select_all(Vendor::Intel, value(REG_SZ, &sz("default")), value(REG_MULTI_SZ, &lines));
+    assert_eq!(default.custom_selects(Vendor::Intel), [0; CUSTOM_EVENTS]);
+}

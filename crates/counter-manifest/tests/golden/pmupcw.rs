@@ -1253,7 +1253,7 @@ pub mod driver_status {
     /// Whether the provider reports more than one instance (`instances="single"`).
     pub const MULTIPLE_INSTANCES: bool = false;
 
-    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 104 bytes, the
+    /// The counter data block (manifest struct `Status`, C type `DRIVER_STATUS_VALUES`): 168 bytes, the
     /// 8-byte fields first, then the 4-byte fields, so that no field needs padding.
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1268,37 +1268,53 @@ pub mod driver_status {
         pub fresh_collects: u64,
         /// Field `ServedCollects`, offset 32: read by counter 16 (ServedCollectsPerSec).
         pub served_collects: u64,
-        /// Field `PmuState`, offset 40: read by counter 0 (PmuState).
+        /// Field `CustomEvent0Select`, offset 40: read by counter 40 (CustomEvent0Select).
+        pub custom_event0_select: u64,
+        /// Field `CustomEvent1Select`, offset 48: read by counter 41 (CustomEvent1Select).
+        pub custom_event1_select: u64,
+        /// Field `CustomEvent2Select`, offset 56: read by counter 42 (CustomEvent2Select).
+        pub custom_event2_select: u64,
+        /// Field `CustomEvent3Select`, offset 64: read by counter 43 (CustomEvent3Select).
+        pub custom_event3_select: u64,
+        /// Field `CustomEvent4Select`, offset 72: read by counter 44 (CustomEvent4Select).
+        pub custom_event4_select: u64,
+        /// Field `CustomEvent5Select`, offset 80: read by counter 45 (CustomEvent5Select).
+        pub custom_event5_select: u64,
+        /// Field `CustomEvent6Select`, offset 88: read by counter 46 (CustomEvent6Select).
+        pub custom_event6_select: u64,
+        /// Field `CustomEvent7Select`, offset 96: read by counter 47 (CustomEvent7Select).
+        pub custom_event7_select: u64,
+        /// Field `PmuState`, offset 104: read by counter 0 (PmuState).
         pub pmu_state: u32,
-        /// Field `CountersOwned`, offset 44: read by counter 1 (CountersOwned).
+        /// Field `CountersOwned`, offset 108: read by counter 1 (CountersOwned).
         pub counters_owned: u32,
-        /// Field `CollectCount`, offset 48: read by counter 5 (AverageCollectTimeNsBase).
+        /// Field `CollectCount`, offset 112: read by counter 5 (AverageCollectTimeNsBase).
         pub collect_count: u32,
-        /// Field `AllocationFailures`, offset 52: read by counter 6 (AllocationFailures).
+        /// Field `AllocationFailures`, offset 116: read by counter 6 (AllocationFailures).
         pub allocation_failures: u32,
-        /// Field `OwnershipFailures`, offset 56: read by counter 7 (OwnershipFailures).
+        /// Field `OwnershipFailures`, offset 120: read by counter 7 (OwnershipFailures).
         pub ownership_failures: u32,
-        /// Field `PmuReprograms`, offset 60: read by counter 8 (PmuReprograms).
+        /// Field `PmuReprograms`, offset 124: read by counter 8 (PmuReprograms).
         pub pmu_reprograms: u32,
-        /// Field `TopdownSource`, offset 64: read by counter 9 (TopdownSource).
+        /// Field `TopdownSource`, offset 128: read by counter 9 (TopdownSource).
         pub topdown_source: u32,
-        /// Field `ActiveProfile`, offset 68: read by counter 10 (ActiveProfile).
+        /// Field `ActiveProfile`, offset 132: read by counter 10 (ActiveProfile).
         pub active_profile: u32,
-        /// Field `RejectedCustomEvents`, offset 72: read by counter 11 (RejectedCustomEvents).
+        /// Field `RejectedCustomEvents`, offset 136: read by counter 11 (RejectedCustomEvents).
         pub rejected_custom_events: u32,
-        /// Field `ProcessorsNotMonitored`, offset 76: read by counter 12 (ProcessorsNotMonitored).
+        /// Field `ProcessorsNotMonitored`, offset 140: read by counter 12 (ProcessorsNotMonitored).
         pub processors_not_monitored: u32,
-        /// Field `EventsWithoutCounter`, offset 80: read by counter 13 (EventsWithoutCounter).
+        /// Field `EventsWithoutCounter`, offset 144: read by counter 13 (EventsWithoutCounter).
         pub events_without_counter: u32,
-        /// Field `EventsNotSupported`, offset 84: read by counter 14 (EventsNotSupported).
+        /// Field `EventsNotSupported`, offset 148: read by counter 14 (EventsNotSupported).
         pub events_not_supported: u32,
-        /// Field `MinimumCollectInterval`, offset 88: read by counter 17 (MinimumCollectInterval).
+        /// Field `MinimumCollectInterval`, offset 152: read by counter 17 (MinimumCollectInterval).
         pub minimum_collect_interval: u32,
-        /// Field `PmuOwnership`, offset 92: read by counter 30 (PmuOwnership).
+        /// Field `PmuOwnership`, offset 156: read by counter 30 (PmuOwnership).
         pub pmu_ownership: u32,
-        /// Field `MemoryControllerState`, offset 96: read by counter 18 (MemoryControllerState).
+        /// Field `MemoryControllerState`, offset 160: read by counter 18 (MemoryControllerState).
         pub memory_controller_state: u32,
-        /// Field `HardwareGuard`, offset 100: read by counter 31 (HardwareGuard).
+        /// Field `HardwareGuard`, offset 164: read by counter 31 (HardwareGuard).
         pub hardware_guard: u32,
     }
 
@@ -1315,6 +1331,14 @@ pub mod driver_status {
         pub collect_time_ns: core::sync::atomic::AtomicU64,
         pub fresh_collects: core::sync::atomic::AtomicU64,
         pub served_collects: core::sync::atomic::AtomicU64,
+        pub custom_event0_select: core::sync::atomic::AtomicU64,
+        pub custom_event1_select: core::sync::atomic::AtomicU64,
+        pub custom_event2_select: core::sync::atomic::AtomicU64,
+        pub custom_event3_select: core::sync::atomic::AtomicU64,
+        pub custom_event4_select: core::sync::atomic::AtomicU64,
+        pub custom_event5_select: core::sync::atomic::AtomicU64,
+        pub custom_event6_select: core::sync::atomic::AtomicU64,
+        pub custom_event7_select: core::sync::atomic::AtomicU64,
         pub pmu_state: core::sync::atomic::AtomicU32,
         pub counters_owned: core::sync::atomic::AtomicU32,
         pub collect_count: core::sync::atomic::AtomicU32,
@@ -1345,6 +1369,14 @@ pub mod driver_status {
                 collect_time_ns: core::sync::atomic::AtomicU64::new(0),
                 fresh_collects: core::sync::atomic::AtomicU64::new(0),
                 served_collects: core::sync::atomic::AtomicU64::new(0),
+                custom_event0_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event1_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event2_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event3_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event4_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event5_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event6_select: core::sync::atomic::AtomicU64::new(0),
+                custom_event7_select: core::sync::atomic::AtomicU64::new(0),
                 pmu_state: core::sync::atomic::AtomicU32::new(0),
                 counters_owned: core::sync::atomic::AtomicU32::new(0),
                 collect_count: core::sync::atomic::AtomicU32::new(0),
@@ -1372,7 +1404,7 @@ pub mod driver_status {
     #[derive(Debug)]
     pub struct AtomicCells {
         /// The 8-byte fields, in layout order.
-        pub wide: [core::sync::atomic::AtomicU64; 5],
+        pub wide: [core::sync::atomic::AtomicU64; 13],
         /// The 4-byte fields, in layout order.
         pub narrow: [core::sync::atomic::AtomicU32; 16],
     }
@@ -1385,7 +1417,7 @@ pub mod driver_status {
         /// All zero; `const`, so that the block can be a `static`.
         pub const fn new() -> Self {
             AtomicCells {
-                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 5],
+                wide: [const { core::sync::atomic::AtomicU64::new(0) }; 13],
                 narrow: [const { core::sync::atomic::AtomicU32::new(0) }; 16],
             }
         }
@@ -1404,6 +1436,14 @@ pub mod driver_status {
         crate::pcw::Cell::Wide(2),
         crate::pcw::Cell::Wide(3),
         crate::pcw::Cell::Wide(4),
+        crate::pcw::Cell::Wide(5),
+        crate::pcw::Cell::Wide(6),
+        crate::pcw::Cell::Wide(7),
+        crate::pcw::Cell::Wide(8),
+        crate::pcw::Cell::Wide(9),
+        crate::pcw::Cell::Wide(10),
+        crate::pcw::Cell::Wide(11),
+        crate::pcw::Cell::Wide(12),
         crate::pcw::Cell::Narrow(0),
         crate::pcw::Cell::Narrow(1),
         crate::pcw::Cell::Narrow(2),
@@ -1557,37 +1597,77 @@ pub mod driver_status {
         /// found but not as the driver writes it, or could not be read; re-enable as for 2. 4 Marker not
         /// written: setting the marker failed, so nothing was touched; the next query tries again.
         pub const HARDWARE_GUARD: u16 = 31;
+        /// "Custom Event 0 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 0 (Parameters\\CustomEvents line 0, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT0_SELECT: u16 = 40;
+        /// "Custom Event 1 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 1 (Parameters\\CustomEvents line 1, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT1_SELECT: u16 = 41;
+        /// "Custom Event 2 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 2 (Parameters\\CustomEvents line 2, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT2_SELECT: u16 = 42;
+        /// "Custom Event 3 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 3 (Parameters\\CustomEvents line 3, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT3_SELECT: u16 = 43;
+        /// "Custom Event 4 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 4 (Parameters\\CustomEvents line 4, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT4_SELECT: u16 = 44;
+        /// "Custom Event 5 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 5 (Parameters\\CustomEvents line 5, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT5_SELECT: u16 = 45;
+        /// "Custom Event 6 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 6 (Parameters\\CustomEvents line 6, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT6_SELECT: u16 = 46;
+        /// "Custom Event 7 Select" (perf_counter_large_rawcount, advanced): Event select value programmed for
+        /// Custom Event 7 (Parameters\\CustomEvents line 7, counting from 0), without the interrupt bit; 0 if
+        /// that line is rejected or absent, or the profile is not custom.
+        pub const CUSTOM_EVENT7_SELECT: u16 = 47;
     }
 
     /// PCW_COUNTER_DESCRIPTORs for PcwRegister, one per counter in manifest order.
     pub const DESCRIPTORS: &[CounterDescriptor] = &[
-        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 40, size: 4 },
-        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 44, size: 4 },
+        CounterDescriptor { id: id::PMU_STATE, struct_index: 0, offset: 104, size: 4 },
+        CounterDescriptor { id: id::COUNTERS_OWNED, struct_index: 0, offset: 108, size: 4 },
         CounterDescriptor { id: id::OVERFLOW_INTERRUPTS, struct_index: 0, offset: 0, size: 8 },
         CounterDescriptor { id: id::COLLECTS_PER_SEC, struct_index: 0, offset: 8, size: 8 },
         CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_NS, struct_index: 0, offset: 16, size: 8 },
-        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_NS_BASE, struct_index: 0, offset: 48, size: 4 },
-        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 52, size: 4 },
-        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 56, size: 4 },
-        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 60, size: 4 },
-        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 64, size: 4 },
-        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 68, size: 4 },
-        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 72, size: 4 },
-        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 76, size: 4 },
-        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 80, size: 4 },
-        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 84, size: 4 },
+        CounterDescriptor { id: id::AVERAGE_COLLECT_TIME_NS_BASE, struct_index: 0, offset: 112, size: 4 },
+        CounterDescriptor { id: id::ALLOCATION_FAILURES, struct_index: 0, offset: 116, size: 4 },
+        CounterDescriptor { id: id::OWNERSHIP_FAILURES, struct_index: 0, offset: 120, size: 4 },
+        CounterDescriptor { id: id::PMU_REPROGRAMS, struct_index: 0, offset: 124, size: 4 },
+        CounterDescriptor { id: id::TOPDOWN_SOURCE, struct_index: 0, offset: 128, size: 4 },
+        CounterDescriptor { id: id::ACTIVE_PROFILE, struct_index: 0, offset: 132, size: 4 },
+        CounterDescriptor { id: id::REJECTED_CUSTOM_EVENTS, struct_index: 0, offset: 136, size: 4 },
+        CounterDescriptor { id: id::PROCESSORS_NOT_MONITORED, struct_index: 0, offset: 140, size: 4 },
+        CounterDescriptor { id: id::EVENTS_WITHOUT_COUNTER, struct_index: 0, offset: 144, size: 4 },
+        CounterDescriptor { id: id::EVENTS_NOT_SUPPORTED, struct_index: 0, offset: 148, size: 4 },
         CounterDescriptor { id: id::FRESH_COLLECTS_PER_SEC, struct_index: 0, offset: 24, size: 8 },
         CounterDescriptor { id: id::SERVED_COLLECTS_PER_SEC, struct_index: 0, offset: 32, size: 8 },
-        CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 88, size: 4 },
-        CounterDescriptor { id: id::PMU_OWNERSHIP, struct_index: 0, offset: 92, size: 4 },
-        CounterDescriptor { id: id::MEMORY_CONTROLLER_STATE, struct_index: 0, offset: 96, size: 4 },
-        CounterDescriptor { id: id::HARDWARE_GUARD, struct_index: 0, offset: 100, size: 4 },
+        CounterDescriptor { id: id::MINIMUM_COLLECT_INTERVAL, struct_index: 0, offset: 152, size: 4 },
+        CounterDescriptor { id: id::PMU_OWNERSHIP, struct_index: 0, offset: 156, size: 4 },
+        CounterDescriptor { id: id::MEMORY_CONTROLLER_STATE, struct_index: 0, offset: 160, size: 4 },
+        CounterDescriptor { id: id::HARDWARE_GUARD, struct_index: 0, offset: 164, size: 4 },
+        CounterDescriptor { id: id::CUSTOM_EVENT0_SELECT, struct_index: 0, offset: 40, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT1_SELECT, struct_index: 0, offset: 48, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT2_SELECT, struct_index: 0, offset: 56, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT3_SELECT, struct_index: 0, offset: 64, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT4_SELECT, struct_index: 0, offset: 72, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT5_SELECT, struct_index: 0, offset: 80, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT6_SELECT, struct_index: 0, offset: 88, size: 8 },
+        CounterDescriptor { id: id::CUSTOM_EVENT7_SELECT, struct_index: 0, offset: 96, size: 8 },
     ];
 
     impl Values {
         /// Zeroes every field that no counter in `counter_mask` (bit i = counter id i) reads.
         pub fn clear_unrequested(&mut self, counter_mask: u64) {
-            if counter_mask & 0x0000_0000_c007_ffff == 0x0000_0000_c007_ffff {
+            if counter_mask & 0x0000_ff00_c007_ffff == 0x0000_ff00_c007_ffff {
                 return; // every counter requested: the common case, one test
             }
             if counter_mask & 0x0000_0000_0000_0004 == 0 {
@@ -1604,6 +1684,30 @@ pub mod driver_status {
             }
             if counter_mask & 0x0000_0000_0001_0000 == 0 {
                 self.served_collects = 0;
+            }
+            if counter_mask & 0x0000_0100_0000_0000 == 0 {
+                self.custom_event0_select = 0;
+            }
+            if counter_mask & 0x0000_0200_0000_0000 == 0 {
+                self.custom_event1_select = 0;
+            }
+            if counter_mask & 0x0000_0400_0000_0000 == 0 {
+                self.custom_event2_select = 0;
+            }
+            if counter_mask & 0x0000_0800_0000_0000 == 0 {
+                self.custom_event3_select = 0;
+            }
+            if counter_mask & 0x0000_1000_0000_0000 == 0 {
+                self.custom_event4_select = 0;
+            }
+            if counter_mask & 0x0000_2000_0000_0000 == 0 {
+                self.custom_event5_select = 0;
+            }
+            if counter_mask & 0x0000_4000_0000_0000 == 0 {
+                self.custom_event6_select = 0;
+            }
+            if counter_mask & 0x0000_8000_0000_0000 == 0 {
+                self.custom_event7_select = 0;
             }
             if counter_mask & 0x0000_0000_0000_0001 == 0 {
                 self.pmu_state = 0;
@@ -1663,6 +1767,14 @@ pub mod driver_status {
         "CollectTimeNs",
         "FreshCollects",
         "ServedCollects",
+        "CustomEvent0Select",
+        "CustomEvent1Select",
+        "CustomEvent2Select",
+        "CustomEvent3Select",
+        "CustomEvent4Select",
+        "CustomEvent5Select",
+        "CustomEvent6Select",
+        "CustomEvent7Select",
         "PmuState",
         "CountersOwned",
         "CollectCount",
@@ -1692,22 +1804,30 @@ pub mod driver_status {
                 collect_time_ns: value(2),
                 fresh_collects: value(3),
                 served_collects: value(4),
-                pmu_state: value(5) as u32,
-                counters_owned: value(6) as u32,
-                collect_count: value(7) as u32,
-                allocation_failures: value(8) as u32,
-                ownership_failures: value(9) as u32,
-                pmu_reprograms: value(10) as u32,
-                topdown_source: value(11) as u32,
-                active_profile: value(12) as u32,
-                rejected_custom_events: value(13) as u32,
-                processors_not_monitored: value(14) as u32,
-                events_without_counter: value(15) as u32,
-                events_not_supported: value(16) as u32,
-                minimum_collect_interval: value(17) as u32,
-                pmu_ownership: value(18) as u32,
-                memory_controller_state: value(19) as u32,
-                hardware_guard: value(20) as u32,
+                custom_event0_select: value(5),
+                custom_event1_select: value(6),
+                custom_event2_select: value(7),
+                custom_event3_select: value(8),
+                custom_event4_select: value(9),
+                custom_event5_select: value(10),
+                custom_event6_select: value(11),
+                custom_event7_select: value(12),
+                pmu_state: value(13) as u32,
+                counters_owned: value(14) as u32,
+                collect_count: value(15) as u32,
+                allocation_failures: value(16) as u32,
+                ownership_failures: value(17) as u32,
+                pmu_reprograms: value(18) as u32,
+                topdown_source: value(19) as u32,
+                active_profile: value(20) as u32,
+                rejected_custom_events: value(21) as u32,
+                processors_not_monitored: value(22) as u32,
+                events_without_counter: value(23) as u32,
+                events_not_supported: value(24) as u32,
+                minimum_collect_interval: value(25) as u32,
+                pmu_ownership: value(26) as u32,
+                memory_controller_state: value(27) as u32,
+                hardware_guard: value(28) as u32,
             }
         }
     }
@@ -1744,6 +1864,14 @@ pub mod driver_status {
                 collect_time_ns: self.collect_time_ns.load(RELAXED),
                 fresh_collects: self.fresh_collects.load(RELAXED),
                 served_collects: self.served_collects.load(RELAXED),
+                custom_event0_select: self.custom_event0_select.load(RELAXED),
+                custom_event1_select: self.custom_event1_select.load(RELAXED),
+                custom_event2_select: self.custom_event2_select.load(RELAXED),
+                custom_event3_select: self.custom_event3_select.load(RELAXED),
+                custom_event4_select: self.custom_event4_select.load(RELAXED),
+                custom_event5_select: self.custom_event5_select.load(RELAXED),
+                custom_event6_select: self.custom_event6_select.load(RELAXED),
+                custom_event7_select: self.custom_event7_select.load(RELAXED),
                 pmu_state: self.pmu_state.load(RELAXED),
                 counters_owned: self.counters_owned.load(RELAXED),
                 collect_count: self.collect_count.load(RELAXED),
@@ -1775,6 +1903,14 @@ pub mod driver_status {
                 collect_time_ns: self.wide[2].load(RELAXED),
                 fresh_collects: self.wide[3].load(RELAXED),
                 served_collects: self.wide[4].load(RELAXED),
+                custom_event0_select: self.wide[5].load(RELAXED),
+                custom_event1_select: self.wide[6].load(RELAXED),
+                custom_event2_select: self.wide[7].load(RELAXED),
+                custom_event3_select: self.wide[8].load(RELAXED),
+                custom_event4_select: self.wide[9].load(RELAXED),
+                custom_event5_select: self.wide[10].load(RELAXED),
+                custom_event6_select: self.wide[11].load(RELAXED),
+                custom_event7_select: self.wide[12].load(RELAXED),
                 pmu_state: self.narrow[0].load(RELAXED),
                 counters_owned: self.narrow[1].load(RELAXED),
                 collect_count: self.narrow[2].load(RELAXED),
@@ -1802,19 +1938,27 @@ pub mod driver_status {
 
         #[test]
         fn layout_matches_the_descriptors() {
-            assert_eq!(size_of::<Values>(), 104);
+            assert_eq!(size_of::<Values>(), 168);
             assert_eq!(size_of::<AtomicValues>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicValues>(), align_of::<Values>());
             assert_eq!(size_of::<AtomicCells>(), size_of::<Values>());
             assert_eq!(align_of::<AtomicCells>(), align_of::<Values>());
             assert_eq!(offset_of!(AtomicCells, wide), 0);
-            assert_eq!(offset_of!(AtomicCells, narrow), 40);
+            assert_eq!(offset_of!(AtomicCells, narrow), 104);
             let field_offsets = &[
                 offset_of!(Values, overflow_interrupts),
                 offset_of!(Values, collect_requests),
                 offset_of!(Values, collect_time_ns),
                 offset_of!(Values, fresh_collects),
                 offset_of!(Values, served_collects),
+                offset_of!(Values, custom_event0_select),
+                offset_of!(Values, custom_event1_select),
+                offset_of!(Values, custom_event2_select),
+                offset_of!(Values, custom_event3_select),
+                offset_of!(Values, custom_event4_select),
+                offset_of!(Values, custom_event5_select),
+                offset_of!(Values, custom_event6_select),
+                offset_of!(Values, custom_event7_select),
                 offset_of!(Values, pmu_state),
                 offset_of!(Values, counters_owned),
                 offset_of!(Values, collect_count),
@@ -1835,7 +1979,7 @@ pub mod driver_status {
             for (cell, &field_offset) in CELLS.iter().zip(field_offsets) {
                 let offset = match *cell {
                     crate::pcw::Cell::Wide(i) => usize::from(i) * 8,
-                    crate::pcw::Cell::Narrow(i) => 40 + usize::from(i) * 4,
+                    crate::pcw::Cell::Narrow(i) => 104 + usize::from(i) * 4,
                 };
                 assert_eq!(offset, field_offset, "{cell:?}");
             }
@@ -1852,58 +1996,98 @@ pub mod driver_status {
             assert_eq!(offset_of!(AtomicValues, fresh_collects), offset_of!(Values, fresh_collects));
             assert_eq!(offset_of!(Values, served_collects), 32);
             assert_eq!(offset_of!(AtomicValues, served_collects), offset_of!(Values, served_collects));
-            assert_eq!(offset_of!(Values, pmu_state), 40);
+            assert_eq!(offset_of!(Values, custom_event0_select), 40);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event0_select),
+                offset_of!(Values, custom_event0_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event1_select), 48);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event1_select),
+                offset_of!(Values, custom_event1_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event2_select), 56);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event2_select),
+                offset_of!(Values, custom_event2_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event3_select), 64);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event3_select),
+                offset_of!(Values, custom_event3_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event4_select), 72);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event4_select),
+                offset_of!(Values, custom_event4_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event5_select), 80);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event5_select),
+                offset_of!(Values, custom_event5_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event6_select), 88);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event6_select),
+                offset_of!(Values, custom_event6_select),
+            );
+            assert_eq!(offset_of!(Values, custom_event7_select), 96);
+            assert_eq!(
+                offset_of!(AtomicValues, custom_event7_select),
+                offset_of!(Values, custom_event7_select),
+            );
+            assert_eq!(offset_of!(Values, pmu_state), 104);
             assert_eq!(offset_of!(AtomicValues, pmu_state), offset_of!(Values, pmu_state));
-            assert_eq!(offset_of!(Values, counters_owned), 44);
+            assert_eq!(offset_of!(Values, counters_owned), 108);
             assert_eq!(offset_of!(AtomicValues, counters_owned), offset_of!(Values, counters_owned));
-            assert_eq!(offset_of!(Values, collect_count), 48);
+            assert_eq!(offset_of!(Values, collect_count), 112);
             assert_eq!(offset_of!(AtomicValues, collect_count), offset_of!(Values, collect_count));
-            assert_eq!(offset_of!(Values, allocation_failures), 52);
+            assert_eq!(offset_of!(Values, allocation_failures), 116);
             assert_eq!(
                 offset_of!(AtomicValues, allocation_failures),
                 offset_of!(Values, allocation_failures),
             );
-            assert_eq!(offset_of!(Values, ownership_failures), 56);
+            assert_eq!(offset_of!(Values, ownership_failures), 120);
             assert_eq!(offset_of!(AtomicValues, ownership_failures), offset_of!(Values, ownership_failures));
-            assert_eq!(offset_of!(Values, pmu_reprograms), 60);
+            assert_eq!(offset_of!(Values, pmu_reprograms), 124);
             assert_eq!(offset_of!(AtomicValues, pmu_reprograms), offset_of!(Values, pmu_reprograms));
-            assert_eq!(offset_of!(Values, topdown_source), 64);
+            assert_eq!(offset_of!(Values, topdown_source), 128);
             assert_eq!(offset_of!(AtomicValues, topdown_source), offset_of!(Values, topdown_source));
-            assert_eq!(offset_of!(Values, active_profile), 68);
+            assert_eq!(offset_of!(Values, active_profile), 132);
             assert_eq!(offset_of!(AtomicValues, active_profile), offset_of!(Values, active_profile));
-            assert_eq!(offset_of!(Values, rejected_custom_events), 72);
+            assert_eq!(offset_of!(Values, rejected_custom_events), 136);
             assert_eq!(
                 offset_of!(AtomicValues, rejected_custom_events),
                 offset_of!(Values, rejected_custom_events),
             );
-            assert_eq!(offset_of!(Values, processors_not_monitored), 76);
+            assert_eq!(offset_of!(Values, processors_not_monitored), 140);
             assert_eq!(
                 offset_of!(AtomicValues, processors_not_monitored),
                 offset_of!(Values, processors_not_monitored),
             );
-            assert_eq!(offset_of!(Values, events_without_counter), 80);
+            assert_eq!(offset_of!(Values, events_without_counter), 144);
             assert_eq!(
                 offset_of!(AtomicValues, events_without_counter),
                 offset_of!(Values, events_without_counter),
             );
-            assert_eq!(offset_of!(Values, events_not_supported), 84);
+            assert_eq!(offset_of!(Values, events_not_supported), 148);
             assert_eq!(
                 offset_of!(AtomicValues, events_not_supported),
                 offset_of!(Values, events_not_supported),
             );
-            assert_eq!(offset_of!(Values, minimum_collect_interval), 88);
+            assert_eq!(offset_of!(Values, minimum_collect_interval), 152);
             assert_eq!(
                 offset_of!(AtomicValues, minimum_collect_interval),
                 offset_of!(Values, minimum_collect_interval),
             );
-            assert_eq!(offset_of!(Values, pmu_ownership), 92);
+            assert_eq!(offset_of!(Values, pmu_ownership), 156);
             assert_eq!(offset_of!(AtomicValues, pmu_ownership), offset_of!(Values, pmu_ownership));
-            assert_eq!(offset_of!(Values, memory_controller_state), 96);
+            assert_eq!(offset_of!(Values, memory_controller_state), 160);
             assert_eq!(
                 offset_of!(AtomicValues, memory_controller_state),
                 offset_of!(Values, memory_controller_state),
             );
-            assert_eq!(offset_of!(Values, hardware_guard), 100);
+            assert_eq!(offset_of!(Values, hardware_guard), 164);
             assert_eq!(offset_of!(AtomicValues, hardware_guard), offset_of!(Values, hardware_guard));
             let values = Values::default();
             let expected = [
@@ -1984,6 +2168,46 @@ pub mod driver_status {
                     size_of_val(&values.memory_controller_state),
                 ),
                 (id::HARDWARE_GUARD, offset_of!(Values, hardware_guard), size_of_val(&values.hardware_guard)),
+                (
+                    id::CUSTOM_EVENT0_SELECT,
+                    offset_of!(Values, custom_event0_select),
+                    size_of_val(&values.custom_event0_select),
+                ),
+                (
+                    id::CUSTOM_EVENT1_SELECT,
+                    offset_of!(Values, custom_event1_select),
+                    size_of_val(&values.custom_event1_select),
+                ),
+                (
+                    id::CUSTOM_EVENT2_SELECT,
+                    offset_of!(Values, custom_event2_select),
+                    size_of_val(&values.custom_event2_select),
+                ),
+                (
+                    id::CUSTOM_EVENT3_SELECT,
+                    offset_of!(Values, custom_event3_select),
+                    size_of_val(&values.custom_event3_select),
+                ),
+                (
+                    id::CUSTOM_EVENT4_SELECT,
+                    offset_of!(Values, custom_event4_select),
+                    size_of_val(&values.custom_event4_select),
+                ),
+                (
+                    id::CUSTOM_EVENT5_SELECT,
+                    offset_of!(Values, custom_event5_select),
+                    size_of_val(&values.custom_event5_select),
+                ),
+                (
+                    id::CUSTOM_EVENT6_SELECT,
+                    offset_of!(Values, custom_event6_select),
+                    size_of_val(&values.custom_event6_select),
+                ),
+                (
+                    id::CUSTOM_EVENT7_SELECT,
+                    offset_of!(Values, custom_event7_select),
+                    size_of_val(&values.custom_event7_select),
+                ),
             ];
             assert_eq!(DESCRIPTORS.len(), expected.len());
             for (descriptor, (id, offset, size)) in DESCRIPTORS.iter().zip(expected) {

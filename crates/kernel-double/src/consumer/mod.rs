@@ -13,12 +13,15 @@
 //!   base deltas.
 //! * [`csv`] prints typeperf's CSV; [`perf_object`] formats a sample as PERF_OBJECT_TYPE blocks and
 //!   validates them with the ExtCounterTestLevel 1 checks.
+//! * [`windows_exporter`] is windows_exporter's `performancecounter` collector over these: what it
+//!   would export for a configuration's objects, scrape by scrape.
 
 pub mod csv;
 pub mod exactness;
 pub mod legacy_reader;
 pub mod pdh;
 pub mod perf_object;
+pub mod windows_exporter;
 
 use crate::control::pcw::{self, Descriptor, InstanceRecord, Query};
 use counter_manifest::{CounterType, DetailLevel, Instances, Manifest, manifest_string_ids};

@@ -18,6 +18,29 @@ const fn custom_total(n: u32) -> u32 {
 }
 /// Status counterset position of Rejected Custom Events.
 const REJECTED: usize = 11;
+/// Custom Event n Select's counter id in the status counterset.
+const fn select_id(n: u32) -> u32 {
+    40 + n
+}
+/// IA32_PERFEVTSELx's USR (16), OS (17) and EN (22) bits: what every line here sets beside its event
+/// and unit mask (Intel SDM Vol. 3B, "Architectural Performance Monitoring Version 1").
+const USR_OS_EN: u64 = 1 << 16 | 1 << 17 | 1 << 22;
+
+/// The event and unit mask a line names (`event=0xEE,umask=0xUU,...`).
+fn event_and_umask(line: &str) -> (u64, u64) {
+    let field = |key: &str| {
+        let value = line.split(',').find_map(|part| part.strip_prefix(key)).expect("the line names it");
+        u64::from_str_radix(value.trim_start_matches("0x"), 16).expect("hexadecimal")
+    };
+    (field("event="), field("umask="))
+}
+
+/// The Custom Event n Select values the status counterset shows now.
+fn selects_shown() -> Vec<u64> {
+    let status = Counterset::open(&consumer::manifest(), "Hardware Counters Driver").unwrap();
+    let values = common::driver_status();
+    (0..8).map(|n| values[status.index_of(select_id(n)).expect("registered")]).collect()
+}
 
 /// Eight lines, each an event the virtual PMU's workload makes and no fixed counter counts, with the
 /// event (index into `pmu::RATES`) it counts.
@@ -42,6 +65,16 @@ fn eight_custom_lines(model: &'static cpuid::CpuModel) {
     let set = Counterset::open(&consumer::manifest(), "Hardware Counters").unwrap();
     assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
     assert_eq!(common::driver_status()[REJECTED], 0, "no line rejected");
+    // Each line's encoding reads back as the select value the driver programs (no INT bit), so that
+    // an agent can label the Custom Event n series with it.
+    let expected: Vec<u64> = LINES
+        .iter()
+        .map(|(line, _)| {
+            let (event, umask) = event_and_umask(line);
+            event | umask << 8 | USR_OS_EN
+        })
+        .collect();
+    assert_eq!(selects_shown(), expected, "Custom Event 0-7 Select");
     for round in 1..=3 {
         for vp in 0..topology::processor_count() {
             pmu::step(vp, 1_000 * round + u64::from(vp));
@@ -80,4 +113,24 @@ fn eight_custom_lines_count_on_sapphire_rapids() {
 #[test]
 fn eight_custom_lines_count_on_skylake_without_hyper_threading() {
     eight_custom_lines(&cpuid::SKYLAKE_NO_HT);
+}
+
+/// A rejected line reads 0 in its Custom Event n Select, the lines after it keep their numbers and
+/// values (outside the custom profile every select reads 0: `src/pmu/profile/tests.rs`).
+#[test]
+fn a_rejected_lines_select_reads_zero_and_the_others_keep_theirs() {
+    cpuid::set_model(&cpuid::SKYLAKE_NO_HT);
+    registry::set_value(PARAMETERS_KEY, "Profile", REG_SZ, registry::sz("custom"));
+    let lines = ["event=0x2E,umask=0x41", "event=0x1FF,umask=0x01", "event=0xC5,umask=0x00,cmask=2,inv=1"];
+    registry::set_value(PARAMETERS_KEY, "CustomEvents", REG_MULTI_SZ, registry::multi_sz(&lines));
+    let mut driver = common::load();
+    assert_eq!(driver.driver_entry(), STATUS_SUCCESS);
+    let set = Counterset::open(&consumer::manifest(), "Hardware Counters").unwrap();
+    assert_eq!(pcw::add_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    assert_eq!(common::driver_status()[REJECTED], 1, "the 9-bit Intel event is rejected");
+    let cmask_inv = 2 << 24 | 1 << 23;
+    assert_eq!(selects_shown(), [0x412E | USR_OS_EN, 0, 0xC5 | cmask_inv | USR_OS_EN, 0, 0, 0, 0, 0]);
+    assert_eq!(pcw::remove_counter(&set.name, set.full_mask()), Some(STATUS_SUCCESS));
+    assert!(driver.unload());
+    common::assert_clean();
 }

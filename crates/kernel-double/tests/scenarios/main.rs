@@ -52,6 +52,7 @@ mod faulty_pageable_at_dispatch;
 mod faulty_pool_leak;
 mod faulty_pool_overrun;
 mod faulty_spinlock_in_pmi;
+mod fleet_windows_exporter;
 mod hal_as_decompiled;
 mod hal_profiling_after_release;
 mod hostile_consumers;
