@@ -161,15 +161,17 @@ pub struct Verdict {
     pub violations: Vec<String>,
 }
 
+/// Each column of `document` by its (set, instance, counter).
+type Columns = std::collections::HashMap<(String, Option<String>, String), usize>;
+
+fn columns(document: &Document) -> Columns {
+    document.paths.iter().enumerate().filter_map(|(index, path)| Some((split_path(path)?, index))).collect()
+}
+
 /// Checks every ratio cell of `document` from its second row on against its totals (see the module
 /// docs), and every rate against its totals' growth over the rows' times (`rates.rs`).
 pub fn check(document: &Document) -> Verdict {
-    let columns: std::collections::HashMap<(String, Option<String>, String), usize> = document
-        .paths
-        .iter()
-        .enumerate()
-        .filter_map(|(index, path)| Some((split_path(path)?, index)))
-        .collect();
+    let columns = columns(document);
     let column = |set: &str, instance: &Option<String>, counter: &str| {
         columns.get(&(set.to_string(), instance.clone(), counter.to_string())).copied()
     };
@@ -238,7 +240,7 @@ pub fn check(document: &Document) -> Verdict {
             }
         }
     }
-    rates::check(document, &mut verdict);
+    rates::check(document, &columns, &mut verdict);
     verdict
 }
 

@@ -6,7 +6,7 @@ use super::options::*;
 use super::{dram_truth, workload_truth};
 use kernel_double::consumer::{self, Counterset, Sample, csv, exactness, perf_object};
 use kernel_double::control::registry::{self, PARAMETERS_KEY, REG_MULTI_SZ, REG_SZ};
-use kernel_double::control::{hal, ke, memory, pcw};
+use kernel_double::control::{hal, memory, pcw};
 use kernel_double::cpu::cpuid;
 use kernel_double::cpu::{pmu, topology};
 use kernel_double::driver::Driver;
@@ -300,13 +300,7 @@ fn advance(options: &Options) {
 /// threads have done what came due in it (its housekeeping thread polls 32-bit memory controller
 /// counters every second: a ten-minute jump would let them wrap unseen, which no real clock does).
 fn pass(seconds: f64) {
-    let mut left = (seconds * hal::PERFORMANCE_FREQUENCY as f64).round() as i64;
-    while left > 0 {
-        let step = left.min(hal::PERFORMANCE_FREQUENCY);
-        hal::advance_clock(step);
-        ke::settle_system_threads();
-        left -= step;
-    }
+    hal::advance_clock_by_seconds((seconds * hal::PERFORMANCE_FREQUENCY as f64).round() as i64);
 }
 
 /// The workload units processor `vp` runs in a virtual interval of `seconds`: (vp mod 4 + 1) / 4 of

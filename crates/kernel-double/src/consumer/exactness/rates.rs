@@ -3,8 +3,7 @@
 //! the growth of the read and write totals together. The rows' times are typeperf's timestamps,
 //! to the millisecond: the bound is that resolution (a millisecond over the interval, relative).
 
-use super::{Document, Verdict, split_path};
-use std::collections::HashMap;
+use super::{Columns, Document, Verdict, split_path};
 
 /// The rates that are not named after one total: (rate, the totals it sums).
 const SUMS: &[(&str, &[&str])] = &[("DRAM Bytes/sec", &["DRAM Read Bytes", "DRAM Write Bytes"])];
@@ -17,14 +16,9 @@ fn totals_of(counter: &str) -> Option<Vec<String>> {
     Some(vec![counter.strip_suffix("/sec")?.to_string()])
 }
 
-/// Adds to `verdict` every rate cell of `document` that has its totals beside it.
-pub(super) fn check(document: &Document, verdict: &mut Verdict) {
-    let columns: HashMap<(String, Option<String>, String), usize> = document
-        .paths
-        .iter()
-        .enumerate()
-        .filter_map(|(index, path)| Some((split_path(path)?, index)))
-        .collect();
+/// Adds to `verdict` every rate cell of `document` (whose `columns` these are) that has its totals
+/// beside it.
+pub(super) fn check(document: &Document, columns: &Columns, verdict: &mut Verdict) {
     for (index, path) in document.paths.iter().enumerate() {
         let Some((set, instance, counter)) = split_path(path) else { continue };
         let Some(totals) = totals_of(&counter) else { continue };
@@ -69,8 +63,12 @@ pub(super) fn check(document: &Document, verdict: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse;
+    use super::super::{columns, parse};
     use super::*;
+
+    fn check_all(document: &Document, verdict: &mut Verdict) {
+        check(document, &columns(document), verdict);
+    }
 
     #[test]
     fn rates_are_their_totals_growth_over_the_rows_times() {
@@ -82,10 +80,10 @@ mod tests {
             format!("\n{header}\n{first}\n{}\n", second.replace("RATE", rate))
         };
         let mut verdict = Verdict::default();
-        check(&parse(&csv("1000.000000")).unwrap(), &mut verdict);
+        check_all(&parse(&csv("1000.000000")).unwrap(), &mut verdict);
         assert_eq!((verdict.rates, verdict.violations.len()), (2, 0), "{:?}", verdict.violations);
         let mut verdict = Verdict::default();
-        check(&parse(&csv("1002.000000")).unwrap(), &mut verdict);
+        check_all(&parse(&csv("1002.000000")).unwrap(), &mut verdict);
         assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
         assert!(verdict.violations[0].contains("DRAM Read Bytes/sec, sample 2"), "{:?}", verdict.violations);
     }

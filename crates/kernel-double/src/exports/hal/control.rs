@@ -142,6 +142,20 @@ pub fn advance_clock(ticks: i64) {
     crate::exports::ke::advance_time(ticks as u64);
 }
 
+/// Moves KeQueryPerformanceCounter forward by `ticks`, at most a second at a time, and after each step
+/// waits until the driver's system threads have done what came due in it
+/// (`ke::settle_system_threads`): what a driver does every second (the memory controller's poll of its
+/// 32-bit counters) happens every second, as on a real clock, instead of once for a minutes-long jump.
+pub fn advance_clock_by_seconds(ticks: i64) {
+    let mut left = ticks;
+    while left > 0 {
+        let step = left.min(PERFORMANCE_FREQUENCY);
+        advance_clock(step);
+        crate::exports::ke::control::settle_system_threads();
+        left -= step;
+    }
+}
+
 /// Stops the host's time from moving KeQueryPerformanceCounter (and the system time and every timed
 /// wait) for the rest of the process: from now on only [`advance_clock`] moves them, so a test decides
 /// when a driver's timer fires, whatever the machine's load.
